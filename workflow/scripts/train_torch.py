@@ -1,0 +1,153 @@
+"""Train the seed's 1-D CNN with PyTorch for one experiment and dtype; write a run file.
+
+    python workflow/scripts/train_torch.py --experiment adam --dtype f64 \\
+        --config config.yaml --data results/data/dataset.bin \\
+        --out results/runs/adam/torch-f64.json
+
+Data and initial weights come from the shared dataset file (f32). An f64 run widens them
+exactly, so precision is the only thing that differs between the f32 and f64 runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from parity_config import (  # noqa: E402
+    DTYPES,
+    ConfigError,
+    experiment_spec,
+    load_config,
+    requested_hyperparameters,
+)
+from parity_io import PARAM_NAMES, FormatError, read_dataset, write_run  # noqa: E402
+
+import torch  # noqa: E402  (imported after the cheap checks above fail fast)
+from torch import nn  # noqa: E402
+
+TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64}
+
+
+class Cnn(nn.Module):
+    """Conv1d(1→C, k) → ReLU → flatten → Linear(C·(L−k+1) → classes), as in the seed."""
+
+    def __init__(self, channels: int, kernel: int, flat: int, classes: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(1, channels, kernel)
+        self.fc = nn.Linear(flat, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.relu(self.conv(x)).flatten(1))
+
+
+def build_model(arrays: dict[str, tuple[list[int], list]], dtype: torch.dtype) -> Cnn:
+    channels, _, kernel = arrays["conv.weight"][0]
+    classes, flat = arrays["fc.weight"][0]
+    model = Cnn(channels, kernel, flat, classes).to(dtype)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            shape, values = arrays[name]
+            # f32 values widened exactly to dtype: the same start for both precisions.
+            param.copy_(torch.tensor(values, dtype=torch.float32).reshape(shape).to(dtype))
+    return model
+
+
+def make_optimizer(spec: dict[str, Any], params) -> torch.optim.Optimizer:
+    """Pass every hyperparameter explicitly, except those the experiment leaves to PyTorch."""
+    kept = set(spec["keep_defaults"]["torch"])
+    given = {k: v for k, v in spec["hyperparameters"].items() if k not in kept}
+    if "betas" in given:
+        given["betas"] = tuple(given["betas"])
+    if spec["optimizer"] == "sgd":
+        return torch.optim.SGD(params, **given)
+    return torch.optim.Adam(params, **given)
+
+
+def flat(t: torch.Tensor) -> list[float]:
+    return t.detach().flatten().tolist()
+
+
+def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
+    torch_dtype = TORCH_DTYPE[dtype]
+    x = torch.tensor(arrays["x"][1], dtype=torch.float32).reshape(arrays["x"][0]).to(torch_dtype)
+    y = torch.tensor(arrays["y"][1], dtype=torch.int64)
+    model = build_model(arrays, torch_dtype)
+    optimizer = make_optimizer(spec, model.parameters())
+    params = dict(model.named_parameters())
+    n, batch = x.shape[0], spec["batch_size"]
+    batches = n // batch
+    losses: list[float] = []
+    traj_params: dict[str, list] = {name: [] for name in PARAM_NAMES}
+    traj_grads: dict[str, list] = {name: [] for name in PARAM_NAMES}
+    for step in range(spec["steps"]):
+        i = (step % batches) * batch  # no shuffling: the batches in rotation
+        loss = nn.functional.cross_entropy(model(x[i : i + batch]), y[i : i + batch])
+        losses.append(loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        for name in PARAM_NAMES:
+            traj_grads[name].append(flat(params[name].grad))
+        optimizer.step()
+        for name in PARAM_NAMES:
+            traj_params[name].append(flat(params[name]))
+    with torch.no_grad():
+        out = model(x)
+        final = {
+            "loss": nn.functional.cross_entropy(out, y).item(),
+            "correct": int((out.argmax(1) == y).sum().item()),
+            "predictions": out.argmax(1).tolist(),
+        }
+    group = optimizer.param_groups[0]
+    used = {k: (list(group[k]) if k == "betas" else group[k]) for k in spec["hyperparameters"]}
+    return {
+        "losses": losses,
+        "final": final,
+        "params": {name: flat(params[name]) for name in PARAM_NAMES},
+        "trajectory": {"params": traj_params, "grads": traj_grads},
+        "meta": {
+            "framework": "torch",
+            "framework_version": torch.__version__,
+            "dtype": dtype,
+            "optimizer": spec["optimizer"],
+            "hyperparameters": used,
+            "requested": requested_hyperparameters(spec, "torch"),
+            "kept_defaults": spec["keep_defaults"]["torch"],
+            "steps": spec["steps"],
+            "batch_size": batch,
+            "threads": torch.get_num_threads(),
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiment", required=True)
+    parser.add_argument("--dtype", required=True, choices=DTYPES)
+    parser.add_argument("--config", required=True, type=Path)
+    parser.add_argument("--data", required=True, type=Path)
+    parser.add_argument("--out", required=True, type=Path)
+    args = parser.parse_args(argv)
+    try:
+        spec = experiment_spec(load_config(args.config), args.experiment)
+        arrays, sha256 = read_dataset(args.data)
+    except (ConfigError, FormatError, FileNotFoundError) as exc:
+        sys.exit(f"train_torch: {exc}")
+    torch.set_num_threads(spec["threads"])
+    torch.use_deterministic_algorithms(True)
+    started = time.perf_counter()
+    block = train(spec, arrays, args.dtype)
+    block["meta"]["input_sha256"] = sha256
+    write_run(args.out, {args.experiment: block})
+    print(
+        f"torch {args.experiment} {args.dtype}: {spec['steps']} steps in "
+        f"{time.perf_counter() - started:.2f}s, final loss {block['final']['loss']:.8f}, "
+        f"correct {block['final']['correct']}/{len(arrays['y'][1])} -> {args.out}"
+    )
+
+
+if __name__ == "__main__":
+    main()
