@@ -154,3 +154,58 @@ pub fn parse(config: &Value, experiment: &str) -> Result<Spec, String> {
         threads: positive("threads", Some(1))?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(experiment: &str) -> Value {
+        serde_yaml::from_str(&format!(
+            "steps: 3\nbatch_size: 16\nexperiments:\n  e:\n{experiment}"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn reads_an_adam_experiment() {
+        let c = config(
+            "    optimizer: adam\n    lr: 0.01\n    betas: [0.9, 0.999]\n    eps: 1.0e-8\n    weight_decay: 0\n    keep_defaults: {burn: [eps]}\n",
+        );
+        let spec = parse(&c, "e").unwrap();
+        assert_eq!(
+            spec.optimizer,
+            Optimizer::Adam {
+                lr: 0.01,
+                betas: [0.9, 0.999],
+                eps: 1e-8,
+                weight_decay: 0.0
+            }
+        );
+        assert!(spec.keeps_default("eps"));
+        assert_eq!((spec.steps, spec.batch_size, spec.threads), (3, 16, 1));
+    }
+
+    #[test]
+    fn refuses_an_unknown_optimizer_naming_it() {
+        let err = parse(&config("    optimizer: rmsprop\n    lr: 0.1\n"), "e").unwrap_err();
+        assert!(
+            err.contains("experiments.e.optimizer") && err.contains("rmsprop"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn refuses_a_missing_hyperparameter_naming_it() {
+        let c = config(
+            "    optimizer: sgd\n    lr: 0.1\n    momentum: 0\n    weight_decay: 0\n    nesterov: false\n",
+        );
+        let err = parse(&c, "e").unwrap_err();
+        assert!(err.contains("experiments.e.dampening"), "{err}");
+    }
+
+    #[test]
+    fn refuses_an_unknown_experiment() {
+        let err = parse(&config("    optimizer: sgd\n"), "nope").unwrap_err();
+        assert!(err.contains("nope"), "{err}");
+    }
+}

@@ -126,3 +126,64 @@ impl Dataset {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn array(name: &str, dtype: u8, shape: &[u32], payload: &[u8]) -> Vec<u8> {
+        let mut out = (name.len() as u32).to_le_bytes().to_vec();
+        out.extend(name.as_bytes());
+        out.extend([dtype, shape.len() as u8]);
+        shape.iter().for_each(|d| out.extend(d.to_le_bytes()));
+        out.extend(payload);
+        out
+    }
+
+    fn blob() -> Vec<u8> {
+        let mut out = b"PARITYDS".to_vec();
+        out.extend(1u32.to_le_bytes());
+        out.extend(6u32.to_le_bytes());
+        let tiny = f32::from_bits(1); // a subnormal: must come back bit for bit
+        out.extend(array(
+            "x",
+            1,
+            &[1, 1, 2],
+            &[0.1f32.to_le_bytes(), tiny.to_le_bytes()].concat(),
+        ));
+        out.extend(array("y", 2, &[1], &2i64.to_le_bytes()));
+        for name in ["conv.weight", "conv.bias", "fc.weight", "fc.bias"] {
+            out.extend(array(name, 1, &[1], &(-0.0f32).to_le_bytes()));
+        }
+        out
+    }
+
+    #[test]
+    fn decodes_bit_for_bit() {
+        let data = decode(&blob()).unwrap();
+        let (shape, x) = data.f32("x").unwrap();
+        assert_eq!(shape, [1, 1, 2]);
+        assert_eq!(x[0].to_bits(), 0.1f32.to_bits());
+        assert_eq!(x[1].to_bits(), 1);
+        assert_eq!(data.i64("y").unwrap().1, [2]);
+        assert_eq!(
+            data.f32("fc.bias").unwrap().1[0].to_bits(),
+            (-0.0f32).to_bits()
+        );
+        assert_eq!(data.sha256.len(), 64);
+    }
+
+    #[test]
+    fn refuses_truncated_and_foreign_files() {
+        let full = blob();
+        assert!(
+            decode(&full[..full.len() - 1])
+                .unwrap_err()
+                .contains("truncated")
+        );
+        assert!(decode(b"NOTADATASETFILE!").unwrap_err().contains("magic"));
+        let mut extra = full.clone();
+        extra.push(0);
+        assert!(decode(&extra).unwrap_err().contains("trailing"));
+    }
+}

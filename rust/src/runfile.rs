@@ -50,3 +50,27 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_finite_floats_survive_the_trip() {
+        for x in [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.1,
+            -0.0,
+            1e-310,
+        ] {
+            let text = serde_json::to_string(&float(x)).unwrap();
+            let back = read_float(&serde_json::from_str(&text).unwrap()).unwrap();
+            assert!(
+                back.to_bits() == x.to_bits() || (x.is_nan() && back.is_nan()),
+                "{x} -> {text}"
+            );
+        }
+    }
+}

@@ -29,7 +29,9 @@ def inputs() -> tuple[list[float], list[int]]:
     for k in range(N):
         c = k % CLASSES
         f = 0.3 * (c + 1)
-        xs.extend(math.sin(f * t + 0.37 * k) + 0.3 * math.sin(2.3 * t + 1.1 * k) for t in range(LENGTH))
+        xs.extend(
+            math.sin(f * t + 0.37 * k) + 0.3 * math.sin(2.3 * t + 1.1 * k) for t in range(LENGTH)
+        )
         ys.append(c)
     return xs, ys
 
@@ -37,7 +39,10 @@ def inputs() -> tuple[list[float], list[int]]:
 def initial_weights() -> dict[str, tuple[list[int], list[float]]]:
     """The seed's deterministic init, in PyTorch's names and layouts ([out, in, k], [out, in])."""
     return {
-        "conv.weight": ([CHANNELS, 1, KERNEL], [0.4 * math.sin(i + 1) for i in range(CHANNELS * KERNEL)]),
+        "conv.weight": (
+            [CHANNELS, 1, KERNEL],
+            [0.4 * math.sin(i + 1) for i in range(CHANNELS * KERNEL)],
+        ),
         "conv.bias": ([CHANNELS], [0.02 * o - 0.03 for o in range(CHANNELS)]),
         "fc.weight": ([CLASSES, FLAT], [0.15 * math.cos(i + 1) for i in range(CLASSES * FLAT)]),
         "fc.bias": ([CLASSES], [0.0] * CLASSES),

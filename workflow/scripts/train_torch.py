@@ -16,6 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+from torch import nn
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from parity_config import (  # noqa: E402
     DTYPES,
@@ -25,9 +28,6 @@ from parity_config import (  # noqa: E402
     requested_hyperparameters,
 )
 from parity_io import PARAM_NAMES, FormatError, read_dataset, write_run  # noqa: E402
-
-import torch  # noqa: E402  (imported after the cheap checks above fail fast)
-from torch import nn  # noqa: E402
 
 TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64}
 

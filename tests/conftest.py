@@ -1,0 +1,70 @@
+"""Shared fixtures: the real Burn binary, the real dataset, small configs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "workflow" / "scripts"
+BURN_BINARY = ROOT / "rust" / "target" / "release" / "parity-train"
+sys.path.insert(0, str(SCRIPTS))
+
+SGD = {"optimizer": "sgd", "lr": 0.5, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
+       "nesterov": False}  # fmt: skip
+ADAM = {"optimizer": "adam", "lr": 0.01, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0}
+
+
+def small_config(steps: int = 3, **experiments: dict) -> dict:
+    return {"steps": steps, "batch_size": 16, "threads": 1,
+            "experiments": experiments or {"sgd": SGD, "adam": ADAM}}  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def burn_binary() -> Path:
+    """Build the Burn trainer once per session (a no-op when it is up to date)."""
+    subprocess.run(
+        ["cargo", "build", "--release", "--locked", "--quiet"], cwd=ROOT / "rust", check=True
+    )
+    return BURN_BINARY
+
+
+@pytest.fixture(scope="session")
+def dataset(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("data") / "dataset.bin"
+    subprocess.run([sys.executable, SCRIPTS / "make_data.py", "--out", path], check=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def write_config(tmp_path_factory):
+    def write(config: dict) -> Path:
+        path = tmp_path_factory.mktemp("config") / "config.yaml"
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+    return write
+
+
+@pytest.fixture(scope="session")
+def train(burn_binary, dataset, tmp_path_factory):
+    """Run one real trainer; return the completed process and the run file path."""
+
+    def run(framework: str, experiment: str, dtype: str, config: Path, check: bool = True):
+        out = config.parent / "runs" / experiment / f"{framework}-{dtype}.json"
+        if framework == "torch":
+            cmd = [sys.executable, SCRIPTS / "train_torch.py"]
+        else:
+            cmd = [burn_binary]
+        cmd += ["--experiment", experiment, "--dtype", dtype, "--config", config,
+                "--data", dataset, "--out", out]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{framework} trainer failed:\n{proc.stderr}")
+        return proc, out
+
+    return run

@@ -1,0 +1,123 @@
+"""Both real trainers, both precisions, on short runs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from conftest import ADAM, SGD, small_config
+from parity_io import PARAM_NAMES, experiment_block, read_run
+
+RUNS = [(fw, dt) for fw in ("torch", "burn") for dt in ("f32", "f64")]
+
+
+def max_param_gap(a: dict, b: dict, step: int) -> float:
+    return max(
+        abs(x - y)
+        for name in PARAM_NAMES
+        for x, y in zip(
+            a["trajectory"]["params"][name][step],
+            b["trajectory"]["params"][name][step],
+            strict=False,
+        )
+    )
+
+
+@pytest.fixture(scope="module")
+def short_runs(train, write_config):
+    config = write_config(small_config(steps=4))
+    runs = {}
+    for experiment in ("sgd", "adam"):
+        for framework, dtype in RUNS:
+            _, out = train(framework, experiment, dtype, config)
+            runs[experiment, framework, dtype] = out
+    return runs
+
+
+def test_every_run_file_is_valid(short_runs):
+    for (experiment, framework, dtype), path in short_runs.items():
+        block = experiment_block(path, experiment)
+        assert len(block["losses"]) == 4
+        assert block["final"]["correct"] in range(97)
+        assert [len(block["params"][n]) for n in PARAM_NAMES] == [20, 4, 144, 3]
+        assert len(block["trajectory"]["grads"]["fc.weight"][0]) == 144
+        meta = block["meta"]
+        assert (meta["framework"], meta["dtype"], meta["optimizer"]) == (
+            framework,
+            dtype,
+            experiment,
+        )
+        assert meta["threads"] == 1 and meta["framework_version"]
+        assert set(meta["hyperparameters"]) == set(SGD if experiment == "sgd" else ADAM) - {
+            "optimizer"
+        }
+        assert ("adam_factors" in block) == (framework == "burn" and experiment == "adam")
+
+
+def test_all_runs_read_the_same_input(short_runs):
+    hashes = {experiment_block(p)["meta"]["input_sha256"] for p in short_runs.values()}
+    assert len(hashes) == 1
+
+
+def test_f64_sgd_agrees_across_frameworks(short_runs):
+    torch64 = experiment_block(short_runs["sgd", "torch", "f64"])
+    burn64 = experiment_block(short_runs["sgd", "burn", "f64"])
+    for step in range(4):
+        assert max_param_gap(torch64, burn64, step) <= 1e-12
+    assert abs(torch64["losses"][-1] - burn64["losses"][-1]) <= 1e-12
+
+
+def test_f64_adam_shows_burns_f32_factors(short_runs):
+    torch64 = experiment_block(short_runs["adam", "torch", "f64"])
+    burn64 = experiment_block(short_runs["adam", "burn", "f64"])
+    # Above f64 rounding (~1e-16) but far below f32 noise: the factors' f32 rounding.
+    assert 1e-12 < max_param_gap(torch64, burn64, 1) < 1e-6
+    betas = burn64["meta"]["hyperparameters"]["betas"]
+    assert betas == [0.8999999761581421, 0.9990000128746033]  # f32 values, widened
+    assert len(burn64["adam_factors"]["combined_factor"]) == 4
+
+
+def test_reruns_are_byte_identical(train, write_config):
+    config = write_config(small_config(steps=3))
+    for framework in ("torch", "burn"):
+        _, out = train(framework, "adam", "f32", config)
+        first = out.read_bytes()
+        out.unlink()
+        _, out = train(framework, "adam", "f32", config)
+        assert out.read_bytes() == first
+
+
+@pytest.mark.parametrize("framework", ["torch", "burn"])
+def test_diverging_run_keeps_non_finite_values(train, write_config, framework):
+    config = write_config(small_config(steps=10, boom=dict(SGD, lr=1e4)))
+    _, out = train(framework, "boom", "f32", config)
+    assert '"NaN"' in out.read_text() or "Infinity" in out.read_text()
+    block = read_run(out)["boom"]
+    assert any(not math.isfinite(x) for x in block["losses"])
+    assert any(not math.isfinite(x) for x in block["params"]["fc.weight"])
+
+
+@pytest.mark.parametrize("framework", ["torch", "burn"])
+def test_unknown_optimizer_is_refused(train, write_config, framework):
+    config = write_config(small_config(bad={"optimizer": "rmsprop", "lr": 0.1}))
+    proc, out = train(framework, "bad", "f32", config, check=False)
+    assert proc.returncode != 0 and not out.exists()
+    assert "experiments.bad.optimizer" in proc.stderr and "rmsprop" in proc.stderr
+
+
+@pytest.mark.parametrize("framework", ["torch", "burn"])
+def test_missing_hyperparameter_is_refused(train, write_config, framework):
+    incomplete = {k: v for k, v in ADAM.items() if k != "eps"}
+    config = write_config(small_config(bad=incomplete))
+    proc, out = train(framework, "bad", "f64", config, check=False)
+    assert proc.returncode != 0 and not out.exists()
+    assert "experiments.bad.eps" in proc.stderr
+
+
+def test_kept_default_is_recorded(train, write_config):
+    config = write_config(small_config(pitfall=dict(ADAM, keep_defaults={"burn": ["eps"]})))
+    _, burn = train("burn", "pitfall", "f32", config)
+    _, torch = train("torch", "pitfall", "f32", config)
+    assert read_run(burn)["pitfall"]["meta"]["hyperparameters"]["eps"] == pytest.approx(1e-5)
+    assert read_run(torch)["pitfall"]["meta"]["hyperparameters"]["eps"] == 1e-8
