@@ -9,6 +9,7 @@ unknown optimizer or a missing hyperparameter, naming it.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +45,14 @@ class ConfigError(ValueError):
 
 def load_config(path: str | Path) -> dict[str, Any]:
     path = Path(path)
+    # JSON is read as JSON: PyYAML (YAML 1.1) would take a number like 1e-08 for a string.
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        config = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid {path.suffix.lstrip('.').upper()} ({exc})") from exc
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return config
@@ -70,6 +73,21 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
     for key in HYPERPARAMETERS[optimizer]:
         if key not in exp:
             raise ConfigError(f"experiments.{name}.{key}: missing hyperparameter for {optimizer}")
+        value = exp[key]
+        values = value if key == "betas" else [value]
+        wanted = bool if key == "nesterov" else (int, float)
+        wrong = isinstance(value, bool) != (key == "nesterov") or not all(
+            isinstance(v, wanted) for v in values
+        )
+        if wrong or (key == "betas" and len(values) != 2):
+            kind = (
+                "true or false"
+                if key == "nesterov"
+                else "two numbers"
+                if key == "betas"
+                else "a number"
+            )
+            raise ConfigError(f"experiments.{name}.{key}: expected {kind}, got {value!r}")
     keep = exp.get("keep_defaults") or {}
     for framework, keys in keep.items():
         if framework not in FRAMEWORKS:

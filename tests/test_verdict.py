@@ -1,0 +1,64 @@
+"""The verdict rule on synthetic gap series."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import verdict as v
+
+STEPS = 50
+F32_NOISE = np.linspace(2e-8, 5e-7, STEPS)  # a typical f32-vs-f64 gap series
+
+
+def test_rounding_sized_gap_is_equivalent():
+    f64_gap = F32_NOISE * v.EPS_RATIO * 3  # well within SAFETY × rounding
+    result = v.classify(f64_gap, F32_NOISE, F32_NOISE * 0.5)
+    assert result.label == v.EQUIVALENT and result.first_above_floor is None
+
+
+def test_growing_gap_above_floor_is_a_difference():
+    f64_gap = np.geomspace(2e-10, 3.7e-6, STEPS)
+    result = v.classify(f64_gap, F32_NOISE, F32_NOISE)
+    assert result.label == v.UNEXPLAINED
+    assert result.first_above_floor == 1
+    assert result.f64_gap == pytest.approx(3.7e-6)
+
+
+def test_replay_that_closes_the_gap_explains_it():
+    f64_gap = np.geomspace(2e-10, 3.7e-6, STEPS)
+    replay = np.full(STEPS, 2e-16)
+    result = v.classify(f64_gap, F32_NOISE, F32_NOISE, replay, cause="f32 factors")
+    assert result.label == v.EXPLAINED and result.cause == "f32 factors"
+    assert result.replay_gap == pytest.approx(2e-16)
+
+
+def test_replay_that_does_not_close_it_leaves_it_unexplained():
+    f64_gap = np.geomspace(2e-10, 3.7e-6, STEPS)
+    result = v.classify(f64_gap, F32_NOISE, F32_NOISE, f64_gap / 2, cause="f32 factors")
+    assert result.label == v.UNEXPLAINED
+
+
+def test_gap_that_leaves_the_floor_late_is_located():
+    f64_gap = np.full(STEPS, 1e-16)
+    f64_gap[30:] = 1e-9
+    result = v.classify(f64_gap, F32_NOISE, F32_NOISE)
+    assert result.first_above_floor == 31
+
+
+def test_nan_gap_is_never_equivalent():
+    f64_gap = np.full(STEPS, 1e-16)
+    f64_gap[10] = np.nan
+    result = v.classify(f64_gap, F32_NOISE, F32_NOISE)
+    assert result.label == v.UNEXPLAINED and result.first_above_floor == 11
+
+
+def test_floor_never_falls():
+    noise = np.array([1e-7, 1e-9, 1e-9])
+    floor = v.rounding_floor(noise, noise)
+    assert (np.diff(floor) >= 0).all()
+
+
+def test_growth_and_first_step_above_tolerance():
+    assert v.growth(np.array([1e-10, 1e-8, 1e-6])) == pytest.approx(1e4)
+    assert v.first_step_above(np.array([1e-7, 5e-7, 2e-6]), 1e-6) == 3
+    assert v.first_step_above(np.array([1e-7]), 1e-6) is None

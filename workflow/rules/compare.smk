@@ -1,0 +1,16 @@
+rule compare:
+    """The seed's compare output, torch vs burn at one dtype, with the configured tolerance."""
+    input:
+        script=f"{SCRIPTS}/compare.py",
+        io=IO_MODULE,
+        torch="results/runs/{experiment}/torch-{dtype}.json",
+        burn="results/runs/{experiment}/burn-{dtype}.json",
+    output:
+        "results/compare/{experiment}-{dtype}.txt",
+    params:
+        tol=lambda w: tolerance(w.experiment, w.dtype),
+    log:
+        "results/logs/compare/{experiment}-{dtype}.log",
+    shell:
+        "python {input.script} {input.torch} {input.burn} --tol {params.tol}"
+        " --out {output} > {log} 2>&1"

@@ -1,0 +1,27 @@
+rule make_data:
+    """The shared dataset file: inputs and initial weights, rounded to f32 once."""
+    input:
+        script=f"{SCRIPTS}/make_data.py",
+        io=IO_MODULE,
+    output:
+        "results/data/dataset.bin",
+    log:
+        "results/logs/make_data.log",
+    shell:
+        "python {input.script} --out {output} > {log} 2>&1"
+
+
+rule experiment_spec:
+    """One experiment's trainer settings, written from params so edits rerun only its chain."""
+    output:
+        "results/specs/{experiment}.json",
+    params:
+        spec=lambda w: trainer_spec(w.experiment),
+    log:
+        "results/logs/specs/{experiment}.log",
+    run:
+        import json
+
+        text = json.dumps(params.spec, indent=2, sort_keys=True) + "\n"
+        Path(output[0]).write_text(text)
+        Path(log[0]).write_text(f"wrote {output[0]}\n")

@@ -1,0 +1,38 @@
+rule report:
+    """results/report.md, assembled from the compare outputs and tables only."""
+    input:
+        script=f"{SCRIPTS}/report.py",
+        modules=[IO_MODULE, VERDICT_MODULE],
+        config="results/specs/report_config.json",
+        compare=expand(
+            "results/compare/{experiment}-{dtype}.txt", experiment=EXPERIMENTS, dtype=DTYPES
+        ),
+        steps=expand("results/tables/steps_{experiment}.csv", experiment=EXPERIMENTS),
+        bias="results/tables/bias_correction.csv",
+        runs=[f for e in EXPERIMENTS for f in run_files(e).values()],
+    output:
+        "results/report.md",
+    log:
+        "results/logs/report.log",
+    shell:
+        "python {input.script} --config {input.config} --results results --out {output}"
+        " > {log} 2>&1"
+
+
+rule report_config:
+    """The effective config the report states, written from params like the specs."""
+    output:
+        "results/specs/report_config.json",
+    params:
+        config=lambda w: {k: v for k, v in config.items()},
+        tolerances=lambda w: {e: {d: tolerance(e, d) for d in DTYPES} for e in EXPERIMENTS},
+    log:
+        "results/logs/specs/report_config.log",
+    run:
+        import json
+
+        text = json.dumps(
+            {"config": params.config, "tolerances": params.tolerances}, indent=2
+        )
+        Path(output[0]).write_text(text + "\n")
+        Path(log[0]).write_text(f"wrote {output[0]}\n")

@@ -1,0 +1,70 @@
+"""Per-step parameter gaps between runs: the numbers every table and verdict starts from.
+
+A gap is max |a − b| over all parameters after a step. Non-finite values propagate: a
+NaN anywhere makes that step's gap NaN (a diverged run never looks like a match).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from parity_io import PARAM_NAMES, FormatError, experiment_block
+
+RUN_KEYS = ("torch_f32", "burn_f32", "torch_f64", "burn_f64")
+
+
+def param_matrix(block: dict, kind: str = "params") -> np.ndarray:
+    """The trajectory as a [steps, n_params] array, parameters in PARAM_NAMES order."""
+    series = block["trajectory"][kind]
+    return np.concatenate([np.asarray(series[name], dtype=np.float64) for name in PARAM_NAMES], 1)
+
+
+def flat_names(block: dict) -> list[str]:
+    """Names of the columns of param_matrix, e.g. 'fc.weight[67]' (flat PyTorch index)."""
+    return [f"{n}[{i}]" for n in PARAM_NAMES for i in range(len(block["params"][n]))]
+
+
+def step_gaps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """max |a − b| per step (row); NaN where any difference is not finite."""
+    diff = np.abs(a - b)
+    gaps = diff.max(axis=1)
+    gaps[~np.isfinite(diff).all(axis=1)] = np.nan
+    return gaps
+
+
+def load_runs(paths: dict[str, str | Path]) -> dict[str, dict]:
+    """Read the four runs of one experiment and check that they belong together."""
+    blocks = {key: experiment_block(path) for key, path in paths.items()}
+    first_key = next(iter(blocks))
+    first = blocks[first_key]
+    for key, block in blocks.items():
+        if block["meta"]["input_sha256"] != first["meta"]["input_sha256"]:
+            raise FormatError(
+                f"{paths[key]}: input checksum {block['meta']['input_sha256'][:12]}… differs from"
+                f" {paths[first_key]} ({first['meta']['input_sha256'][:12]}…): the runs did not"
+                " read the same dataset"
+            )
+        if len(block["losses"]) != len(first["losses"]):
+            raise FormatError(
+                f"{paths[key]}: {len(block['losses'])} steps, but {paths[first_key]} has"
+                f" {len(first['losses'])}"
+            )
+    return blocks
+
+
+def ladder(blocks: dict[str, dict]) -> dict[str, np.ndarray]:
+    """The precision ladder of one experiment, one value per step.
+
+    dparam:    f32 torch vs f32 burn (what a port sees)
+    torch_f64: torch f32 vs torch f64 (PyTorch's own f32 rounding)
+    burn_f64:  burn f32 vs burn f64 (Burn's own f32 rounding)
+    f64_f64:   torch f64 vs burn f64 (what is left when rounding is made ~1e9× smaller)
+    """
+    m = {key: param_matrix(block) for key, block in blocks.items()}
+    return {
+        "dparam": step_gaps(m["torch_f32"], m["burn_f32"]),
+        "torch_f64": step_gaps(m["torch_f32"], m["torch_f64"]),
+        "burn_f64": step_gaps(m["burn_f32"], m["burn_f64"]),
+        "f64_f64": step_gaps(m["torch_f64"], m["burn_f64"]),
+    }

@@ -1,0 +1,91 @@
+"""Verdicts: is a torch ↔ burn gap rounding, or a real difference in the arithmetic?
+
+The rule, in one place:
+
+* Each framework's own f32-vs-f64 gap (the `torch_f64` and `burn_f64` columns) measures
+  how far f32 rounding moves the parameters by step t. The same computation in f64 rounds
+  ~2^29 ≈ 5.4e8 times more finely, so f64 rounding alone can move two implementations of
+  the same arithmetic apart by about that noise × 2^-29. The *rounding floor* at step t is
+  that product times SAFETY, taken as a running maximum (rounding does not un-happen).
+* `equivalent up to rounding`: the f64-f64 gap never exceeds the floor.
+* `algorithmic difference, explained`: it does, and a replay with the suspected cause
+  removed brings the gap back under the floor.
+* `algorithmic difference, unexplained`: it does, and nothing closes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+EPS_RATIO = 2.0**-52 / 2.0**-23  # f64 machine epsilon over f32 machine epsilon = 2^-29
+SAFETY = 100.0  # headroom for the different order of operations in two frameworks
+# Floor under the floor: a gap of a few f64 ulps of O(1) parameters is rounding whatever
+# the f32 noise says (e.g. at step 1, where both f32 gaps can be tiny).
+ABSOLUTE_FLOOR = 64 * 2.0**-52
+
+EQUIVALENT = "equivalent up to rounding"
+EXPLAINED = "algorithmic difference, explained"
+UNEXPLAINED = "algorithmic difference, unexplained"
+
+
+def rounding_floor(torch_f64: np.ndarray, burn_f64: np.ndarray) -> np.ndarray:
+    """Per-step f64 rounding floor from the two f32-vs-f64 gap series."""
+    noise = np.fmax(np.asarray(torch_f64, float), np.asarray(burn_f64, float))
+    noise = np.maximum.accumulate(np.nan_to_num(noise, nan=np.inf))
+    return np.maximum(noise * EPS_RATIO * SAFETY, ABSOLUTE_FLOOR)
+
+
+def first_step_above(gaps: np.ndarray, limit: np.ndarray | float) -> int | None:
+    """1-based first step whose gap exceeds limit (a NaN gap counts as exceeding)."""
+    gaps = np.asarray(gaps, float)
+    above = ~(gaps <= limit)
+    return int(np.argmax(above)) + 1 if above.any() else None
+
+
+def growth(gaps: np.ndarray) -> float:
+    """Gap at the last step over gap at step 1 (inf if step 1 was exactly equal)."""
+    gaps = np.asarray(gaps, float)
+    if gaps[0] == 0:
+        return np.inf if gaps[-1] > 0 else 1.0
+    return float(gaps[-1] / gaps[0])
+
+
+@dataclass
+class Verdict:
+    label: str
+    f64_gap: float  # largest f64-f64 gap over all steps
+    floor: float  # rounding floor at that step
+    first_above_floor: int | None  # 1-based step where the f64 gap leaves the floor
+    replay_gap: float | None = None  # largest gap left by the replay, if one was run
+    cause: str | None = None
+
+
+def classify(
+    f64_f64: np.ndarray,
+    torch_f64: np.ndarray,
+    burn_f64: np.ndarray,
+    replay_gaps: np.ndarray | None = None,
+    cause: str | None = None,
+) -> Verdict:
+    """Classify one experiment from its gap series (and the replay's, if any)."""
+    f64_f64 = np.asarray(f64_f64, float)
+    floor = rounding_floor(torch_f64, burn_f64)
+    worst = int(np.nanargmax(f64_f64)) if np.isfinite(f64_f64).any() else 0
+    first = first_step_above(f64_f64, floor)
+    verdict = Verdict(
+        EQUIVALENT, float(np.nanmax(f64_f64, initial=0.0)), float(floor[worst]), first
+    )
+    if np.isnan(f64_f64).any():
+        verdict.f64_gap = float("nan")
+    if first is None:
+        return verdict
+    if replay_gaps is not None:
+        replay_gaps = np.asarray(replay_gaps, float)
+        verdict.replay_gap = float(np.nanmax(replay_gaps, initial=0.0))
+        if first_step_above(replay_gaps, floor) is None:
+            verdict.label, verdict.cause = EXPLAINED, cause
+            return verdict
+    verdict.label = UNEXPLAINED
+    return verdict
