@@ -11,11 +11,11 @@ rule build_burn:
         "results/logs/build_burn.log",
     shell:
         """
-        if ! command -v cargo > /dev/null; then
+        if ! command -v cargo >/dev/null; then
             echo "build_burn: cargo not found on PATH; install a Rust toolchain (https://rustup.rs) and rerun" | tee {log} >&2
             exit 1
         fi
-        cargo build --release --locked --manifest-path {input.manifest} > {log} 2>&1
+        cargo build --release --locked --manifest-path {input.manifest} >{log} 2>&1
         target="${{CARGO_TARGET_DIR:-rust/target}}"
         cp "$target/release/parity-train" {output}.tmp && mv {output}.tmp {output}
         """

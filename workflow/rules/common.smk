@@ -24,7 +24,9 @@ def trainer_spec(experiment):
     Passed through params: changing one experiment's hyperparameters reruns that
     experiment's chain only, where depending on config.yaml would rerun everything.
     """
-    exp = {k: v for k, v in config["experiments"][experiment].items() if k != "tolerance"}
+    exp = {
+        k: v for k, v in config["experiments"][experiment].items() if k != "tolerance"
+    }
     return {
         "steps": config["steps"],
         "batch_size": config["batch_size"],
@@ -35,7 +37,9 @@ def trainer_spec(experiment):
 
 def tolerance(experiment, dtype):
     own = config["experiments"][experiment].get("tolerance", {})
-    return own.get(dtype, config.get("tolerance", {}).get(dtype, DEFAULT_TOLERANCE[dtype]))
+    return own.get(
+        dtype, config.get("tolerance", {}).get(dtype, DEFAULT_TOLERANCE[dtype])
+    )
 
 
 def adam_experiments():

@@ -7,10 +7,10 @@ rule compare:
         burn="results/runs/{experiment}/burn-{dtype}.json",
     output:
         "results/compare/{experiment}-{dtype}.txt",
-    params:
-        tol=lambda w: tolerance(w.experiment, w.dtype),
     log:
         "results/logs/compare/{experiment}-{dtype}.log",
+    params:
+        tol=lambda w: tolerance(w.experiment, w.dtype),
     shell:
         "python {input.script} {input.torch} {input.burn} --tol {params.tol}"
         " --out {output} > {log} 2>&1"

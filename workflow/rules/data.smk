@@ -15,10 +15,10 @@ rule experiment_spec:
     """One experiment's trainer settings, written from params so edits rerun only its chain."""
     output:
         "results/specs/{experiment}.json",
-    params:
-        spec=lambda w: trainer_spec(w.experiment),
     log:
         "results/logs/specs/{experiment}.log",
+    params:
+        spec=lambda w: trainer_spec(w.experiment),
     run:
         import json
 

@@ -5,7 +5,9 @@ rule report:
         modules=[IO_MODULE, VERDICT_MODULE],
         config="results/specs/report_config.json",
         compare=expand(
-            "results/compare/{experiment}-{dtype}.txt", experiment=EXPERIMENTS, dtype=DTYPES
+            "results/compare/{experiment}-{dtype}.txt",
+            experiment=EXPERIMENTS,
+            dtype=DTYPES,
         ),
         steps=expand("results/tables/steps_{experiment}.csv", experiment=EXPERIMENTS),
         bias="results/tables/bias_correction.csv",
@@ -23,11 +25,13 @@ rule report_config:
     """The effective config the report states, written from params like the specs."""
     output:
         "results/specs/report_config.json",
-    params:
-        config=lambda w: {k: v for k, v in config.items()},
-        tolerances=lambda w: {e: {d: tolerance(e, d) for d in DTYPES} for e in EXPERIMENTS},
     log:
         "results/logs/specs/report_config.log",
+    params:
+        config=lambda w: {k: v for k, v in config.items()},
+        tolerances=lambda w: {
+            e: {d: tolerance(e, d) for d in DTYPES} for e in EXPERIMENTS
+        },
     run:
         import json
 

@@ -7,10 +7,10 @@ rule steps_table:
     output:
         csv="results/tables/steps_{experiment}.csv",
         md="results/tables/steps_{experiment}.md",
-    params:
-        report_steps=config["report_steps"],
     log:
         "results/logs/tables/steps_{experiment}.log",
+    params:
+        report_steps=config["report_steps"],
     shell:
         "python {input.script} --experiment {wildcards.experiment} --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32}"
         " --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64}"
@@ -22,14 +22,16 @@ rule bias_correction_table:
     input:
         script=f"{SCRIPTS}/bias_correction.py",
         io=IO_MODULE,
-        runs=expand("results/runs/{experiment}/burn-f32.json", experiment=adam_experiments()),
+        runs=expand(
+            "results/runs/{experiment}/burn-f32.json", experiment=adam_experiments()
+        ),
     output:
         csv="results/tables/bias_correction.csv",
         md="results/tables/bias_correction.md",
-    params:
-        report_steps=config["report_steps"],
     log:
         "results/logs/tables/bias_correction.log",
+    params:
+        report_steps=config["report_steps"],
     shell:
         "python {input.script} {input.runs} --report-steps {params.report_steps}"
         " --csv {output.csv} --md {output.md} > {log} 2>&1"

@@ -1,0 +1,76 @@
+"""Run the real Snakemake pipeline in a temporary copy of the project."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import yaml
+from conftest import ADAM, ROOT, SGD
+
+PROJECT_FILES = ("Snakefile", "config.yaml", "workflow", "rust", "profiles")
+
+
+def small_pipeline_config(**overrides) -> dict:
+    config = {
+        "steps": 6,
+        "batch_size": 16,
+        "threads": 1,
+        "report_steps": [1, 2, 5],
+        "tolerance": {"f32": 1e-6, "f64": 1e-12},
+        "experiments": {"sgd": dict(SGD), "adam": dict(ADAM)},
+    }
+    config.update(overrides)
+    return config
+
+
+def copy_project(dest: Path, config: dict) -> Path:
+    """A copy of the project's pipeline files (no results/, no build output) with `config`."""
+    for name in PROJECT_FILES:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("target", "__pycache__"))
+        elif src.exists():
+            shutil.copy2(src, dest / name)
+    (dest / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    # Share the project's cargo target dir: only the crate itself is recompiled for the copy.
+    env = dict(os.environ, CARGO_TARGET_DIR=str(ROOT / "rust" / "target"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def planned_jobs(workdir: Path) -> Counter:
+    """Jobs a dry run would execute, as Counter of (rule, experiment wildcard or None)."""
+    out = snakemake(workdir, "--dry-run", "--cores", "1").stdout
+    jobs: Counter = Counter()
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", out):
+        match = re.match(r"(?:local)?rule (\w+):", block)
+        if not match:
+            continue
+        wildcards = re.search(r"wildcards: .*?experiment=(\w+)", block)
+        jobs[match.group(1), wildcards.group(1) if wildcards else None] += 1
+    return jobs
+
+
+def rules(jobs: Counter) -> Counter:
+    counts: Counter = Counter()
+    for (rule, _), n in jobs.items():
+        counts[rule] += n
+    return counts

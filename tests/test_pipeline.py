@@ -1,0 +1,103 @@
+"""The real pipeline on a small config: outputs, caching by file dependency, determinism."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from parity_io import experiment_block
+from pipeline_helpers import copy_project, planned_jobs, rules, small_pipeline_config, snakemake
+
+EXPECTED = [
+    "results/data/dataset.bin",
+    "results/bin/parity-train",
+    *[
+        f"results/runs/{e}/{fw}-{dt}.json"
+        for e in ("sgd", "adam")
+        for fw in ("torch", "burn")
+        for dt in ("f32", "f64")
+    ],
+    *[f"results/compare/{e}-{dt}.txt" for e in ("sgd", "adam") for dt in ("f32", "f64")],
+    *[f"results/tables/steps_{e}.{x}" for e in ("sgd", "adam") for x in ("csv", "md")],
+    "results/tables/bias_correction.csv",
+    "results/tables/bias_correction.md",
+    "results/report.md",
+]
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory, burn_binary) -> Path:
+    """A project copy on which the whole pipeline has run once."""
+    workdir = copy_project(tmp_path_factory.mktemp("pipeline"), small_pipeline_config())
+    snakemake(workdir, "--cores", "4")
+    return workdir
+
+
+@contextmanager
+def edited(path: Path, change):
+    """Apply `change` to a file's text, then restore its text and modification time."""
+    stat, text = path.stat(), path.read_text()
+    path.write_text(change(text))
+    try:
+        yield
+    finally:
+        path.write_text(text)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_pipeline_writes_every_output(pipeline):
+    missing = [f for f in EXPECTED if not (pipeline / f).is_file()]
+    assert not missing
+    report = (pipeline / "results/report.md").read_text()
+    assert "`sgd`: equivalent up to rounding" in report
+    assert "`adam`: algorithmic difference" in report
+    steps = pd.read_csv(pipeline / "results/tables/steps_sgd.csv")
+    assert list(steps.columns) == [
+        "step", "torch_loss", "burn_loss", "dloss", "dparam", "torch_f64", "burn_f64", "f64_f64",
+    ]  # fmt: skip
+    assert len(steps) == 6 and (steps["f64_f64"] <= 1e-12).all()
+    bias = pd.read_csv(pipeline / "results/tables/bias_correction.csv")
+    assert list(bias["t"]) == [1, 2, 3, 4, 5, 6]
+    assert (bias["rel_err"].abs().iloc[1:] > 1e-7).all()  # the f32 factors are really off
+
+
+def test_second_run_does_nothing(pipeline):
+    assert planned_jobs(pipeline) == {}
+
+
+def test_editing_compare_reruns_compare_and_dependents_only(pipeline):
+    with edited(pipeline / "workflow/scripts/compare.py", lambda t: t + "\n# edited\n"):
+        jobs = rules(planned_jobs(pipeline))
+    assert jobs == {"compare": 4, "report": 1, "all": 1}
+
+
+def test_editing_rust_source_reruns_burn_chain_only(pipeline):
+    with edited(pipeline / "rust/src/train.rs", lambda t: t + "\n// edited\n"):
+        jobs = rules(planned_jobs(pipeline))
+    assert jobs["build_burn"] == 1 and jobs["train_burn"] == 4
+    assert jobs["train_torch"] == 0 and jobs["make_data"] == 0
+    assert jobs["compare"] == 4 and jobs["report"] == 1
+
+
+def test_changing_one_lr_reruns_that_experiment_only(pipeline):
+    config = pipeline / "config.yaml"
+    with edited(config, lambda t: t.replace("lr: 0.5", "lr: 0.25")):
+        jobs = planned_jobs(pipeline)
+    experiments = {exp for (_, exp) in jobs if exp is not None}
+    assert experiments == {"sgd"}
+    counts = rules(jobs)
+    assert counts["train_torch"] == 2 and counts["train_burn"] == 2
+    assert counts["bias_correction_table"] == 0  # Adam's table does not depend on SGD
+
+
+def test_run_files_are_valid_and_share_inputs(pipeline):
+    hashes = set()
+    for f in EXPECTED:
+        if "/runs/" in f:
+            block = experiment_block(pipeline / f)
+            hashes.add(block["meta"]["input_sha256"])
+            assert len(block["losses"]) == 6
+    assert len(hashes) == 1
