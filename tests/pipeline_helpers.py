@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import yaml
+
 from conftest import ADAM, ROOT, SGD
 
 PROJECT_FILES = ("Snakefile", "config.yaml", "workflow", "rust", "profiles")
@@ -34,7 +35,9 @@ def copy_project(dest: Path, config: dict) -> Path:
     for name in PROJECT_FILES:
         src = ROOT / name
         if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("target", "__pycache__"))
+            shutil.copytree(
+                src, dest / name, ignore=shutil.ignore_patterns("target", "__pycache__")
+            )
         elif src.exists():
             shutil.copy2(src, dest / name)
     (dest / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+
 from pipeline_helpers import copy_project, small_pipeline_config, snakemake
 
 

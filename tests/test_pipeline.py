@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from parity_io import experiment_block
 from pipeline_helpers import copy_project, planned_jobs, rules, small_pipeline_config, snakemake
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pandas as pd  # noqa: E402
+
 from parity_io import FormatError, read_run, write_text_atomic  # noqa: E402
 
 COLUMNS = ["experiment", "t", "burn_f32", "f64", "rel_err"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
 from parity_io import PARAM_NAMES, FormatError, experiment_block
 
 RUN_KEYS = ("torch_f32", "burn_f32", "torch_f64", "burn_f64")

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+
 import verdict as vd  # noqa: E402
 from parity_io import FormatError, experiment_block, write_text_atomic  # noqa: E402
 

@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+
 from gaps import ladder, load_runs  # noqa: E402
 from parity_io import FormatError, write_text_atomic  # noqa: E402
 
