@@ -17,6 +17,7 @@ include: "workflow/rules/build.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/compare.smk"
 include: "workflow/rules/tables.smk"
+include: "workflow/rules/analysis.smk"
 include: "workflow/rules/report.smk"
 
 

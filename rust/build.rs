@@ -27,4 +27,12 @@ fn main() {
         })
         .expect("Cargo.lock has no burn package");
     println!("cargo:rustc-env=BURN_VERSION={version}");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let rustc_version = std::process::Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map_or_else(|| "unknown".into(), |v| v.trim().to_string());
+    println!("cargo:rustc-env=RUSTC_VERSION={rustc_version}");
 }

@@ -63,3 +63,17 @@ def test_growth_and_first_step_above_tolerance():
     assert v.growth(np.array([1e-10, 1e-8, 1e-6])) == pytest.approx(1e4)
     assert v.first_step_above(np.array([1e-7, 5e-7, 2e-6]), 1e-6) == 3
     assert v.first_step_above(np.array([1e-7]), 1e-6) is None
+
+
+def test_every_replay_must_close_the_gap():
+    f64_gap = np.geomspace(2e-10, 3.7e-6, STEPS)
+    closes, stays = np.full(STEPS, 1e-16), f64_gap
+    assert v.classify(f64_gap, F32_NOISE, F32_NOISE, [closes, closes]).label == v.EXPLAINED
+    assert v.classify(f64_gap, F32_NOISE, F32_NOISE, [closes, stays]).label == v.UNEXPLAINED
+
+
+def test_cause_names_the_differing_config_line_first():
+    row = {"hyperparameter": "eps", "torch": "1e-08", "burn": "1e-05"}
+    assert v.cause("adam", [row], ["betas"]) == "config diff: eps (torch 1e-08, burn 1e-05)"
+    assert v.cause("adam", [], ["betas"]) == "Burn's f32 bias-correction factors"
+    assert v.cause("sgd", [], ["momentum"]) == "Burn's f32 storage of momentum"

@@ -7,7 +7,7 @@
 //! ```
 
 use burn::tensor::{Device, FloatDType};
-use parity_train::{BURN_VERSION, config, dataset, runfile, train};
+use parity_train::{BURN_VERSION, RUSTC_VERSION, config, cpu, dataset, runfile, train};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -79,6 +79,8 @@ fn run() -> Result<(), String> {
     block["meta"]["framework"] = json!("burn");
     block["meta"]["framework_version"] = json!(BURN_VERSION);
     block["meta"]["dtype"] = json!(args.dtype);
+    block["meta"]["rustc"] = json!(RUSTC_VERSION);
+    block["meta"]["cpu"] = cpu();
     let text = serde_json::to_string(&json!({ &args.experiment: &block })).expect("JSON") + "\n";
     runfile::write_atomic(&args.out, text.as_bytes())
         .map_err(|e| format!("{}: {e}", args.out.display()))?;

@@ -9,6 +9,8 @@ IO_MODULE = f"{SCRIPTS}/parity_io.py"
 CONFIG_MODULE = f"{SCRIPTS}/parity_config.py"
 GAPS_MODULE = f"{SCRIPTS}/gaps.py"
 VERDICT_MODULE = f"{SCRIPTS}/verdict.py"
+PROVENANCE_MODULE = f"{SCRIPTS}/provenance.py"
+TORCH_TRAINER = f"{SCRIPTS}/train_torch.py"
 
 DEFAULT_TOLERANCE = {"f32": 1e-6, "f64": 1e-12}
 
@@ -51,4 +53,37 @@ def run_files(experiment):
         f"{fw}_{dt}": f"results/runs/{experiment}/{fw}-{dt}.json"
         for fw in FRAMEWORKS
         for dt in DTYPES
+    }
+
+
+def probe_option(experiment):
+    """--parameter for the gradient probe, when the experiment names one."""
+    parameter = config["experiments"][experiment].get("probe")
+    return f"--parameter '{parameter}'" if parameter else ""
+
+
+def report_inputs(wildcards):
+    """Every file the report reads."""
+    per_experiment = [
+        "results/compare/{experiment}-f32.txt",
+        "results/compare/{experiment}-f64.txt",
+        "results/tables/steps_{experiment}.csv",
+        "results/tables/steps_{experiment}.md",
+        "results/tables/config_diff_{experiment}.csv",
+        "results/tables/config_diff_{experiment}.md",
+        "results/tables/replay_{experiment}.csv",
+        "results/tables/replay_{experiment}.md",
+        "results/tables/counterfactual_{experiment}.csv",
+        "results/tables/counterfactual_{experiment}.md",
+        "results/tables/probe_{experiment}.csv",
+        "results/tables/probe_{experiment}.md",
+        "results/plots/gaps_{experiment}.png",
+        "results/plots/losses_{experiment}.png",
+    ]
+    return {
+        "config": "results/specs/report_config.json",
+        "provenance": "results/provenance.json",
+        "bias": ["results/tables/bias_correction.csv", "results/tables/bias_correction.md"],
+        "runs": [f for e in EXPERIMENTS for f in run_files(e).values()],
+        "per_experiment": expand(per_experiment, experiment=EXPERIMENTS),
     }

@@ -1,17 +1,9 @@
 rule report:
-    """results/report.md, assembled from the compare outputs and tables only."""
+    """results/report.md, assembled from the pipeline's outputs only."""
     input:
+        unpack(report_inputs),
         script=f"{SCRIPTS}/report.py",
-        modules=[IO_MODULE, VERDICT_MODULE],
-        config="results/specs/report_config.json",
-        compare=expand(
-            "results/compare/{experiment}-{dtype}.txt",
-            experiment=EXPERIMENTS,
-            dtype=DTYPES,
-        ),
-        steps=expand("results/tables/steps_{experiment}.csv", experiment=EXPERIMENTS),
-        bias="results/tables/bias_correction.csv",
-        runs=[f for e in EXPERIMENTS for f in run_files(e).values()],
+        modules=[IO_MODULE, GAPS_MODULE, VERDICT_MODULE],
     output:
         "results/report.md",
     log:

@@ -1,8 +1,8 @@
 rule train_torch:
     """One PyTorch run: experiment × dtype."""
     input:
-        script=f"{SCRIPTS}/train_torch.py",
-        modules=[IO_MODULE, CONFIG_MODULE],
+        script=TORCH_TRAINER,
+        modules=[IO_MODULE, CONFIG_MODULE, PROVENANCE_MODULE],
         spec="results/specs/{experiment}.json",
         data="results/data/dataset.bin",
     output:

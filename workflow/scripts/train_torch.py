@@ -11,6 +11,7 @@ exactly, so precision is the only thing that differs between the f32 and f64 run
 from __future__ import annotations
 
 import argparse
+import platform
 import sys
 import time
 from pathlib import Path
@@ -28,6 +29,7 @@ from parity_config import (  # noqa: E402
     requested_hyperparameters,
 )
 from parity_io import PARAM_NAMES, FormatError, read_dataset, write_run  # noqa: E402
+from provenance import cpu  # noqa: E402
 
 TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64}
 
@@ -119,6 +121,9 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
             "steps": spec["steps"],
             "batch_size": batch,
             "threads": torch.get_num_threads(),
+            "python": platform.python_version(),
+            "cpu": cpu(),
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         },
     }
 

@@ -66,10 +66,14 @@ def classify(
     f64_f64: np.ndarray,
     torch_f64: np.ndarray,
     burn_f64: np.ndarray,
-    replay_gaps: np.ndarray | None = None,
+    replay_gaps: np.ndarray | list[np.ndarray] | None = None,
     cause: str | None = None,
 ) -> Verdict:
-    """Classify one experiment from its gap series (and the replay's, if any)."""
+    """Classify one experiment from its gap series.
+
+    replay_gaps: the gap series left by the replays (each against the run it reproduces);
+    the difference counts as explained only if every one of them stays under the floor.
+    """
     f64_f64 = np.asarray(f64_f64, float)
     floor = rounding_floor(torch_f64, burn_f64)
     worst = int(np.nanargmax(f64_f64)) if np.isfinite(f64_f64).any() else 0
@@ -79,13 +83,28 @@ def classify(
     )
     if np.isnan(f64_f64).any():
         verdict.f64_gap = float("nan")
+    closes = False
+    if replay_gaps is not None:
+        series = np.atleast_2d(np.asarray(replay_gaps, float))
+        verdict.replay_gap = float(np.nanmax(series, initial=0.0))
+        closes = all(first_step_above(s, floor) is None for s in series)
     if first is None:
         return verdict
-    if replay_gaps is not None:
-        replay_gaps = np.asarray(replay_gaps, float)
-        verdict.replay_gap = float(np.nanmax(replay_gaps, initial=0.0))
-        if first_step_above(replay_gaps, floor) is None:
-            verdict.label, verdict.cause = EXPLAINED, cause
-            return verdict
-    verdict.label = UNEXPLAINED
+    verdict.label = EXPLAINED if closes else UNEXPLAINED
+    verdict.cause = cause if closes else None
     return verdict
+
+
+def cause(optimizer: str, differing: list[dict], f32_stored: list[str]) -> str:
+    """What a closing replay points at, in words.
+
+    differing: config-diff rows whose values differ between the frameworks (the replay with
+    PyTorch's values closed the gap, so these values are the cause); otherwise, for Adam,
+    Burn's f32 bias-correction factors; otherwise the f32 storage of hyperparameters.
+    """
+    if differing:
+        lines = [f"{r['hyperparameter']} (torch {r['torch']}, burn {r['burn']})" for r in differing]
+        return "config diff: " + "; ".join(lines)
+    if optimizer == "adam":
+        return "Burn's f32 bias-correction factors"
+    return "Burn's f32 storage of " + (", ".join(f32_stored) or "hyperparameters")

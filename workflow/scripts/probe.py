@@ -1,0 +1,116 @@
+"""Gradient precision probe at step 1: one parameter's gradient and update, f32 vs f64.
+
+    python workflow/scripts/probe.py --experiment adam --data results/data/dataset.bin \\
+        --torch-f32 … --burn-f32 … --torch-f64 … --burn-f64 … [--parameter 'fc.weight[1,19]'] \\
+        --csv results/tables/probe_adam.csv --md results/tables/probe_adam.md
+
+Without --parameter, the probe takes the parameter whose f32 gradient (PyTorch's) has the
+largest relative error against its f64 gradient at step 1. Those are tiny gradients born of
+cancellation: a sum of terms of both signs that nearly cancel keeps few correct f32 digits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from gaps import flat_names, load_runs, param_matrix  # noqa: E402
+from parity_io import PARAM_NAMES, FormatError, read_dataset, write_text_atomic  # noqa: E402
+
+COLUMNS = ["framework", "dtype", "parameter", "grad", "update", "grad_rel_err", "update_diff"]
+
+
+def parse_parameter(text: str, shapes: dict[str, list[int]]) -> tuple[str, int]:
+    """'fc.weight[1,19]' or 'fc.weight[67]' -> ('fc.weight', 67)."""
+    match = re.fullmatch(r"([\w.]+)\[([\d, ]+)\]", text.strip())
+    if not match or match.group(1) not in shapes:
+        raise ValueError(f"probe parameter {text!r}: expected e.g. 'fc.weight[1,19]'")
+    name, shape = match.group(1), shapes[match.group(1)]
+    index = [int(i) for i in match.group(2).split(",")]
+    if len(index) == 1:
+        flat = index[0]
+    elif len(index) == len(shape):
+        flat = int(np.ravel_multi_index(index, shape))
+    else:
+        raise ValueError(f"probe parameter {text!r}: {name} has shape {shape}")
+    if not 0 <= flat < int(np.prod(shape)):
+        raise ValueError(f"probe parameter {text!r}: index out of range for shape {shape}")
+    return name, flat
+
+
+def pretty(name: str, flat: int, shapes: dict[str, list[int]]) -> str:
+    index = np.unravel_index(flat, shapes[name])
+    return f"{name}[{','.join(str(int(i)) for i in index)}]"
+
+
+def most_inaccurate(g32: np.ndarray, g64: np.ndarray) -> int:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(g64 != 0, np.abs(g32 - g64) / np.abs(g64), 0.0)
+    return int(np.nanargmax(rel))
+
+
+def probe_rows(blocks: dict, initial: np.ndarray, column: int, label: str) -> list[dict]:
+    rows = []
+    for fw in ("torch", "burn"):
+        g64 = param_matrix(blocks[f"{fw}_f64"], "grads")[0, column]
+        u64 = param_matrix(blocks[f"{fw}_f64"])[0, column] - initial[column]
+        for dt in ("f32", "f64"):
+            block = blocks[f"{fw}_{dt}"]
+            grad = param_matrix(block, "grads")[0, column]
+            update = param_matrix(block)[0, column] - initial[column]
+            rows.append({"framework": fw, "dtype": dt, "parameter": label, "grad": grad,
+                         "update": update, "grad_rel_err": abs(grad - g64) / abs(g64),
+                         "update_diff": abs(update - u64)})  # fmt: skip
+    return rows
+
+
+def render_md(frame: pd.DataFrame, experiment: str) -> str:
+    lines = ["framework  dtype  grad                    update                  rel err (grad)"]
+    for r in frame.itertuples():
+        grad, update = f"{r.grad:<22.17g}", f"{r.update:<22.17g}"
+        lines.append(f"{r.framework:<9}  {r.dtype:<5}  {grad}  {update}  {r.grad_rel_err:.2e}")
+    title = f"### Gradient probe at step 1: {experiment}, `{frame['parameter'].iloc[0]}`"
+    return f"{title}\n\n```text\n" + "\n".join(lines) + "\n```\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiment", required=True)
+    parser.add_argument("--data", required=True, type=Path)
+    for key in ("torch-f32", "burn-f32", "torch-f64", "burn-f64"):
+        parser.add_argument(f"--{key}", required=True, type=Path)
+    parser.add_argument("--parameter", help="e.g. 'fc.weight[1,19]' (default: chosen)")
+    parser.add_argument("--csv", required=True, type=Path)
+    parser.add_argument("--md", required=True, type=Path)
+    args = parser.parse_args(argv)
+    paths = {k: getattr(args, k) for k in ("torch_f32", "burn_f32", "torch_f64", "burn_f64")}
+    try:
+        blocks = load_runs(paths)
+        arrays, _ = read_dataset(args.data)
+        shapes = {name: arrays[name][0] for name in PARAM_NAMES}
+        initial = np.concatenate([np.asarray(arrays[n][1], dtype=np.float64) for n in PARAM_NAMES])
+        if args.parameter:
+            name, flat = parse_parameter(args.parameter, shapes)
+            column = flat_names(blocks["torch_f32"]).index(f"{name}[{flat}]")
+        else:
+            g32 = param_matrix(blocks["torch_f32"], "grads")[0]
+            g64 = param_matrix(blocks["torch_f64"], "grads")[0]
+            column = most_inaccurate(g32, g64)
+    except (FormatError, ValueError) as exc:
+        sys.exit(f"probe: {exc}")
+    name, flat = flat_names(blocks["torch_f32"])[column].rstrip("]").split("[")
+    label = pretty(name, int(flat), shapes)
+    frame = pd.DataFrame(probe_rows(blocks, initial, column, label), columns=COLUMNS)
+    write_text_atomic(args.csv, frame.to_csv(index=False, float_format="%.17g"))
+    write_text_atomic(args.md, render_md(frame, args.experiment))
+    print(f"{args.experiment}: probe {label} -> {args.csv}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""Where a result came from: software versions, CPU, threads, git commit, config hash.
+
+    python workflow/scripts/provenance.py --config results/specs/report_config.json \\
+        --runs results/runs/*/*.json --out results/provenance.json
+
+The same code on another CPU can give different f32 numbers (other SIMD kernels, FMA or
+not), so the report names the machine. Imported by the PyTorch trainer for its run `meta`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from parity_io import experiment_block, write_text_atomic  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "neon", "asimd")
+
+
+def cpu() -> dict:
+    """CPU model and the SIMD flags that change which f32 kernels run (Linux /proc/cpuinfo)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {"model": platform.processor() or "unknown", "simd": []}
+    model = re.search(r"^(?:model name|Model)\s*:\s*(.+)$", text, re.M)
+    flags = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", text, re.M)
+    present = set(flags.group(1).split()) if flags else set()
+    return {
+        "model": model.group(1).strip() if model else platform.machine(),
+        "simd": [f for f in SIMD_FLAGS if f in present],
+    }
+
+
+def command_output(*cmd: str, cwd: Path = ROOT) -> str | None:
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def git_state() -> dict:
+    commit = command_output("git", "rev-parse", "HEAD")
+    if commit is None:
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": bool(command_output("git", "status", "--porcelain"))}
+
+
+def burn_version(lock: Path = ROOT / "rust" / "Cargo.lock") -> str | None:
+    match = re.search(r'name = "burn"\nversion = "([^"]+)"', lock.read_text())
+    return match.group(1) if match else None
+
+
+def version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, type=Path, help="effective config (JSON)")
+    parser.add_argument("--runs", nargs="+", type=Path, default=[])
+    parser.add_argument("--out", required=True, type=Path)
+    args = parser.parse_args(argv)
+    threads = {}
+    for path in args.runs:
+        meta = experiment_block(path)["meta"]
+        threads.setdefault(meta["framework"], set()).add(meta["threads"])
+    info = {
+        "python": platform.python_version(),
+        "torch": version("torch"),
+        "snakemake": version("snakemake"),
+        "burn": burn_version(),
+        "rustc": command_output("rustc", "--version"),
+        "platform": platform.platform(),
+        "cpu": cpu(),
+        "threads": {fw: sorted(t) for fw, t in sorted(threads.items())},
+        "git": git_state(),
+        "config_sha256": hashlib.sha256(args.config.read_bytes()).hexdigest(),
+    }
+    write_text_atomic(args.out, json.dumps(info, indent=2) + "\n")
+    print(f"provenance -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
