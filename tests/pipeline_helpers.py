@@ -24,7 +24,14 @@ def small_pipeline_config(**overrides) -> dict:
         "threads": 1,
         "report_steps": [1, 2, 5],
         "tolerance": {"f32": 1e-6, "f64": 1e-12},
-        "experiments": {"sgd": dict(SGD), "adam": dict(ADAM)},
+        "experiments": {
+            "sgd": dict(SGD),
+            "adam": dict(ADAM),
+            # Burn keeps its default SGD dampening (0.1) where PyTorch uses 0.
+            "momentum": dict(SGD, lr=0.1, momentum=0.9, keep_defaults={"burn": ["dampening"]}),
+            # Burn keeps its default Adam epsilon (1e-5) where PyTorch uses 1e-8.
+            "pitfall": dict(ADAM, keep_defaults={"burn": ["eps"]}, tolerance={"f32": 1e-5}),
+        },
     }
     config.update(overrides)
     return config

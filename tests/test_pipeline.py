@@ -12,19 +12,23 @@ import pytest
 from parity_io import experiment_block
 from pipeline_helpers import copy_project, planned_jobs, rules, small_pipeline_config, snakemake
 
+EXPERIMENTS = ("sgd", "adam", "momentum", "pitfall")
+TABLES = ("steps", "config_diff", "replay", "counterfactual", "probe")
 EXPECTED = [
     "results/data/dataset.bin",
     "results/bin/parity-train",
     *[
         f"results/runs/{e}/{fw}-{dt}.json"
-        for e in ("sgd", "adam")
+        for e in EXPERIMENTS
         for fw in ("torch", "burn")
         for dt in ("f32", "f64")
     ],
-    *[f"results/compare/{e}-{dt}.txt" for e in ("sgd", "adam") for dt in ("f32", "f64")],
-    *[f"results/tables/steps_{e}.{x}" for e in ("sgd", "adam") for x in ("csv", "md")],
+    *[f"results/compare/{e}-{dt}.txt" for e in EXPERIMENTS for dt in ("f32", "f64")],
+    *[f"results/tables/{t}_{e}.{x}" for t in TABLES for e in EXPERIMENTS for x in ("csv", "md")],
+    *[f"results/plots/{p}_{e}.png" for p in ("gaps", "losses") for e in EXPERIMENTS],
     "results/tables/bias_correction.csv",
     "results/tables/bias_correction.md",
+    "results/provenance.json",
     "results/report.md",
 ]
 
@@ -53,14 +57,15 @@ def test_pipeline_writes_every_output(pipeline):
     missing = [f for f in EXPECTED if not (pipeline / f).is_file()]
     assert not missing
     report = (pipeline / "results/report.md").read_text()
-    assert "`sgd`: equivalent up to rounding" in report
-    assert "`adam`: algorithmic difference" in report
+    assert "- `sgd`: equivalent up to rounding." in report
+    assert "- `adam`: algorithmic difference, explained by Burn's f32 bias-correction" in report
     steps = pd.read_csv(pipeline / "results/tables/steps_sgd.csv")
     assert list(steps.columns) == [
         "step", "torch_loss", "burn_loss", "dloss", "dparam", "torch_f64", "burn_f64", "f64_f64",
     ]  # fmt: skip
     assert len(steps) == 6 and (steps["f64_f64"] <= 1e-12).all()
     bias = pd.read_csv(pipeline / "results/tables/bias_correction.csv")
+    bias = bias[bias["experiment"] == "adam"]
     assert list(bias["t"]) == [1, 2, 3, 4, 5, 6]
     assert (bias["rel_err"].abs().iloc[1:] > 1e-7).all()  # the f32 factors are really off
 
@@ -72,15 +77,15 @@ def test_second_run_does_nothing(pipeline):
 def test_editing_compare_reruns_compare_and_dependents_only(pipeline):
     with edited(pipeline / "workflow/scripts/compare.py", lambda t: t + "\n# edited\n"):
         jobs = rules(planned_jobs(pipeline))
-    assert jobs == {"compare": 4, "report": 1, "all": 1}
+    assert jobs == {"compare": 2 * len(EXPERIMENTS), "report": 1, "all": 1}
 
 
 def test_editing_rust_source_reruns_burn_chain_only(pipeline):
     with edited(pipeline / "rust/src/train.rs", lambda t: t + "\n// edited\n"):
         jobs = rules(planned_jobs(pipeline))
-    assert jobs["build_burn"] == 1 and jobs["train_burn"] == 4
+    assert jobs["build_burn"] == 1 and jobs["train_burn"] == 2 * len(EXPERIMENTS)
     assert jobs["train_torch"] == 0 and jobs["make_data"] == 0
-    assert jobs["compare"] == 4 and jobs["report"] == 1
+    assert jobs["compare"] == 2 * len(EXPERIMENTS) and jobs["report"] == 1
 
 
 def test_changing_one_lr_reruns_that_experiment_only(pipeline):
@@ -102,3 +107,36 @@ def test_run_files_are_valid_and_share_inputs(pipeline):
             hashes.add(block["meta"]["input_sha256"])
             assert len(block["losses"]) == 6
     assert len(hashes) == 1
+
+
+def test_replay_reproduces_burn_to_rounding(pipeline):
+    for experiment in EXPERIMENTS:
+        replay = pd.read_csv(pipeline / f"results/tables/replay_{experiment}.csv")
+        assert (replay["dparam"] < 1e-13).all(), experiment
+        counterfactual = pd.read_csv(pipeline / f"results/tables/counterfactual_{experiment}.csv")
+        assert (counterfactual["dparam"] < 1e-13).all(), experiment
+
+
+def test_momentum_with_burns_default_dampening_points_at_dampening(pipeline):
+    report = (pipeline / "results/report.md").read_text()
+    assert (
+        "- `momentum`: algorithmic difference, explained by config diff:"
+        " dampening (torch 0.0, burn 0.1)." in report
+    )
+    diff = pd.read_csv(pipeline / "results/tables/config_diff_momentum.csv")
+    status = dict(zip(diff["hyperparameter"], diff["status"], strict=True))
+    assert status["dampening"] == "differs" and status["momentum"] == "f32 storage"
+
+
+def test_defaults_pitfall_points_at_epsilon(pipeline):
+    report = (pipeline / "results/report.md").read_text()
+    assert "- `pitfall`: algorithmic difference, explained by config diff: eps" in report
+    compare = (pipeline / "results/compare/pitfall-f32.txt").read_text()
+    assert compare.rstrip().endswith("tol=1e-05 MISMATCH")
+
+
+def test_probe_picks_a_cancelling_gradient(pipeline):
+    probe = pd.read_csv(pipeline / "results/tables/probe_adam.csv")
+    torch32 = probe[(probe["framework"] == "torch") & (probe["dtype"] == "f32")].iloc[0]
+    assert torch32["grad_rel_err"] > 1e-4  # far above f32's 6e-8: cancellation
+    assert abs(torch32["grad"]) < 1e-4
