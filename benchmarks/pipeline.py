@@ -1,0 +1,126 @@
+"""Wall times of the pipeline on this machine, against the seed's hand-run sequence.
+
+    uv run python benchmarks/pipeline.py [--repeat 3] [--json results/benchmarks/pipeline.json]
+
+Works in a temporary copy of the project (the checkout's results/ are left alone), with
+the environment and the Burn binary already built, and measures:
+
+  reference   the seed's sequence by hand: one PyTorch process training sgd and adam (f32),
+              the Burn binary for both, compare.py on the two
+  cold        `snakemake --cores 4` from an empty results/ (binary prebuilt)
+  no-op       the same command again: nothing to do
+  edit        after editing one analysis script (steps_table.py): its jobs and the report
+  startup     `snakemake --version`, for scale: Snakemake's own start-up
+
+Prints a table with the median of --repeat runs and the ratio to the reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT_FILES = ("Snakefile", "config.yaml", "workflow", "rust")
+
+REFERENCE_TORCH = """
+import sys
+sys.path.insert(0, "workflow/scripts")
+import torch
+from parity_config import experiment_spec, load_config
+from parity_io import read_dataset, write_run
+from train_torch import train
+torch.set_num_threads(1)
+config = load_config("config.yaml")
+arrays, _ = read_dataset("results/data/dataset.bin")
+for name in ("sgd", "adam"):
+    write_run(f"ref/{name}-torch.json", {name: train(experiment_spec(config, name), arrays, "f32")})
+"""
+
+
+def timed(cmd: list[str], cwd: Path, env: dict) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, env=env, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def snakemake(*args: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", *args]
+
+
+def reference(work: Path, env: dict) -> float:
+    binary = work / "results/bin/parity-train"
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", REFERENCE_TORCH], cwd=work, env=env, check=True)
+    for name in ("sgd", "adam"):
+        subprocess.run(
+            [binary, "--experiment", name, "--dtype", "f32", "--config", "config.yaml",
+             "--data", "results/data/dataset.bin", "--out", f"ref/{name}-burn.json"],
+            cwd=work, env=env, check=True, capture_output=True,
+        )  # fmt: skip
+    for name in ("sgd", "adam"):
+        subprocess.run(
+            [sys.executable, "workflow/scripts/compare.py", f"ref/{name}-torch.json",
+             f"ref/{name}-burn.json"],
+            cwd=work, env=env, check=True, capture_output=True,
+        )  # fmt: skip
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", type=Path, default=ROOT / "results/benchmarks/pipeline.json")
+    args = parser.parse_args(argv)
+    env = dict(os.environ, CARGO_TARGET_DIR=str(ROOT / "rust" / "target"))
+    times: dict[str, list[float]] = {k: [] for k in ("reference", "cold", "no-op", "edit")}
+    times["startup"] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for name in PROJECT_FILES:
+            src = ROOT / name
+            if src.is_dir():
+                shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("target"))
+            else:
+                shutil.copy2(src, work / name)
+        print("building the Burn binary and the dataset (not timed) …", flush=True)
+        subprocess.run(
+            snakemake("--cores", "2", "results/bin/parity-train", "results/data/dataset.bin"),
+            cwd=work, env=env, check=True, capture_output=True,
+        )  # fmt: skip
+        (work / "ref").mkdir()
+        script = work / "workflow/scripts/steps_table.py"
+        for i in range(args.repeat):
+            print(f"round {i + 1}/{args.repeat} …", flush=True)
+            times["reference"].append(reference(work, env))
+            for path in (work / "results").iterdir():
+                if path.name not in ("bin", "data"):
+                    shutil.rmtree(path) if path.is_dir() else path.unlink()
+            shutil.rmtree(work / ".snakemake", ignore_errors=True)
+            times["cold"].append(timed(snakemake("--cores", "4"), work, env))
+            times["no-op"].append(timed(snakemake("--cores", "4"), work, env))
+            script.write_text(script.read_text() + f"\n# benchmark edit {i}\n")
+            times["edit"].append(timed(snakemake("--cores", "4"), work, env))
+            times["startup"].append(timed(snakemake("--version"), work, env))
+    ref = statistics.median(times["reference"])
+    rows = {k: {"median_s": statistics.median(v), "runs_s": v, "ratio": statistics.median(v) / ref}
+            for k, v in times.items()}  # fmt: skip
+    print(f"\n{'measurement':<12} {'median s':>9} {'× reference':>12}   runs")
+    for key, row in rows.items():
+        runs = ", ".join(f"{t:.2f}" for t in row["runs_s"])
+        print(f"{key:<12} {row['median_s']:>9.2f} {row['ratio']:>12.2f}   {runs}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"cpu_count": os.cpu_count(), "results": rows}, indent=2))
+    print(f"\nwritten to {args.json}")
+
+
+if __name__ == "__main__":
+    main()
