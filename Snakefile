@@ -5,6 +5,14 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
+report: "workflow/report/workflow.rst"
+
+
+# Software comes from the uv-managed environment (uv.lock) and the locked Rust crate
+# (rust/Cargo.lock), not from per-rule conda or container directives: `snakemake --lint`
+# reports "Specify a conda environment or container for each rule" for that reason only.
+
+
 configfile: "config.yaml"
 
 

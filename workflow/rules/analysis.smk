@@ -9,7 +9,12 @@ rule config_diff:
         modules=[IO_MODULE, CONFIG_MODULE],
         spec="results/specs/{experiment}.json",
     output:
-        csv="results/tables/config_diff_{experiment}.csv",
+        csv=report(
+            "results/tables/config_diff_{experiment}.csv",
+            caption="../report/config_diff.rst",
+            category="{experiment}",
+            subcategory="tables",
+        ),
         md="results/tables/config_diff_{experiment}.md",
     log:
         "results/logs/tables/config_diff_{experiment}.log",
@@ -27,9 +32,19 @@ rule replay:
         torch_f64="results/runs/{experiment}/torch-f64.json",
         burn_f64="results/runs/{experiment}/burn-f64.json",
     output:
-        replay_csv="results/tables/replay_{experiment}.csv",
+        replay_csv=report(
+            "results/tables/replay_{experiment}.csv",
+            caption="../report/replay.rst",
+            category="{experiment}",
+            subcategory="tables",
+        ),
         replay_md="results/tables/replay_{experiment}.md",
-        counterfactual_csv="results/tables/counterfactual_{experiment}.csv",
+        counterfactual_csv=report(
+            "results/tables/counterfactual_{experiment}.csv",
+            caption="../report/replay.rst",
+            category="{experiment}",
+            subcategory="tables",
+        ),
         counterfactual_md="results/tables/counterfactual_{experiment}.md",
     params:
         report_steps=config["report_steps"],
@@ -54,7 +69,12 @@ rule probe:
         modules=[IO_MODULE, GAPS_MODULE],
         data="results/data/dataset.bin",
     output:
-        csv="results/tables/probe_{experiment}.csv",
+        csv=report(
+            "results/tables/probe_{experiment}.csv",
+            caption="../report/probe.rst",
+            category="{experiment}",
+            subcategory="tables",
+        ),
         md="results/tables/probe_{experiment}.md",
     params:
         parameter=lambda w: probe_option(w.experiment),
@@ -74,8 +94,18 @@ rule plots:
         io=IO_MODULE,
         steps="results/tables/steps_{experiment}.csv",
     output:
-        gaps="results/plots/gaps_{experiment}.png",
-        losses="results/plots/losses_{experiment}.png",
+        gaps=report(
+            "results/plots/gaps_{experiment}.png",
+            caption="../report/plots.rst",
+            category="{experiment}",
+            subcategory="plots",
+        ),
+        losses=report(
+            "results/plots/losses_{experiment}.png",
+            caption="../report/plots.rst",
+            category="{experiment}",
+            subcategory="plots",
+        ),
     params:
         tol=lambda w: tolerance(w.experiment, "f32"),
     log:

@@ -15,6 +15,16 @@ TORCH_TRAINER = f"{SCRIPTS}/train_torch.py"
 DEFAULT_TOLERANCE = {"f32": 1e-6, "f64": 1e-12}
 
 
+def write_json(path, data, log):
+    """Write a small JSON file through a temporary file and a rename (never half-written)."""
+    import json, os
+
+    tmp = f"{path}.tmp"
+    Path(tmp).write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+    Path(log).write_text(f"wrote {path}\n")
+
+
 wildcard_constraints:
     experiment="|".join(EXPERIMENTS),
     dtype="f32|f64",

@@ -6,7 +6,12 @@ rule compare:
         torch="results/runs/{experiment}/torch-{dtype}.json",
         burn="results/runs/{experiment}/burn-{dtype}.json",
     output:
-        "results/compare/{experiment}-{dtype}.txt",
+        report(
+            "results/compare/{experiment}-{dtype}.txt",
+            caption="../report/compare.rst",
+            category="{experiment}",
+            subcategory="compare",
+        ),
     log:
         "results/logs/compare/{experiment}-{dtype}.log",
     params:

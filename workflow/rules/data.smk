@@ -20,8 +20,4 @@ rule experiment_spec:
     params:
         spec=lambda w: trainer_spec(w.experiment),
     run:
-        import json
-
-        text = json.dumps(params.spec, indent=2, sort_keys=True) + "\n"
-        Path(output[0]).write_text(text)
-        Path(log[0]).write_text(f"wrote {output[0]}\n")
+        write_json(output[0], params.spec, log[0])

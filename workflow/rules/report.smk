@@ -5,7 +5,11 @@ rule report:
         script=f"{SCRIPTS}/report.py",
         modules=[IO_MODULE, GAPS_MODULE, VERDICT_MODULE],
     output:
-        "results/report.md",
+        report(
+            "results/report.md",
+            caption="../report/report_md.rst",
+            category="Report",
+        ),
     log:
         "results/logs/report.log",
     shell:
@@ -25,10 +29,4 @@ rule report_config:
             e: {d: tolerance(e, d) for d in DTYPES} for e in EXPERIMENTS
         },
     run:
-        import json
-
-        text = json.dumps(
-            {"config": params.config, "tolerances": params.tolerances}, indent=2
-        )
-        Path(output[0]).write_text(text + "\n")
-        Path(log[0]).write_text(f"wrote {output[0]}\n")
+        write_json(output[0], {"config": params.config, "tolerances": params.tolerances}, log[0])

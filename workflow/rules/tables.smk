@@ -5,7 +5,12 @@ rule steps_table:
         script=f"{SCRIPTS}/steps_table.py",
         modules=[IO_MODULE, GAPS_MODULE],
     output:
-        csv="results/tables/steps_{experiment}.csv",
+        csv=report(
+            "results/tables/steps_{experiment}.csv",
+            caption="../report/steps.rst",
+            category="{experiment}",
+            subcategory="tables",
+        ),
         md="results/tables/steps_{experiment}.md",
     log:
         "results/logs/tables/steps_{experiment}.log",
@@ -26,7 +31,11 @@ rule bias_correction_table:
             "results/runs/{experiment}/burn-f32.json", experiment=adam_experiments()
         ),
     output:
-        csv="results/tables/bias_correction.csv",
+        csv=report(
+            "results/tables/bias_correction.csv",
+            caption="../report/bias_correction.rst",
+            category="Adam bias correction",
+        ),
         md="results/tables/bias_correction.md",
     log:
         "results/logs/tables/bias_correction.log",
