@@ -27,7 +27,13 @@ rule replay:
     """Burn's update rule replayed on the PyTorch side in f64 (and its counterfactual)."""
     input:
         script=f"{SCRIPTS}/replay.py",
-        modules=[IO_MODULE, GAPS_MODULE, CONFIG_MODULE, PROVENANCE_MODULE, TORCH_TRAINER],
+        modules=[
+            IO_MODULE,
+            GAPS_MODULE,
+            CONFIG_MODULE,
+            PROVENANCE_MODULE,
+            TORCH_TRAINER,
+        ],
         data="results/data/dataset.bin",
         torch_f64="results/runs/{experiment}/torch-f64.json",
         burn_f64="results/runs/{experiment}/burn-f64.json",
@@ -46,12 +52,12 @@ rule replay:
             subcategory="tables",
         ),
         counterfactual_md="results/tables/counterfactual_{experiment}.md",
-    params:
-        report_steps=config["report_steps"],
     log:
         "results/logs/tables/replay_{experiment}.log",
     benchmark:
         "results/benchmarks/replay/{experiment}.tsv"
+    params:
+        report_steps=config["report_steps"],
     shell:
         "python {input.script} --experiment {wildcards.experiment} --data {input.data}"
         " --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64}"
@@ -76,10 +82,10 @@ rule probe:
             subcategory="tables",
         ),
         md="results/tables/probe_{experiment}.md",
-    params:
-        parameter=lambda w: probe_option(w.experiment),
     log:
         "results/logs/tables/probe_{experiment}.log",
+    params:
+        parameter=lambda w: probe_option(w.experiment),
     shell:
         "python {input.script} --experiment {wildcards.experiment} --data {input.data}"
         " --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32}"
@@ -106,10 +112,10 @@ rule plots:
             category="{experiment}",
             subcategory="plots",
         ),
-    params:
-        tol=lambda w: tolerance(w.experiment, "f32"),
     log:
         "results/logs/plots/{experiment}.log",
+    params:
+        tol=lambda w: tolerance(w.experiment, "f32"),
     shell:
         "python {input.script} --experiment {wildcards.experiment} --steps {input.steps}"
         " --tol {params.tol} --gaps {output.gaps} --losses {output.losses} > {log} 2>&1"

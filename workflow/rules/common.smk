@@ -93,7 +93,10 @@ def report_inputs(wildcards):
     return {
         "config": "results/specs/report_config.json",
         "provenance": "results/provenance.json",
-        "bias": ["results/tables/bias_correction.csv", "results/tables/bias_correction.md"],
+        "bias": [
+            "results/tables/bias_correction.csv",
+            "results/tables/bias_correction.md",
+        ],
         "runs": [f for e in EXPERIMENTS for f in run_files(e).values()],
         "per_experiment": expand(per_experiment, experiment=EXPERIMENTS),
     }

@@ -29,4 +29,8 @@ rule report_config:
             e: {d: tolerance(e, d) for d in DTYPES} for e in EXPERIMENTS
         },
     run:
-        write_json(output[0], {"config": params.config, "tolerances": params.tolerances}, log[0])
+        write_json(
+            output[0],
+            {"config": params.config, "tolerances": params.tolerances},
+            log[0],
+        )
