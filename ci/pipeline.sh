@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The one CI entry point, called by .ci/run and by .github/workflows/pipeline.yml:
+# set up as the README says, lint, test, run the pipeline, build the HTML report and
+# collect everything worth publishing into artifacts/.
+#
+#   bash ci/pipeline.sh            # all stages
+#   SKIP_PIPELINE=1 bash ci/pipeline.sh   # set-up, lint and tests only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ACTIONLINT_VERSION=v1.7.12
+
+stage() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
+
+stage "set-up"
+if ! command -v uv > /dev/null; then
+    echo "uv not found: installing it from PyPI"
+    python3 -m pip install --quiet uv
+fi
+if ! command -v cargo > /dev/null; then
+    echo "cargo not found: install a Rust toolchain (https://rustup.rs)" >&2
+    exit 1
+fi
+uv sync --locked
+# actionlint checks the GitHub Actions workflow (tests/test_lint.py); built from the Go
+# module proxy when Go is available and actionlint is not already on PATH.
+if ! command -v actionlint > /dev/null && command -v go > /dev/null; then
+    GOBIN="$PWD/.ci-tools" go install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
+fi
+export PATH="$PWD/.ci-tools:$PATH"
+
+stage "lint"
+uv run ruff check .
+uv run ruff format --check .
+uv run snakefmt --check Snakefile workflow/rules/
+(cd rust && cargo fmt --check && cargo clippy --release --locked --all-targets -- -D warnings)
+
+stage "tests"
+uv run pytest
+
+if [ -n "${SKIP_PIPELINE:-}" ]; then
+    exit 0
+fi
+
+stage "pipeline"
+uv run snakemake --cores 4
+uv run snakemake --report results/report.html
+
+stage "artifacts"
+rm -rf artifacts
+mkdir -p artifacts
+cp results/report.md results/report.html results/provenance.json artifacts/
+cp -r results/tables results/plots results/runs results/compare results/logs results/benchmarks artifacts/
+find artifacts -type f | sort
