@@ -68,3 +68,13 @@ def train(burn_binary, dataset, tmp_path_factory):
         return proc, out
 
     return run
+
+
+@pytest.fixture(scope="session")
+def pipeline(tmp_path_factory, burn_binary) -> Path:
+    """A project copy (small config) on which the whole pipeline has run once."""
+    from pipeline_helpers import copy_project, small_pipeline_config, snakemake
+
+    workdir = copy_project(tmp_path_factory.mktemp("pipeline"), small_pipeline_config())
+    snakemake(workdir, "--cores", "4")
+    return workdir

@@ -15,6 +15,25 @@ import yaml
 from conftest import ADAM, ROOT, SGD
 
 PROJECT_FILES = ("Snakefile", "config.yaml", "workflow", "rust", "profiles")
+EXPERIMENTS = ("sgd", "adam", "momentum", "pitfall")  # those of small_pipeline_config()
+TABLES = ("steps", "config_diff", "replay", "counterfactual", "probe")
+EXPECTED = [
+    "results/data/dataset.bin",
+    "results/bin/parity-train",
+    *[
+        f"results/runs/{e}/{fw}-{dt}.json"
+        for e in EXPERIMENTS
+        for fw in ("torch", "burn")
+        for dt in ("f32", "f64")
+    ],
+    *[f"results/compare/{e}-{dt}.txt" for e in EXPERIMENTS for dt in ("f32", "f64")],
+    *[f"results/tables/{t}_{e}.{x}" for t in TABLES for e in EXPERIMENTS for x in ("csv", "md")],
+    *[f"results/plots/{p}_{e}.png" for p in ("gaps", "losses") for e in EXPERIMENTS],
+    "results/tables/bias_correction.csv",
+    "results/tables/bias_correction.md",
+    "results/provenance.json",
+    "results/report.md",
+]
 
 
 def small_pipeline_config(**overrides) -> dict:

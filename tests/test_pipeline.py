@@ -7,38 +7,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from parity_io import experiment_block
-from pipeline_helpers import copy_project, planned_jobs, rules, small_pipeline_config, snakemake
-
-EXPERIMENTS = ("sgd", "adam", "momentum", "pitfall")
-TABLES = ("steps", "config_diff", "replay", "counterfactual", "probe")
-EXPECTED = [
-    "results/data/dataset.bin",
-    "results/bin/parity-train",
-    *[
-        f"results/runs/{e}/{fw}-{dt}.json"
-        for e in EXPERIMENTS
-        for fw in ("torch", "burn")
-        for dt in ("f32", "f64")
-    ],
-    *[f"results/compare/{e}-{dt}.txt" for e in EXPERIMENTS for dt in ("f32", "f64")],
-    *[f"results/tables/{t}_{e}.{x}" for t in TABLES for e in EXPERIMENTS for x in ("csv", "md")],
-    *[f"results/plots/{p}_{e}.png" for p in ("gaps", "losses") for e in EXPERIMENTS],
-    "results/tables/bias_correction.csv",
-    "results/tables/bias_correction.md",
-    "results/provenance.json",
-    "results/report.md",
-]
-
-
-@pytest.fixture(scope="module")
-def pipeline(tmp_path_factory, burn_binary) -> Path:
-    """A project copy on which the whole pipeline has run once."""
-    workdir = copy_project(tmp_path_factory.mktemp("pipeline"), small_pipeline_config())
-    snakemake(workdir, "--cores", "4")
-    return workdir
+from pipeline_helpers import EXPECTED, EXPERIMENTS, planned_jobs, rules
 
 
 @contextmanager

@@ -38,6 +38,15 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("run");
+    // Temporary files left by a writer that was killed: never trusted, never kept.
+    let stale_prefix = format!(".{name}.");
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let file = entry.file_name();
+        let file = file.to_string_lossy();
+        if file.starts_with(&stale_prefix) && file.ends_with(".tmp") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| {
         let mut file = std::fs::File::create(&tmp)?;

@@ -75,6 +75,8 @@ class Experiment:
             [self.replay["dparam"], self.counterfactual["dparam"]],
             self.cause,
         )
+        if self.divergence():
+            self.verdict.label = vd.DIVERGED
 
     @property
     def optimizer(self) -> str:
@@ -82,6 +84,8 @@ class Experiment:
 
     def verdict_line(self) -> str:
         v = self.verdict
+        if v.label == vd.DIVERGED:
+            return f"{v.label}: {'; '.join(self.divergence())}"
         if v.label == vd.EXPLAINED:
             return f"{v.label} by {v.cause}"
         if v.label == vd.UNEXPLAINED:
@@ -100,19 +104,29 @@ class Experiment:
         return flat_names(self.runs["torch", "f64"])[int(np.argmax(diff))]
 
     def divergence(self) -> list[str]:
+        """'torch f32 diverged at step 5' for each run whose loss or parameters went non-finite."""
         lines = []
         for fw, dt in RUNS:
-            losses = np.asarray(self.runs[fw, dt]["losses"], dtype=float)
-            bad = np.flatnonzero(~np.isfinite(losses))
-            if bad.size:
-                lines.append(f"{fw} {dt} diverged at step {bad[0] + 1} (loss {losses[bad[0]]})")
+            run = self.runs[fw, dt]
+            losses = np.asarray(run["losses"], dtype=float)
+            finite = np.isfinite(losses) & np.isfinite(param_matrix(run)).all(axis=1)
+            if not finite.all():
+                step = int(np.argmin(finite))
+                lines.append(
+                    f"{fw} {dt} diverged at step {step + 1} (loss {losses[step]:.3g} at that step)"
+                )
         return lines
 
     def evidence(self) -> list[str]:
         s, v = self.steps, self.verdict
         n = len(s)
         out = []
-        if v.label == vd.EQUIVALENT:
+        if v.label == vd.DIVERGED:
+            out.append(
+                "A run went non-finite, so the gaps below compare overflowing numbers and say"
+                " nothing about the arithmetic; lower the learning rate to compare the frameworks."
+            )
+        elif v.label == vd.EQUIVALENT:
             out.append(
                 f"In f64 the frameworks agree to {e(v.f64_gap)} at worst, under the rounding"
                 f" floor of {e(v.floor)} that f64 arithmetic explains. The f32 gap (up to"
@@ -169,7 +183,7 @@ class Experiment:
             f" the same way (correct: PyTorch {self.runs['torch', 'f32']['final']['correct']},"
             f" Burn {self.runs['burn', 'f32']['final']['correct']})."
         )
-        out += [f"**Divergence:** {line}." for line in self.divergence()]
+        out += [f"Divergence: {line}." for line in self.divergence()]
         return out
 
     def probe_reading(self) -> str:

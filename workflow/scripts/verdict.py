@@ -11,6 +11,8 @@ The rule, in one place:
 * `algorithmic difference, explained`: it does, and a replay with the suspected cause
   removed brings the gap back under the floor.
 * `algorithmic difference, unexplained`: it does, and nothing closes it.
+* `diverged`: a run went non-finite; gaps between overflowing numbers say nothing about
+  the arithmetic, so no other verdict is given (the report names the step instead).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ ABSOLUTE_FLOOR = 64 * 2.0**-52
 EQUIVALENT = "equivalent up to rounding"
 EXPLAINED = "algorithmic difference, explained"
 UNEXPLAINED = "algorithmic difference, unexplained"
+DIVERGED = "diverged"
 
 
 def rounding_floor(torch_f64: np.ndarray, burn_f64: np.ndarray) -> np.ndarray:
