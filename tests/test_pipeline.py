@@ -111,3 +111,9 @@ def test_probe_picks_a_cancelling_gradient(pipeline):
     torch32 = probe[(probe["framework"] == "torch") & (probe["dtype"] == "f32")].iloc[0]
     assert torch32["grad_rel_err"] > 1e-4  # far above f32's 6e-8: cancellation
     assert abs(torch32["grad"]) < 1e-4
+
+
+def test_html_report_builds(pipeline):
+    snakemake(pipeline, "--report", "results/report.html")
+    html = (pipeline / "results/report.html").read_text(errors="replace")
+    assert "steps_adam.csv" in html and "report.md" in html

@@ -213,6 +213,23 @@ class Experiment:
             )
         return text
 
+    def gap_table(self) -> str:
+        """For each gap series: its largest value, first step over the tolerance, growth."""
+        labels = {
+            "dparam": ("f32: torch vs burn", "f32"),
+            "torch_f64": ("torch: f32 vs f64", "f32"),
+            "burn_f64": ("burn: f32 vs f64", "f32"),
+            "f64_f64": ("f64: torch vs burn", "f64"),
+        }
+        rows = []
+        for column, (label, dtype) in labels.items():
+            gaps, tol = self.steps[column], self.tolerances[dtype]
+            first = vd.first_step_above(gaps, tol)
+            rows.append({"gap": label, "max": e(gaps.max()), "tolerance": f"{tol:g} ({dtype})",
+                         "first step above": str(first) if first else "never",
+                         "growth (last / step 1)": f"{vd.growth(gaps):.3g}"})  # fmt: skip
+        return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True)
+
     def summary_row(self) -> dict:
         s, v = self.steps, self.verdict
         return {
@@ -238,6 +255,7 @@ class Experiment:
                 f"\n**Compare, {dt}** (tol {self.tolerances[dt]:g}):\n\n```text\n"
                 f"{self.compare[dt].rstrip()}\n```"
             )
+        parts.append("\n" + self.gap_table())
         parts.append("\n" + demote(self.md["steps"]))
         parts.append(
             "\nColumns: `max|dparam|` torch f32 vs burn f32; `torch-f64` torch f32 vs torch f64;"
