@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from parity_io import experiment_block
-from pipeline_helpers import EXPECTED, EXPERIMENTS, planned_jobs, rules
+from pipeline_helpers import EXPECTED, EXPERIMENTS, planned_jobs, rules, snakemake
 
 
 @contextmanager
