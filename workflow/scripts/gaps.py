@@ -12,8 +12,6 @@ import numpy as np
 
 from parity_io import PARAM_NAMES, FormatError, experiment_block
 
-RUN_KEYS = ("torch_f32", "burn_f32", "torch_f64", "burn_f64")
-
 
 def param_matrix(block: dict, kind: str = "params") -> np.ndarray:
     """The trajectory as a [steps, n_params] array, parameters in PARAM_NAMES order."""
