@@ -20,7 +20,6 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/locks.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/build.smk"
 include: "workflow/rules/train.smk"

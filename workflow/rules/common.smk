@@ -1,4 +1,11 @@
 # Names, wildcard constraints and config helpers shared by every stage.
+import sys
+
+sys.path.insert(0, f"{workflow.basedir}/workflow/scripts")
+from stale_lock import clear_stale_locks
+
+# A lock left by a killed run would stop this one; see workflow/scripts/stale_lock.py.
+clear_stale_locks()
 
 EXPERIMENTS = list(config["experiments"])
 FRAMEWORKS = ["torch", "burn"]
