@@ -5,12 +5,16 @@
 Works in a temporary copy of the project (the checkout's results/ are left alone), with
 the environment and the Burn binary already built, and measures:
 
-  reference   the seed's sequence by hand: one PyTorch process training sgd and adam (f32),
-              the Burn binary for both, compare.py on the two
-  cold        `snakemake --cores 4` from an empty results/ (binary prebuilt)
-  no-op       the same command again: nothing to do
-  edit        after editing one analysis script (steps_table.py): its jobs and the report
-  startup     `snakemake --version`, for scale: Snakemake's own start-up
+  reference     the seed's sequence by hand: one PyTorch process training sgd and adam
+                (f32), the Burn binary for both, compare.py on the two
+  cold          `snakemake --cores 4` from an empty results/ (binary prebuilt), on the
+                seed's two experiments (sgd, adam) like the reference; it trains each in
+                both frameworks and both dtypes (4× the reference's trainings) and adds
+                the replays, probes, plots and report
+  no-op         the same command again: nothing to do
+  edit          after editing one analysis script (steps_table.py): its jobs and the report
+  cold-default  for scale: a cold run of the default config.yaml (all its experiments)
+  startup       `snakemake --version`: Snakemake's own start-up
 
 Prints a table with the median of --repeat runs and the ratio to the reference.
 """
@@ -27,6 +31,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT_FILES = ("Snakefile", "config.yaml", "workflow", "rust")
@@ -75,14 +81,22 @@ def reference(work: Path, env: dict) -> float:
     return time.perf_counter() - start
 
 
+def clean(work: Path) -> None:
+    """Empty results/ but for the prebuilt binary and dataset, and Snakemake's metadata."""
+    for path in (work / "results").iterdir():
+        if path.name not in ("bin", "data"):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    shutil.rmtree(work / ".snakemake", ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path, default=ROOT / "results/benchmarks/pipeline.json")
     args = parser.parse_args(argv)
     env = dict(os.environ, CARGO_TARGET_DIR=str(ROOT / "rust" / "target"))
-    times: dict[str, list[float]] = {k: [] for k in ("reference", "cold", "no-op", "edit")}
-    times["startup"] = []
+    keys = ("reference", "cold", "no-op", "edit", "cold-default", "startup")
+    times: dict[str, list[float]] = {k: [] for k in keys}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for name in PROJECT_FILES:
@@ -98,13 +112,17 @@ def main(argv: list[str] | None = None) -> None:
         )  # fmt: skip
         (work / "ref").mkdir()
         script = work / "workflow/scripts/steps_table.py"
+        default_config = (work / "config.yaml").read_text()
+        seed_config = yaml.safe_load(default_config)
+        seed_config["experiments"] = {k: seed_config["experiments"][k] for k in ("sgd", "adam")}
         for i in range(args.repeat):
             print(f"round {i + 1}/{args.repeat} …", flush=True)
             times["reference"].append(reference(work, env))
-            for path in (work / "results").iterdir():
-                if path.name not in ("bin", "data"):
-                    shutil.rmtree(path) if path.is_dir() else path.unlink()
-            shutil.rmtree(work / ".snakemake", ignore_errors=True)
+            (work / "config.yaml").write_text(default_config)
+            clean(work)
+            times["cold-default"].append(timed(snakemake("--cores", "4"), work, env))
+            (work / "config.yaml").write_text(yaml.safe_dump(seed_config, sort_keys=False))
+            clean(work)
             times["cold"].append(timed(snakemake("--cores", "4"), work, env))
             times["no-op"].append(timed(snakemake("--cores", "4"), work, env))
             script.write_text(script.read_text() + f"\n# benchmark edit {i}\n")
