@@ -90,8 +90,9 @@ def diff_rows(spec: dict) -> list[dict]:
         rows.append({"hyperparameter": "bias-correction factors", "torch": "f64 (Python floats)",
                      "burn": "f32", "status": "precision",
                      "note": "sqrt(1-β₂^t)/(1-β₁^t) and ε·sqrt(1-β₂^t)"})  # fmt: skip
+        exact = "exact in both for 0.5 ≤ β ≤ 1 (Sterbenz): only β's value counts"
         rows.append({"hyperparameter": "1 − β in moment updates", "torch": "f64", "burn": "f32",
-                     "status": "precision", "note": ""})  # fmt: skip
+                     "status": "precision", "note": exact})  # fmt: skip
     return rows
 
 

@@ -57,7 +57,8 @@ class BurnUpdate:
         self.optimizer, self.hp, self.factors = optimizer, hp, factors
         self.state: dict[str, tuple] = {}
         if optimizer == "adam":
-            # Burn's `1.0 - self.beta_1` is an f32 subtraction of f32 values.
+            # Burn's `1.0 - self.beta_1` is an f32 subtraction of f32 values (exact for
+            # 0.5 ≤ β ≤ 1 by Sterbenz's lemma, but done the same way here regardless).
             one_minus = (
                 (lambda b: f32(np.float32(1) - np.float32(b)))
                 if f32_one_minus
