@@ -15,6 +15,7 @@ rule build_burn:
             echo "build_burn: cargo not found on PATH; install a Rust toolchain (https://rustup.rs) and rerun" | tee {log} >&2
             exit 1
         fi
+        echo "build_burn: cargo build --release --locked (a first build takes minutes; log: {log})" >&2
         cargo build --release --locked --manifest-path {input.manifest} >{log} 2>&1
         target="${{CARGO_TARGET_DIR:-rust/target}}"
         cp "$target/release/parity-train" {output}.tmp && mv {output}.tmp {output}
