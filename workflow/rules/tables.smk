@@ -26,7 +26,7 @@ rule bias_correction_table:
     """Burn's f32 Adam factor against the same formula in f64, for every Adam experiment."""
     input:
         script=f"{SCRIPTS}/bias_correction.py",
-        io=IO_MODULE,
+        modules=[IO_MODULE, GAPS_MODULE],
         runs=expand(
             "results/runs/{experiment}/burn-f32.json", experiment=adam_experiments()
         ),

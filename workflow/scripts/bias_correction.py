@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pandas as pd  # noqa: E402
 
+from gaps import report_steps_of  # noqa: E402
 from parity_io import FormatError, read_run, write_text_atomic  # noqa: E402
 
 COLUMNS = ["experiment", "t", "burn_f32", "f64", "rel_err"]
@@ -54,8 +55,7 @@ def render_md(frame: pd.DataFrame, report_steps: list[int]) -> str:
     if frame.empty:
         return parts[0] + "\nNo Adam experiment in the config.\n"
     for experiment, group in frame.groupby("experiment", sort=False):
-        last = int(group["t"].max())
-        shown = group[group["t"].isin({s for s in report_steps if s <= last} | {last})]
+        shown = group[report_steps_of(group["t"], report_steps)]
         lines = ["  t  burn f32     f64          rel err"]
         lines += [
             f"{r.t:3d}  {r.burn_f32:.9f}  {r.f64:.9f}  {r.rel_err:.2e}" for r in shown.itertuples()

@@ -12,6 +12,24 @@ import numpy as np
 
 from parity_io import PARAM_NAMES, FormatError, experiment_block
 
+RUNS = ("torch_f32", "burn_f32", "torch_f64", "burn_f64")
+
+
+def add_run_arguments(parser, runs: tuple[str, ...] = RUNS) -> None:
+    """--torch-f32 … --burn-f64: the run files of one experiment."""
+    for key in runs:
+        parser.add_argument(f"--{key.replace('_', '-')}", required=True, type=Path)
+
+
+def run_paths(args, runs: tuple[str, ...] = RUNS) -> dict[str, Path]:
+    return {key: getattr(args, key) for key in runs}
+
+
+def report_steps_of(steps, report_steps: list[int]):
+    """Boolean mask of the steps a Markdown table shows: the report steps, and the last."""
+    last = int(steps.max())
+    return steps.isin({s for s in report_steps if s <= last} | {last})
+
 
 def param_matrix(block: dict, kind: str = "params") -> np.ndarray:
     """The trajectory as a [steps, n_params] array, parameters in PARAM_NAMES order."""

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from gaps import flat_names, load_runs, param_matrix  # noqa: E402
+from gaps import add_run_arguments, flat_names, load_runs, param_matrix, run_paths  # noqa: E402
 from parity_io import PARAM_NAMES, FormatError, read_dataset, write_text_atomic  # noqa: E402
 
 COLUMNS = ["framework", "dtype", "parameter", "grad", "update", "grad_rel_err", "update_diff"]
@@ -83,15 +83,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", required=True)
     parser.add_argument("--data", required=True, type=Path)
-    for key in ("torch-f32", "burn-f32", "torch-f64", "burn-f64"):
-        parser.add_argument(f"--{key}", required=True, type=Path)
+    add_run_arguments(parser)
     parser.add_argument("--parameter", help="e.g. 'fc.weight[1,19]' (default: chosen)")
     parser.add_argument("--csv", required=True, type=Path)
     parser.add_argument("--md", required=True, type=Path)
     args = parser.parse_args(argv)
-    paths = {k: getattr(args, k) for k in ("torch_f32", "burn_f32", "torch_f64", "burn_f64")}
     try:
-        blocks = load_runs(paths)
+        blocks = load_runs(run_paths(args))
         arrays, _ = read_dataset(args.data)
         shapes = {name: arrays[name][0] for name in PARAM_NAMES}
         initial = np.concatenate([np.asarray(arrays[n][1], dtype=np.float64) for n in PARAM_NAMES])

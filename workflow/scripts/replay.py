@@ -33,9 +33,12 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 from gaps import (  # noqa: E402
+    add_run_arguments,
     flat_names,
-    load_runs,  # noqa: E402
+    load_runs,
     param_matrix,
+    report_steps_of,
+    run_paths,
     step_gaps,
 )
 from parity_io import PARAM_NAMES, FormatError, read_dataset, write_text_atomic  # noqa: E402
@@ -150,8 +153,7 @@ def gap_frame(losses, snapshots, reference: dict, names: list[str]) -> pd.DataFr
 
 
 def render_md(frame: pd.DataFrame, title: str, report_steps: list[int]) -> str:
-    last = int(frame["step"].iloc[-1])
-    shown = frame[frame["step"].isin({s for s in report_steps if s <= last} | {last})]
+    shown = frame[report_steps_of(frame["step"], report_steps)]
     lines = ["step  |dloss|   max|dparam|  where"]
     lines += [
         f"{r.step:4d}  {r.dloss:.2e}  {r.dparam:.2e}     {r.where}" for r in shown.itertuples()
@@ -163,14 +165,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", required=True)
     parser.add_argument("--data", required=True, type=Path)
-    parser.add_argument("--torch-f64", required=True, type=Path)
-    parser.add_argument("--burn-f64", required=True, type=Path)
+    add_run_arguments(parser, ("torch_f64", "burn_f64"))
     parser.add_argument("--report-steps", type=int, nargs="+", default=[1, 2, 5, 10])
     for out in ("replay-csv", "replay-md", "counterfactual-csv", "counterfactual-md"):
         parser.add_argument(f"--{out}", required=True, type=Path)
     args = parser.parse_args(argv)
     try:
-        blocks = load_runs({"torch_f64": args.torch_f64, "burn_f64": args.burn_f64})
+        blocks = load_runs(run_paths(args, ("torch_f64", "burn_f64")))
         arrays, sha256 = read_dataset(args.data)
     except (FormatError, FileNotFoundError) as exc:
         sys.exit(f"replay: {exc}")

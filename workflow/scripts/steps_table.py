@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from gaps import ladder, load_runs  # noqa: E402
+from gaps import add_run_arguments, ladder, load_runs, report_steps_of, run_paths  # noqa: E402
 from parity_io import FormatError, write_text_atomic  # noqa: E402
 
 HEADER = "step  torch loss  burn loss   |dloss|   max|dparam|  torch-f64  burn-f64   f64-f64"
@@ -38,12 +38,6 @@ def steps_frame(blocks: dict[str, dict]) -> pd.DataFrame:
     )
 
 
-def shown_steps(frame: pd.DataFrame, report_steps: list[int]) -> pd.DataFrame:
-    last = int(frame["step"].iloc[-1])
-    wanted = sorted({s for s in report_steps if s <= last} | {last})
-    return frame[frame["step"].isin(wanted)]
-
-
 def render_md(frame: pd.DataFrame, title: str) -> str:
     rows = [
         f"{r.step:4d}  {r.torch_loss:.8f}  {r.burn_loss:.8f}  {r.dloss:.2e}  {r.dparam:.2e}"
@@ -56,21 +50,21 @@ def render_md(frame: pd.DataFrame, title: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", required=True, help="name shown in the table title")
-    for key in ("torch-f32", "burn-f32", "torch-f64", "burn-f64"):
-        parser.add_argument(f"--{key}", required=True, type=Path)
+    add_run_arguments(parser)
     parser.add_argument("--report-steps", type=int, nargs="+", default=[1, 2, 5, 10])
     parser.add_argument("--csv", required=True, type=Path)
     parser.add_argument("--md", required=True, type=Path)
     args = parser.parse_args(argv)
-    paths = {k: getattr(args, k) for k in ("torch_f32", "burn_f32", "torch_f64", "burn_f64")}
     try:
-        blocks = load_runs(paths)
+        blocks = load_runs(run_paths(args))
     except FormatError as exc:
         sys.exit(f"steps_table: {exc}")
     experiment = args.experiment
     frame = steps_frame(blocks)
     write_text_atomic(args.csv, frame.to_csv(index=False, float_format="%.17g"))
-    md = render_md(shown_steps(frame, args.report_steps), f"Per-step gaps: {experiment}")
+    md = render_md(
+        frame[report_steps_of(frame["step"], args.report_steps)], f"Per-step gaps: {experiment}"
+    )
     write_text_atomic(args.md, md)
     print(f"{experiment}: {len(frame)} steps -> {args.csv}, {args.md}")
 
