@@ -42,7 +42,7 @@ from gaps import (  # noqa: E402
     step_gaps,
 )
 from parity_io import PARAM_NAMES, FormatError, read_dataset, write_text_atomic  # noqa: E402
-from train_torch import build_model  # noqa: E402
+from train_torch import build_model, inputs  # noqa: E402
 
 
 def f32(x: float) -> float:
@@ -112,8 +112,7 @@ def recorded_factors(block: dict) -> Callable[[int], tuple[float, float]]:
 
 def run(arrays: dict, update: BurnUpdate, steps: int, batch: int) -> tuple[list, np.ndarray]:
     """Train in f64 with PyTorch's autograd and Burn's update; losses and per-step params."""
-    x = torch.tensor(arrays["x"][1], dtype=torch.float32).reshape(arrays["x"][0]).double()
-    y = torch.tensor(arrays["y"][1], dtype=torch.int64)
+    x, y = inputs(arrays, torch.float64)
     model = build_model(arrays, torch.float64)
     params = dict(model.named_parameters())
     batches = x.shape[0] // batch

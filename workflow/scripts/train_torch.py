@@ -58,6 +58,12 @@ def build_model(arrays: dict[str, tuple[list[int], list]], dtype: torch.dtype) -
     return model
 
 
+def inputs(arrays: dict, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """The dataset's f32 inputs (widened exactly to dtype) and integer labels."""
+    x = torch.tensor(arrays["x"][1], dtype=torch.float32).reshape(arrays["x"][0]).to(dtype)
+    return x, torch.tensor(arrays["y"][1], dtype=torch.int64)
+
+
 def make_optimizer(spec: dict[str, Any], params) -> torch.optim.Optimizer:
     """Pass every hyperparameter explicitly, except those the experiment leaves to PyTorch."""
     kept = set(spec["keep_defaults"]["torch"])
@@ -75,8 +81,7 @@ def flat(t: torch.Tensor) -> list[float]:
 
 def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
     torch_dtype = TORCH_DTYPE[dtype]
-    x = torch.tensor(arrays["x"][1], dtype=torch.float32).reshape(arrays["x"][0]).to(torch_dtype)
-    y = torch.tensor(arrays["y"][1], dtype=torch.int64)
+    x, y = inputs(arrays, torch_dtype)
     model = build_model(arrays, torch_dtype)
     optimizer = make_optimizer(spec, model.parameters())
     params = dict(model.named_parameters())
