@@ -1,7 +1,6 @@
 //! Reader of the shared dataset file written by `workflow/scripts/make_data.py`.
 //! The format is documented in `workflow/scripts/parity_io.py`.
 
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -94,10 +93,7 @@ pub fn decode(blob: &[u8]) -> Result<Dataset, String> {
     if let Some(missing) = REQUIRED.iter().find(|a| !arrays.contains_key(**a)) {
         return Err(format!("missing array {missing}"));
     }
-    let sha256 = Sha256::digest(blob)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let sha256 = crate::hex_sha256(blob);
     Ok(Dataset { arrays, sha256 })
 }
 

@@ -7,6 +7,15 @@ pub mod runfile;
 pub mod train;
 
 pub const BURN_VERSION: &str = env!("BURN_VERSION");
+/// SHA-256 of some bytes, as lowercase hex.
+pub fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 pub const RUSTC_VERSION: &str = env!("RUSTC_VERSION");
 
 /// CPU model and the SIMD flags that decide which f32 kernels run (Linux /proc/cpuinfo),
@@ -38,4 +47,24 @@ pub fn cpu() -> serde_json::Value {
         "model": field(&["model name", "Model"]).unwrap_or_else(|| std::env::consts::ARCH.into()),
         "simd": SIMD.iter().filter(|f| present.contains(f)).collect::<Vec<_>>(),
     })
+}
+
+/// The project's git commit and whether the work tree has uncommitted changes, as
+/// workflow/scripts/provenance.py records them (null outside a git checkout).
+pub fn git_state() -> serde_json::Value {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    match git(&["rev-parse", "HEAD"]) {
+        Some(commit) => serde_json::json!({
+            "commit": commit,
+            "dirty": git(&["status", "--porcelain"]).is_some_and(|s| !s.is_empty()),
+        }),
+        None => serde_json::json!({"commit": null, "dirty": null}),
+    }
 }

@@ -7,7 +7,9 @@
 //! ```
 
 use burn::tensor::{Device, FloatDType};
-use parity_train::{BURN_VERSION, RUSTC_VERSION, config, cpu, dataset, runfile, train};
+use parity_train::{
+    BURN_VERSION, RUSTC_VERSION, config, cpu, dataset, git_state, hex_sha256, runfile, train,
+};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -81,6 +83,10 @@ fn run() -> Result<(), String> {
     block["meta"]["dtype"] = json!(args.dtype);
     block["meta"]["rustc"] = json!(RUSTC_VERSION);
     block["meta"]["cpu"] = cpu();
+    block["meta"]["git"] = git_state();
+    let config_bytes =
+        std::fs::read(&args.config).map_err(|e| format!("{}: {e}", args.config.display()))?;
+    block["meta"]["config_sha256"] = json!(hex_sha256(&config_bytes));
     let text = serde_json::to_string(&json!({ &args.experiment: &block })).expect("JSON") + "\n";
     runfile::write_atomic(&args.out, text.as_bytes())
         .map_err(|e| format!("{}: {e}", args.out.display()))?;

@@ -11,6 +11,7 @@ exactly, so precision is the only thing that differs between the f32 and f64 run
 from __future__ import annotations
 
 import argparse
+import hashlib
 import platform
 import sys
 import time
@@ -29,7 +30,7 @@ from parity_config import (  # noqa: E402
     requested_hyperparameters,
 )
 from parity_io import PARAM_NAMES, FormatError, read_dataset, write_run  # noqa: E402
-from provenance import cpu  # noqa: E402
+from provenance import cpu, git_state  # noqa: E402
 
 TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64}
 
@@ -151,6 +152,8 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     block = train(spec, arrays, args.dtype)
     block["meta"]["input_sha256"] = sha256
+    block["meta"]["config_sha256"] = hashlib.sha256(args.config.read_bytes()).hexdigest()
+    block["meta"]["git"] = git_state()
     write_run(args.out, {args.experiment: block})
     print(
         f"torch {args.experiment} {args.dtype}: {spec['steps']} steps in "
