@@ -275,7 +275,13 @@ def hyperparameter_table(config: dict) -> str:
     rows = []
     for name, exp in config["experiments"].items():
         row = {"experiment": name}
-        row.update({k: json.dumps(v) for k, v in exp.items() if k != "description"})
+        row.update(
+            {
+                k: v if isinstance(v, str) else json.dumps(v)
+                for k, v in exp.items()
+                if k != "description"
+            }
+        )
         rows.append(row)
     return pd.DataFrame(rows).fillna("").to_markdown(index=False)
 

@@ -27,7 +27,6 @@ from parity_config import (  # noqa: E402
     ConfigError,
     experiment_spec,
     load_config,
-    requested_hyperparameters,
 )
 from parity_io import PARAM_NAMES, FormatError, read_dataset, write_run  # noqa: E402
 from provenance import cpu, git_state  # noqa: E402
@@ -122,7 +121,6 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
             "dtype": dtype,
             "optimizer": spec["optimizer"],
             "hyperparameters": used,
-            "requested": requested_hyperparameters(spec, "torch"),
             "kept_defaults": spec["keep_defaults"]["torch"],
             "steps": spec["steps"],
             "batch_size": batch,
