@@ -32,3 +32,4 @@ include: "workflow/rules/report.smk"
 rule all:
     input:
         "results/report.md",
+        "results/report.html",

@@ -21,6 +21,15 @@ if ! command -v cargo > /dev/null; then
     exit 1
 fi
 uv sync --locked
+# A real browser for tests/test_browser.py: Debian's Chromium (Playwright's own browser
+# download is not used). GitHub's runners bring Google Chrome instead.
+if ! command -v chromium > /dev/null && ! command -v google-chrome > /dev/null; then
+    echo "installing Chromium from Debian's packages"
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium > /dev/null
+fi
 # actionlint checks the GitHub Actions workflow (tests/test_lint.py); built from the Go
 # module proxy when Go is available and actionlint is not already on PATH.
 if ! command -v actionlint > /dev/null && command -v go > /dev/null; then
@@ -43,11 +52,12 @@ fi
 
 stage "pipeline"
 uv run snakemake --cores 4
-uv run snakemake --report results/report.html
+uv run snakemake --report results/snakemake_report.html
 
 stage "artifacts"
 rm -rf artifacts
 mkdir -p artifacts
-cp results/report.md results/report.html results/provenance.json artifacts/
-cp -r results/tables results/plots results/runs results/compare results/logs results/benchmarks artifacts/
+cp results/report.md results/report.html results/snakemake_report.html \
+    results/provenance.json artifacts/
+cp -r results/tables results/html results/plots results/runs results/compare results/logs results/benchmarks artifacts/
 find artifacts -type f | sort

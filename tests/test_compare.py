@@ -1,26 +1,35 @@
-"""compare.py: the seed's output format, the seed's own files, non-finite values."""
+"""compare.py: the seed's output format, the seed's own files, non-finite values, bad shapes."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import compare
-from conftest import SCRIPTS
+from conftest import ROOT, SCRIPTS
+
+# The user's original script, unchanged: prints {"sgd": ..., "adam": ...} with nested params.
+SEED_SCRIPT = ROOT / "tests" / "seed" / "train_both.py"
 
 
-def seed_block(shift: float = 0.0, loss_shift: float = 0.0) -> dict:
+def seed_block(shift: float = 0.0, loss_shift: float = 0.0, nested: bool = False) -> dict:
+    """A block in the seed's format; ``nested``: params as ``p.tolist()`` writes them."""
+    conv, fc = [0.1 + shift] * 20, [0.2] * 144
+    if nested:
+        conv, fc = np.reshape(conv, (4, 1, 5)).tolist(), np.reshape(fc, (3, 48)).tolist()
     return {
         "losses": [1.0 + loss_shift * (i == 3) for i in range(100)],
         "final": {"loss": 0.06, "correct": 96},
         "params": {
-            "conv.weight": [0.1 + shift] * 20,
+            "conv.weight": conv,
             "conv.bias": [0.0] * 4,
-            "fc.weight": [0.2] * 144,
+            "fc.weight": fc,
             "fc.bias": [0.0] * 3,
         },
     }
@@ -95,3 +104,156 @@ def test_tolerance_must_be_positive(tmp_path):
     a = write(tmp_path / "a.json", {"e": seed_block()})
     proc = run(a, a, "--tol", "0")
     assert proc.returncode != 0 and "--tol must be a positive number" in proc.stderr
+
+
+def test_nested_lists_flatten_row_major_with_their_shape():
+    assert compare.flatten(7, "f: k") == ([7.0], ())
+    assert compare.flatten([[1, 2, 3], [4, 5, 6]], "f: k") == ([1, 2, 3, 4, 5, 6], (2, 3))
+    deep = np.arange(24.0).reshape(2, 3, 1, 4)
+    assert compare.flatten(deep.tolist(), "f: k") == (deep.ravel().tolist(), (2, 3, 1, 4))
+    assert compare.flatten([], "f: k") == ([], (0,))
+
+
+# --------------------------------------------------------------------------- the seed's script
+# Real runs of the user's unchanged train_both.py (PyTorch, 2 × 100 steps, ~10-20 s).
+
+
+@pytest.fixture(scope="module")
+def real_seed_pt(tmp_path_factory):
+    """The seed's pt.json, written by really running its train_both.py once per module."""
+    out = tmp_path_factory.mktemp("seed") / "pt.json"
+    with out.open("w") as f:
+        proc = subprocess.run(
+            [sys.executable, "-I", SEED_SCRIPT], stdout=f, stderr=subprocess.PIPE, text=True
+        )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert np.shape(data["sgd"]["params"]["conv.weight"]) == (4, 1, 5)  # really nested
+    assert np.shape(data["adam"]["params"]["fc.weight"]) == (3, 48)
+    return out
+
+
+def test_real_seed_pt_json_against_itself(real_seed_pt):
+    proc = run(real_seed_pt, real_seed_pt)
+    assert proc.returncode == 0 and proc.stderr == ""
+    lines = proc.stdout.splitlines()
+    assert [line.split()[:2] for line in lines[:7]] == [
+        ["sgd.losses", "n=100"],
+        ["sgd.final.loss", "n="],
+        ["sgd.final.correct", "n="],
+        ["sgd.params.conv.weight", "n="],
+        ["sgd.params.conv.bias", "n="],
+        ["sgd.params.fc.weight", "n=144"],
+        ["sgd.params.fc.bias", "n="],
+    ]
+    assert "sgd.params.conv.weight   n= 20  max|diff|=0.00e+00" in lines
+    assert all(line.endswith("max|diff|=0.00e+00") for line in lines[:-1])
+    assert len(lines) == 15 and lines[-1] == "worst=0.00e+00 tol=1e-06 OK"
+
+
+def test_real_seed_pt_json_with_one_nested_value_perturbed(real_seed_pt, tmp_path):
+    data = json.loads(real_seed_pt.read_text())
+    data["adam"]["params"]["fc.weight"][2][17] += 1e-3
+    perturbed = write(tmp_path / "burn.json", data)
+    proc = run(real_seed_pt, perturbed)
+    assert proc.returncode == 0
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines()[:-1]}
+    assert rows.pop("adam.params.fc.weight").split()[1:] == ["n=144", "max|diff|=1.00e-03"]
+    assert len(rows) == 13 and all(r.endswith("max|diff|=0.00e+00") for r in rows.values())
+    assert proc.stdout.splitlines()[-1] == "worst=1.00e-03 tol=1e-06 MISMATCH"
+
+
+def test_real_seed_nested_params_match_the_pipelines_flat_lists(real_seed_pt, tmp_path):
+    # The pipeline writes params flattened in row-major order (torch's .flatten()).
+    data = json.loads(real_seed_pt.read_text())
+    for block in data.values():
+        block["params"] = {k: np.ravel(v).tolist() for k, v in block["params"].items()}
+    flat = write(tmp_path / "flat.json", data)
+    for a, b in [(real_seed_pt, flat), (flat, real_seed_pt)]:
+        proc = run(a, b)
+        assert proc.returncode == 0
+        assert proc.stdout.splitlines()[-1] == "worst=0.00e+00 tol=1e-06 OK"
+
+
+# --------------------------------------------------------------------------- bad shapes
+
+
+def set_param(name, value):
+    def edit(block):
+        block["params"][name] = value
+        return block
+
+    return edit
+
+
+def set_loss(i, value):
+    def edit(block):
+        block["losses"][i] = value
+        return block
+
+    return edit
+
+
+def set_field(path, value):
+    def edit(block):
+        *parents, last = path
+        target = block
+        for p in parents:
+            target = target[p]
+        target[last] = value
+        return block
+
+    return edit
+
+
+FC = np.full((3, 48), 0.2).tolist()
+FC_WITH_STRING = copy.deepcopy(FC)
+FC_WITH_STRING[1][5] = "abc"
+
+BAD = {
+    "string": (
+        set_param("fc.weight", FC_WITH_STRING),
+        "sgd.params.fc.weight[1][5]",
+        "expected numbers or nested lists of numbers, found a string ('abc')",
+    ),
+    "string value": (set_loss(0, "1.0"), "sgd.losses[0]", "found a string ('1.0')"),
+    "dict": (set_loss(3, {"x": 1}), "sgd.losses[3]", "found an object"),
+    "none in list": (
+        set_param("conv.bias", [0.0, None, 0.0, 0.0]),
+        "sgd.params.conv.bias[1]",
+        "found null",
+    ),
+    "bool": (set_field(["final", "correct"], True), "sgd.final.correct", "a boolean (true)"),
+    "ragged": (
+        set_param("conv.weight", [[1.0, 2.0], [3.0]]),
+        "sgd.params.conv.weight",
+        "ragged nesting, [0] is a list of shape [2] but [1] is a list of shape [1]",
+    ),
+    "ragged depth": (
+        set_param("fc.bias", [[0.0], 0.0, [0.0]]),
+        "sgd.params.fc.bias",
+        "ragged nesting, [0] is a list of shape [1] but [1] is a number",
+    ),
+    "shape mismatch": (
+        set_param("fc.weight", np.full((48, 3), 0.2).tolist()),
+        "sgd.params.fc.weight",
+        "a list of shape [48][3] in",
+    ),
+    "count mismatch": (set_param("conv.weight", [0.1] * 19), "sgd.params.conv.weight", "[19]"),
+    "experiment not an object": (lambda block: [1.0, 2.0], "sgd", "expected an object"),
+    "final not an object": (set_field(["final"], 0.06), "sgd.final", "found a float"),
+    "params not an object": (set_field(["params"], [0.1] * 20), "sgd.params", "found a list"),
+}
+
+
+@pytest.mark.parametrize("bad_side", ["a", "b"])
+@pytest.mark.parametrize(("edit", "key", "message"), BAD.values(), ids=BAD.keys())
+def test_bad_shape_is_one_line_naming_file_and_key(tmp_path, edit, key, message, bad_side):
+    good = write(tmp_path / "good.json", {"sgd": seed_block(nested=True)})
+    bad = write(tmp_path / "pt.json", {"sgd": edit(seed_block(nested=True))})
+    proc = run(bad, good) if bad_side == "a" else run(good, bad)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("compare: ") and proc.stderr.endswith("\n")
+    assert str(bad) in proc.stderr and key in proc.stderr and message in proc.stderr

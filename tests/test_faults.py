@@ -85,7 +85,7 @@ def test_diverging_experiment_runs_through(recovered):
     compare = (results / "compare/boom-f32.txt").read_text()
     assert "max|diff|=nan" in compare and compare.rstrip().endswith("MISMATCH")
     report = (results / "report.md").read_text()
-    assert "- `boom`: diverged: torch f32 diverged at step" in report
+    assert "| boom | sgd | diverged | torch f32 diverged at step" in report
     assert "burn f32 diverged at step" in report
 
 

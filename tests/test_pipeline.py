@@ -28,8 +28,11 @@ def test_pipeline_writes_every_output(pipeline):
     missing = [f for f in EXPECTED if not (pipeline / f).is_file()]
     assert not missing
     report = (pipeline / "results/report.md").read_text()
-    assert "- `sgd`: equivalent up to rounding." in report
-    assert "- `adam`: algorithmic difference, explained by Burn's f32 bias-correction" in report
+    assert "| sgd | sgd | equivalent up to rounding | — |" in report
+    assert (
+        "| adam | adam | algorithmic difference, explained |"
+        " Burn's f32 evaluation of its per-step Adam factors (" in report
+    )
     steps = pd.read_csv(pipeline / "results/tables/steps_sgd.csv")
     assert list(steps.columns) == [
         "step", "torch_loss", "burn_loss", "dloss", "dparam", "torch_f64", "burn_f64", "f64_f64",
@@ -48,7 +51,7 @@ def test_second_run_does_nothing(pipeline):
 def test_editing_compare_reruns_compare_and_dependents_only(pipeline):
     with edited(pipeline / "workflow/scripts/compare.py", lambda t: t + "\n# edited\n"):
         jobs = rules(planned_jobs(pipeline))
-    assert jobs == {"compare": 2 * len(EXPERIMENTS), "report": 1, "all": 1}
+    assert jobs == {"compare": 2 * len(EXPERIMENTS), "report": 1, "html_report": 1, "all": 1}
 
 
 def test_editing_rust_source_reruns_burn_chain_only(pipeline):
@@ -91,8 +94,8 @@ def test_replay_reproduces_burn_to_rounding(pipeline):
 def test_momentum_with_burns_default_dampening_points_at_dampening(pipeline):
     report = (pipeline / "results/report.md").read_text()
     assert (
-        "- `momentum`: algorithmic difference, explained by config diff:"
-        " dampening (torch 0.0, burn 0.1)." in report
+        "| momentum | sgd | algorithmic difference, explained |"
+        " config diff: dampening (torch 0.0, burn 0.1) (" in report
     )
     diff = pd.read_csv(pipeline / "results/tables/config_diff_momentum.csv")
     status = dict(zip(diff["hyperparameter"], diff["status"], strict=True))
@@ -101,7 +104,7 @@ def test_momentum_with_burns_default_dampening_points_at_dampening(pipeline):
 
 def test_defaults_pitfall_points_at_epsilon(pipeline):
     report = (pipeline / "results/report.md").read_text()
-    assert "- `pitfall`: algorithmic difference, explained by config diff: eps" in report
+    assert "| pitfall | adam | algorithmic difference, explained | config diff: eps" in report
     compare = (pipeline / "results/compare/pitfall-f32.txt").read_text()
     assert compare.rstrip().endswith("tol=1e-05 MISMATCH")
 
@@ -113,7 +116,7 @@ def test_probe_picks_a_cancelling_gradient(pipeline):
     assert abs(torch32["grad"]) < 1e-4
 
 
-def test_html_report_builds(pipeline):
-    snakemake(pipeline, "--report", "results/report.html")
-    html = (pipeline / "results/report.html").read_text(errors="replace")
-    assert "steps_adam.csv" in html and "report.md" in html
+def test_snakemake_report_builds_with_the_parity_report_first(pipeline):
+    snakemake(pipeline, "--report", "results/snakemake_report.html")
+    html = (pipeline / "results/snakemake_report.html").read_text(errors="replace")
+    assert "1. Parity report" in html and "report.html" in html and "steps.html" in html

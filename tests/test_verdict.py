@@ -72,8 +72,34 @@ def test_every_replay_must_close_the_gap():
     assert v.classify(f64_gap, F32_NOISE, F32_NOISE, [closes, stays]).label == v.UNEXPLAINED
 
 
-def test_cause_names_the_differing_config_line_first():
+ARITHMETIC = "Burn's f32 arithmetic"
+
+
+def test_causes_are_shared_out_by_the_held_values_replay():
+    # adam: Burn's held values alone leave 1.18e-07 of a 3.71e-06 gap (3.2 %).
+    found = v.causes(3.71e-6, 1.18e-7, [], ["betas", "eps"], ARITHMETIC)
+    assert [name for name, _ in found] == [ARITHMETIC, "Burn's f32 storage of betas, eps"]
+    assert found[0][1] == pytest.approx(1 - 1.18e-7 / 3.71e-6)
+    assert found[1][1] == pytest.approx(1.18e-7 / 3.71e-6)
+
+
+def test_a_differing_config_line_that_accounts_for_the_gap_is_the_only_cause():
     row = {"hyperparameter": "eps", "torch": "1e-08", "burn": "1e-05"}
-    assert v.cause("adam", [row], ["betas"]) == "config diff: eps (torch 1e-08, burn 1e-05)"
-    assert v.cause("adam", [], ["betas"]) == "Burn's f32 bias-correction factors"
-    assert v.cause("sgd", [], ["momentum"]) == "Burn's f32 storage of momentum"
+    found = v.causes(8.985446133e-3, 8.985446074e-3, [row], ["betas"], ARITHMETIC)
+    assert found == [("config diff: eps (torch 1e-08, burn 1e-05)", pytest.approx(1.0))]
+    assert v.cause_text(found) == "config diff: eps (torch 1e-08, burn 1e-05) (100.0% of the gap)"
+
+
+def test_the_optimizer_does_not_choose_the_cause():
+    # Same evidence, whatever the label of the arithmetic: values explain all of it.
+    found = v.causes(1e-6, 1e-6, [], ["momentum"], "anything")
+    assert found == [("Burn's f32 storage of momentum", 1.0)]
+
+
+@pytest.mark.parametrize(
+    ("share", "named"),
+    [(v.MIN_SHARE * 0.99, 1), (v.MIN_SHARE * 1.01, 2)],
+)
+def test_a_cause_under_the_minimum_share_is_not_named(share, named):
+    found = v.causes(1.0, 1.0 - share, [], ["eps"], ARITHMETIC)
+    assert len(found) == named

@@ -63,7 +63,7 @@ pub fn git_state() -> serde_json::Value {
     match git(&["rev-parse", "HEAD"]) {
         Some(commit) => serde_json::json!({
             "commit": commit,
-            "dirty": git(&["status", "--porcelain"]).is_some_and(|s| !s.is_empty()),
+            "dirty": git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty()),
         }),
         None => serde_json::json!({"commit": null, "dirty": null}),
     }

@@ -9,12 +9,7 @@ rule config_diff:
         modules=[IO_MODULE, CONFIG_MODULE],
         spec="results/specs/{experiment}.json",
     output:
-        csv=report(
-            "results/tables/config_diff_{experiment}.csv",
-            caption="../report/config_diff.rst",
-            category="{experiment}",
-            subcategory="tables",
-        ),
+        csv="results/tables/config_diff_{experiment}.csv",
         md="results/tables/config_diff_{experiment}.md",
     log:
         "results/logs/tables/config_diff_{experiment}.log",
@@ -38,19 +33,9 @@ rule replay:
         torch_f64="results/runs/{experiment}/torch-f64.json",
         burn_f64="results/runs/{experiment}/burn-f64.json",
     output:
-        replay_csv=report(
-            "results/tables/replay_{experiment}.csv",
-            caption="../report/replay.rst",
-            category="{experiment}",
-            subcategory="tables",
-        ),
+        replay_csv="results/tables/replay_{experiment}.csv",
         replay_md="results/tables/replay_{experiment}.md",
-        counterfactual_csv=report(
-            "results/tables/counterfactual_{experiment}.csv",
-            caption="../report/replay.rst",
-            category="{experiment}",
-            subcategory="tables",
-        ),
+        counterfactual_csv="results/tables/counterfactual_{experiment}.csv",
         counterfactual_md="results/tables/counterfactual_{experiment}.md",
     log:
         "results/logs/tables/replay_{experiment}.log",
@@ -75,12 +60,7 @@ rule probe:
         modules=[IO_MODULE, GAPS_MODULE],
         data="results/data/dataset.bin",
     output:
-        csv=report(
-            "results/tables/probe_{experiment}.csv",
-            caption="../report/probe.rst",
-            category="{experiment}",
-            subcategory="tables",
-        ),
+        csv="results/tables/probe_{experiment}.csv",
         md="results/tables/probe_{experiment}.md",
     log:
         "results/logs/tables/probe_{experiment}.log",
@@ -94,10 +74,10 @@ rule probe:
 
 
 rule plots:
-    """Gap curves (log scale, with the f32 tolerance) and loss curves of one experiment."""
+    """Gap curves against the rounding floor and |Δloss| (log scale) of one experiment."""
     input:
         script=f"{SCRIPTS}/plots.py",
-        io=IO_MODULE,
+        modules=[IO_MODULE, VERDICT_MODULE],
         steps="results/tables/steps_{experiment}.csv",
     output:
         gaps=report(
@@ -116,9 +96,11 @@ rule plots:
         "results/logs/plots/{experiment}.log",
     params:
         tol=lambda w: tolerance(w.experiment, "f32"),
+        tol_f64=lambda w: tolerance(w.experiment, "f64"),
     shell:
         "python {input.script} --experiment {wildcards.experiment} --steps {input.steps}"
-        " --tol {params.tol} --gaps {output.gaps} --losses {output.losses} > {log} 2>&1"
+        " --tol {params.tol} --tol-f64 {params.tol_f64}"
+        " --gaps {output.gaps} --losses {output.losses} > {log} 2>&1"
 
 
 rule provenance:

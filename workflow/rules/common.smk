@@ -1,6 +1,10 @@
 # Names, wildcard constraints and config helpers shared by every stage.
 import sys
 
+# snakemake.io.report under another name: a line starting with `report(` would be read
+# as the `report:` keyword.
+from snakemake.io import report as mark_for_report
+
 sys.path.insert(0, f"{workflow.basedir}/workflow/scripts")
 from stale_lock import clear_stale_locks
 
@@ -107,3 +111,51 @@ def report_inputs(wildcards):
         "runs": [f for e in EXPERIMENTS for f in run_files(e).values()],
         "per_experiment": expand(per_experiment, experiment=EXPERIMENTS),
     }
+
+
+def html_tables():
+    """(source table, its HTML page, caption, report category) for every table page."""
+    captions = {
+        "steps": "steps",
+        "config_diff": "config_diff",
+        "replay": "replay",
+        "counterfactual": "replay",
+        "probe": "probe",
+    }
+    pages = [
+        (f"results/tables/{kind}_{e}.csv", f"results/html/{e}/{kind}.html", caption, e)
+        for e in EXPERIMENTS
+        for kind, caption in captions.items()
+    ]
+    pages += [
+        (
+            f"results/compare/{e}-{dt}.txt",
+            f"results/html/{e}/compare_{dt}.html",
+            "compare",
+            e,
+        )
+        for e in EXPERIMENTS
+        for dt in DTYPES
+    ]
+    pages.append(
+        (
+            "results/tables/bias_correction.csv",
+            "results/html/bias_correction.html",
+            "bias_correction",
+            "Adam bias correction",
+        )
+    )
+    return pages
+
+
+def html_table_outputs():
+    """The table pages, each marked for the Snakemake report under its experiment."""
+    return [
+        mark_for_report(
+            page,
+            caption=f"../report/{caption}.rst",
+            category=category,
+            subcategory="tables",
+        )
+        for _, page, caption, category in html_tables()
+    ]

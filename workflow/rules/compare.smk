@@ -6,12 +6,7 @@ rule compare:
         torch="results/runs/{experiment}/torch-{dtype}.json",
         burn="results/runs/{experiment}/burn-{dtype}.json",
     output:
-        report(
-            "results/compare/{experiment}-{dtype}.txt",
-            caption="../report/compare.rst",
-            category="{experiment}",
-            subcategory="compare",
-        ),
+        "results/compare/{experiment}-{dtype}.txt",
     log:
         "results/logs/compare/{experiment}-{dtype}.log",
     params:

@@ -4,16 +4,18 @@ rule report:
         unpack(report_inputs),
         script=f"{SCRIPTS}/report.py",
         modules=[IO_MODULE, GAPS_MODULE, VERDICT_MODULE],
+        data="results/data/dataset.bin",
     output:
         report(
             "results/report.md",
             caption="../report/report_md.rst",
-            category="Report",
+            category="1. Parity report",
         ),
     log:
         "results/logs/report.log",
     shell:
-        "python {input.script} --config {input.config} --results results --out {output}"
+        "python {input.script} --config {input.config} --results results"
+        " --data {input.data} --out {output}"
         " > {log} 2>&1"
 
 
@@ -34,3 +36,26 @@ rule report_config:
             {"config": params.config, "tolerances": params.tolerances},
             log[0],
         )
+
+
+rule html_report:
+    """report.md as one self-contained HTML page, the landing page's verdicts, table pages."""
+    input:
+        script=f"{SCRIPTS}/render_html.py",
+        io=IO_MODULE,
+        report="results/report.md",
+        tables=[source for source, *_ in html_tables()],
+    output:
+        html=report(
+            "results/report.html",
+            caption="../report/report_html.rst",
+            category="1. Parity report",
+        ),
+        verdicts="results/verdicts.html",
+        pages=html_table_outputs(),
+    log:
+        "results/logs/html_report.log",
+    shell:
+        "python {input.script} --report {input.report} --out {output.html}"
+        " --verdicts {output.verdicts} --tables {input.tables}"
+        " --tables-out {output.pages} > {log} 2>&1"

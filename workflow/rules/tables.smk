@@ -5,12 +5,7 @@ rule steps_table:
         script=f"{SCRIPTS}/steps_table.py",
         modules=[IO_MODULE, GAPS_MODULE],
     output:
-        csv=report(
-            "results/tables/steps_{experiment}.csv",
-            caption="../report/steps.rst",
-            category="{experiment}",
-            subcategory="tables",
-        ),
+        csv="results/tables/steps_{experiment}.csv",
         md="results/tables/steps_{experiment}.md",
     log:
         "results/logs/tables/steps_{experiment}.log",
@@ -31,11 +26,7 @@ rule bias_correction_table:
             "results/runs/{experiment}/burn-f32.json", experiment=adam_experiments()
         ),
     output:
-        csv=report(
-            "results/tables/bias_correction.csv",
-            caption="../report/bias_correction.rst",
-            category="Adam bias correction",
-        ),
+        csv="results/tables/bias_correction.csv",
         md="results/tables/bias_correction.md",
     log:
         "results/logs/tables/bias_correction.log",

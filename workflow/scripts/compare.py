@@ -8,31 +8,89 @@ Prints one line per compared key (`sgd.losses  n=100  max|diff|=1.79e-07`), then
 count, final params) of every experiment the first file holds, so the seed's own
 pt.json/burn.json work unchanged. A non-finite value on either side is never a match:
 its difference is NaN and the verdict is MISMATCH.
+
+Values are numbers or nested lists of numbers of any depth, flattened in row-major order:
+the seed writes `p.tolist()` (conv.weight as [4][1][5]), the pipeline flat lists ([20]),
+and the two compare with each other. Two nested values must have the same shape. Anything
+else (a string, an object, null, true/false, ragged nesting, an experiment, `final` or
+`params` that is not an object) stops with one line naming the file and the key, exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import reprlib
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from parity_io import FormatError, read_run, write_text_atomic  # noqa: E402
 
-
-def numbers(value) -> list[float]:
-    if isinstance(value, list):
-        return [float(v) for v in value]
-    return [float(value)]
+Shape = tuple[int, ...]
 
 
-def compared_keys(block: dict) -> list[tuple[str, object]]:
-    """The seed's keys of one experiment block, in the seed's order."""
+def describe(value: Any) -> str:
+    """What a JSON value is, for an error message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({json.dumps(value)})"
+    if isinstance(value, str):
+        return f"a string ({reprlib.repr(value)})"
+    return "an object" if isinstance(value, dict) else f"a {type(value).__name__}"
+
+
+def dims(shape: Shape) -> str:
+    return f"a list of shape {''.join(f'[{n}]' for n in shape)}" if shape else "a number"
+
+
+def flatten(value: Any, where: str) -> tuple[list[float], Shape]:
+    """The numbers of a number or nested list, in row-major order, and its shape.
+
+    ``where`` (``file: key``) names the value in the FormatError for anything else.
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return [float(value)], ()
+        except OverflowError:
+            raise FormatError(f"{where}: integer too large for a float") from None
+    if not isinstance(value, list):
+        found = describe(value)
+        raise FormatError(f"{where}: expected numbers or nested lists of numbers, found {found}")
+    values: list[float] = []
+    inner: Shape | None = None
+    for i, item in enumerate(value):
+        flat, shape = flatten(item, f"{where}[{i}]")
+        if inner is not None and shape != inner:
+            raise FormatError(
+                f"{where}: ragged nesting, [0] is {dims(inner)} but [{i}] is {dims(shape)}"
+            )
+        values += flat
+        inner = shape
+    return values, (len(value), *(inner or ()))
+
+
+def as_object(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise FormatError(f"{where}: expected an object, found {describe(value)}")
+    return value
+
+
+def compared_keys(block: Any, where: str) -> list[tuple[str, Any]]:
+    """The seed's keys of one experiment block, in the seed's order.
+
+    ``where`` is ``file: experiment``; raises FormatError when the block, its ``final``
+    or its ``params`` is not an object.
+    """
+    block = as_object(block, where)
+    final = as_object(block.get("final", {}), f"{where}.final")
+    params = as_object(block.get("params", {}), f"{where}.params")
     keys = [("losses", block.get("losses"))]
-    final = block.get("final", {})
     keys += [("final.loss", final.get("loss")), ("final.correct", final.get("correct"))]
-    keys += [(f"params.{name}", v) for name, v in block.get("params", {}).items()]
+    keys += [(f"params.{name}", v) for name, v in params.items()]
     return keys
 
 
@@ -44,19 +102,26 @@ def max_abs_diff(a: list[float], b: list[float]) -> float:
 
 
 def compare(a: dict, b: dict, a_name: str, b_name: str) -> list[tuple[str, int, float]]:
+    """(key, n, max|diff|) for every compared key of every experiment of ``a``."""
     rows = []
     for experiment, block_a in a.items():
         if experiment not in b:
             raise FormatError(f"{b_name}: no experiment {experiment!r} (it is in {a_name})")
-        b_keys = dict(compared_keys(b[experiment]))
-        for key, value_a in compared_keys(block_a):
+        a_keys = compared_keys(block_a, f"{a_name}: {experiment}")
+        b_keys = dict(compared_keys(b[experiment], f"{b_name}: {experiment}"))
+        for key, value_a in a_keys:
             label = f"{experiment}.{key}"
             if value_a is None or b_keys.get(key) is None:
                 missing = a_name if value_a is None else b_name
                 raise FormatError(f"{missing}: no {label}")
-            va, vb = numbers(value_a), numbers(b_keys[key])
-            if len(va) != len(vb):
-                raise FormatError(f"{label}: {len(va)} values in {a_name}, {len(vb)} in {b_name}")
+            va, shape_a = flatten(value_a, f"{a_name}: {label}")
+            vb, shape_b = flatten(b_keys[key], f"{b_name}: {label}")
+            # A flat list (the pipeline's) carries no shape; two nested ones must agree.
+            nested = len(shape_a) > 1 and len(shape_b) > 1
+            if len(va) != len(vb) or (nested and shape_a != shape_b):
+                raise FormatError(
+                    f"{label}: {dims(shape_a)} in {a_name}, {dims(shape_b)} in {b_name}"
+                )
             rows.append((label, len(va), max_abs_diff(va, vb)))
     return rows
 

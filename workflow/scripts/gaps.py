@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from parity_io import PARAM_NAMES, FormatError, experiment_block
+from parity_io import PARAM_NAMES, FormatError, experiment_block, read_dataset
 
 RUNS = ("torch_f32", "burn_f32", "torch_f64", "burn_f64")
 
@@ -37,9 +37,22 @@ def param_matrix(block: dict, kind: str = "params") -> np.ndarray:
     return np.concatenate([np.asarray(series[name], dtype=np.float64) for name in PARAM_NAMES], 1)
 
 
-def flat_names(block: dict) -> list[str]:
-    """Names of the columns of param_matrix, e.g. 'fc.weight[67]' (flat PyTorch index)."""
-    return [f"{n}[{i}]" for n in PARAM_NAMES for i in range(len(block["params"][n]))]
+def flat_names(shapes: dict[str, list[int]]) -> list[str]:
+    """Names of the columns of param_matrix by PyTorch index, e.g. 'fc.weight[1,19]'.
+
+    shapes: each parameter's PyTorch shape (the dataset file holds them).
+    """
+    return [
+        f"{name}[{','.join(str(int(i)) for i in index)}]"
+        for name in PARAM_NAMES
+        for index in np.ndindex(*shapes[name])
+    ]
+
+
+def dataset_shapes(path: str | Path) -> dict[str, list[int]]:
+    """Each parameter's PyTorch shape, read from the dataset file."""
+    arrays, _ = read_dataset(path)
+    return {name: arrays[name][0] for name in PARAM_NAMES}
 
 
 def step_gaps(a: np.ndarray, b: np.ndarray) -> np.ndarray:

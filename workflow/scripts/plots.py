@@ -1,7 +1,13 @@
-"""Plots of one experiment: the four gaps against step (log scale) and the loss curves.
+"""Plots of one experiment: the four gaps against the rounding floor, and |Δloss| per step.
 
     python workflow/scripts/plots.py --experiment adam --steps results/tables/steps_adam.csv \\
-        --tol 1e-6 --gaps results/plots/gaps_adam.png --losses results/plots/losses_adam.png
+        --tol 1e-6 --tol-f64 1e-12 \\
+        --gaps results/plots/gaps_adam.png --losses results/plots/losses_adam.png
+
+Both plots use a log scale and say in their title what the reader should see, computed
+from the data: whether the f64 gap leaves the rounding floor of verdict.py (and at which
+step), and how large |Δloss| between the two f32 runs gets. Exact zeros, which a log scale
+cannot show, are drawn on the bottom edge.
 """
 
 from __future__ import annotations
@@ -19,14 +25,22 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import verdict  # noqa: E402
 from parity_io import write_atomic  # noqa: E402
 
+# column: (legend label, colour, line style, marker). Colour, style and marker all differ,
+# so two series lying on top of each other stay distinguishable.
 GAPS = {
-    "dparam": "f32: torch vs burn",
-    "torch_f64": "torch: f32 vs f64",
-    "burn_f64": "burn: f32 vs f64",
-    "f64_f64": "f64: torch vs burn",
+    "dparam": ("f32: torch vs burn", "tab:blue", "-", "o"),
+    "torch_f64": ("torch: f32 vs f64", "tab:orange", (0, (5, 2)), "s"),
+    "burn_f64": ("burn: f32 vs f64", "tab:green", (0, (1, 1.5)), "^"),
+    "f64_f64": ("f64: torch vs burn", "tab:red", (0, (6, 2, 1, 2)), "D"),
 }
+# The f32 torch-vs-burn gap can equal the f64 one (when an algorithmic difference dwarfs
+# rounding): drawn wide underneath, it shows on both sides of the dash-dotted f64 line.
+WIDTH = {"dparam": 3.4, "f64_f64": 1.8}
+MARKERS = 10  # markers per series; each series starts at another step (see markevery)
+FLOOR_COLOUR = "0.55"
 # Fixed metadata so the same data give the same PNG bytes.
 PNG_METADATA = {"Software": None}
 
@@ -38,31 +52,249 @@ def save(fig, path: Path) -> None:
     write_atomic(path, buffer.getvalue())
 
 
-def gap_plot(frame: pd.DataFrame, experiment: str, tol: float, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for column, label in GAPS.items():
-        values = frame[column].to_numpy(dtype=float)
-        # log scale: exact zeros are drawn at the bottom edge instead of vanishing
-        ax.plot(frame["step"], np.where(values > 0, values, np.nan), label=label)
+def e(value: float) -> str:
+    return f"{value:.2g}"
+
+
+def count(value: float) -> str:
+    """Two significant digits, written out: 0.5, 3.2, 90, 28,000."""
+    rounded = float(f"{value:.2g}")
+    return f"{rounded:,.0f}" if rounded >= 10 else f"{rounded:g}"
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+# ------------------------------------------------------------------------------ titles
+
+
+def first_nonfinite_step(*series: np.ndarray) -> int | None:
+    """1-based first step at which any of the series is NaN or infinite."""
+    bad = ~np.isfinite(np.column_stack([np.asarray(s, float) for s in series]))
+    rows = bad.any(axis=1)
+    return int(np.argmax(rows)) + 1 if rows.any() else None
+
+
+def gap_title(experiment: str, frame: pd.DataFrame) -> tuple[str, str]:
+    """(title, subtitle) of the gap plot: what the f64 gap says, and the sizes behind it.
+
+    Rounding only when the f64 torch-vs-burn gap stays under the rounding floor at every
+    step; otherwise the step where it leaves it. A run that went non-finite is named
+    instead: gaps between overflowing numbers say nothing about the arithmetic.
+    """
+    f64 = frame["f64_f64"].to_numpy(float)
+    floor = verdict.rounding_floor(frame["torch_f64"], frame["burn_f64"])
+    bad = first_nonfinite_step(*(frame[c] for c in ("torch_loss", "burn_loss", *GAPS)))
+    if bad is not None:
+        title = (
+            f"{experiment}: a run went non-finite at step {bad} — gaps from there on say nothing"
+        )
+    elif (step := verdict.first_step_above(f64, floor)) is None:
+        title = f"{experiment}: f64 gap stays under the rounding floor — rounding only"
+    else:
+        title = (
+            f"{experiment}: f64 gap leaves the rounding floor at step {step}"
+            " — an algorithmic difference"
+        )
+    # the sizes behind it, over the steps before a run went non-finite
+    shown = slice(0, len(f64) if bad is None else bad - 1)
+    f64, floor, f32 = f64[shown], floor[shown], frame["dparam"].to_numpy(float)[shown]
+    if not len(f64):
+        return title, "non-finite from the first step"
+    worst = int(np.argmax(f64))
+    subtitle = (
+        f"max f64 gap {e(f64[worst])}, rounding floor at that step {e(floor[worst])}"
+        f" · max f32 gap {e(f32.max())}"
+    )
+    return title, subtitle if bad is None else f"before step {bad}: {subtitle}"
+
+
+def loss_title(experiment: str, frame: pd.DataFrame) -> tuple[str, str]:
+    """(title, subtitle) of the |Δloss| plot: the largest |Δloss|, its step, and its size in
+    f32 ulps of the loss there (1-2 ulps: the last bit; thousands: a different trajectory)."""
+    dloss = frame["dloss"].to_numpy(float)
+    head = f"{experiment}: |Δloss| torch vs burn (f32)"
+    bad = first_nonfinite_step(dloss)
+    if bad is not None:
+        head = f"{head}: non-finite from step {bad}"
+        dloss = dloss[: bad - 1]
+    if not len(dloss):
+        return head, ""
+    worst = int(np.argmax(dloss))
+    if dloss[worst] == 0:
+        tail = "0 at every step" + ("" if bad else " — identical losses")
+    else:
+        tail = f"max {e(dloss[worst])} at step {int(frame['step'].iloc[worst])}"
+    if bad is not None:
+        return head, f"before it: {tail}"
+    if dloss[worst] == 0:
+        return f"{head}: {tail}", ""
+    ulps = dloss[worst] / loss_ulp(frame["torch_loss"].to_numpy(float))[worst]
+    return f"{head}: {tail}", f"≈ {count(ulps)} f32 ulps of the loss at that step"
+
+
+def loss_ulp(loss: np.ndarray) -> np.ndarray:
+    """One f32 ulp of each loss value (NaN where the loss is not finite)."""
+    loss = np.where(np.isfinite(loss), np.abs(loss), np.nan)
+    return np.spacing(loss.astype(np.float32)).astype(float)
+
+
+# ------------------------------------------------------------------------------ plotting
+
+
+def bottom_edge(*series: np.ndarray) -> float:
+    """A log-axis bottom below every positive finite value: where exact zeros are drawn."""
+    values = np.concatenate([np.ravel(np.asarray(s, float)) for s in series])
+    positive = values[np.isfinite(values) & (values > 0)]
+    low = positive.min() if positive.size else 1.0
+    return 10.0 ** (np.floor(np.log10(low)) - 1)
+
+
+def top_of(*series: np.ndarray) -> float:
+    """The largest finite value (1 when there is none)."""
+    values = np.concatenate([np.ravel(np.asarray(s, float)) for s in series])
+    finite = values[np.isfinite(values) & (values > 0)]
+    return float(finite.max()) if finite.size else 1.0
+
+
+def x_range(ax, steps: np.ndarray) -> None:
+    """The steps with a little room, so markers at the first and last step are not cut."""
+    pad = max(0.5, 0.01 * (steps[-1] - steps[0]))
+    ax.set_xlim(steps[0] - pad, steps[-1] + pad)
+
+
+def on_log_axis(values: np.ndarray, bottom: float) -> np.ndarray:
+    """Exact zeros moved to the bottom edge; negative and non-finite values left out."""
+    values = np.asarray(values, float)
+    out = np.where(values > 0, values, np.nan)
+    out[values == 0] = bottom
+    return np.where(np.isfinite(out), out, np.nan)
+
+
+def zero_note(ax, shown: bool) -> None:
+    if shown:
+        ax.text(
+            0.99, 0.015, "exact 0 drawn on the bottom edge", transform=ax.transAxes,
+            fontsize=7, color="0.3", ha="right", va="bottom",
+        )  # fmt: skip
+
+
+def gap_plot(frame: pd.DataFrame, experiment: str, tol: float, tol_f64: float, path: Path) -> None:
+    steps = frame["step"].to_numpy()
+    floor = verdict.rounding_floor(frame["torch_f64"], frame["burn_f64"])
+    # After a non-finite f32-vs-f64 gap the floor is a huge stand-in for infinity: not drawn.
+    drawn = floor.copy()
+    bad = first_nonfinite_step(frame["torch_f64"], frame["burn_f64"])
+    if bad is not None:
+        drawn[bad - 1 :] = np.nan
+    series = {column: frame[column].to_numpy(float) for column in GAPS}
+    bottom = bottom_edge(*series.values(), drawn, tol, tol_f64)
+    top = 10.0 ** (np.ceil(np.log10(top_of(*series.values(), drawn, tol, tol_f64))) + 0.5)
+
+    fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
+    ax.fill_between(
+        steps, bottom, drawn, color=FLOOR_COLOUR, alpha=0.25, linewidth=0,
+        label="rounding floor: an f64 gap\ninside the grey band is rounding",
+    )  # fmt: skip
+    ax.plot(steps, drawn, color=FLOOR_COLOUR, linewidth=1)
+    every = max(1, len(steps) // MARKERS)
+    zeros = False
+    for i, (column, (label, colour, style, marker)) in enumerate(GAPS.items()):
+        values = series[column]
+        zeros |= bool((values == 0).any())
+        ax.plot(
+            steps, on_log_axis(values, bottom), label=label, color=colour, linestyle=style,
+            linewidth=WIDTH.get(column, 1.6), marker=marker, markersize=5,
+            markevery=(i * every // len(GAPS), every), markerfacecolor="none",
+            markeredgewidth=1.3, zorder=3 + i,
+        )  # fmt: skip
     ax.axhline(tol, color="black", linestyle="--", linewidth=1, label=f"f32 tolerance {tol:g}")
+    ax.axhline(
+        tol_f64, color="black", linestyle=":", linewidth=1.2, label=f"f64 tolerance {tol_f64:g}"
+    )
+
+    f64 = series["f64_f64"]
+    step = verdict.first_step_above(f64, floor)
+    if step is not None and np.isfinite(f64[step - 1]):
+        # the text on the side with room: right of the point in the first half of the steps,
+        # below it in the upper half of the axis
+        y = max(f64[step - 1], bottom)
+        left = step - 1 < len(steps) / 2
+        low = np.log(y / bottom) < np.log(top / bottom) / 2
+        ax.annotate(
+            f"f64 gap leaves\nthe floor at step {step}", xy=(steps[step - 1], y),
+            xytext=(30 if left else -30, 35 if low else -35), textcoords="offset points",
+            ha="left" if left else "right", va="bottom" if low else "top", fontsize=8,
+            color="tab:red", arrowprops={"arrowstyle": "->", "color": "tab:red"}, zorder=10,
+        )  # fmt: skip
+
     ax.set_yscale("log")
+    ax.set_ylim(bottom, top)
+    x_range(ax, steps)
+    zero_note(ax, zeros)
     ax.set_xlabel("step")
     ax.set_ylabel("max |Δ param|")
-    ax.set_title(f"{experiment}: parameter gaps")
-    ax.legend(fontsize=8)
+    title, subtitle = gap_title(experiment, frame)
+    fig.suptitle(title, fontsize=11)
+    ax.set_title(subtitle, fontsize=9, color="0.25")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     ax.grid(True, which="major", alpha=0.3)
     save(fig, path)
 
 
 def loss_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(frame["step"], frame["torch_loss"], label="PyTorch (f32)")
-    ax.plot(frame["step"], frame["burn_loss"], linestyle="--", label="Burn (f32)")
-    ax.set_xlabel("step")
-    ax.set_ylabel("batch loss")
-    ax.set_title(f"{experiment}: training loss")
-    ax.legend()
-    ax.grid(True, alpha=0.3)
+    steps = frame["step"].to_numpy()
+    torch_loss = frame["torch_loss"].to_numpy(float)
+    dloss = frame["dloss"].to_numpy(float)
+    # One f32 ulp of the loss: a |Δloss| this small is the last bit of the loss value.
+    ulp = loss_ulp(torch_loss)
+    bottom = bottom_edge(dloss, ulp)
+
+    fig, (ax, ax_loss) = plt.subplots(
+        2, 1, figsize=(9, 5.5), sharex=True, height_ratios=[3, 1], layout="constrained"
+    )
+    # Zeros as markers on the bottom edge, not joined to the line: a step with identical
+    # losses would otherwise draw a spike down to the edge.
+    ax.plot(
+        steps, np.where(dloss > 0, dloss, np.nan), color="tab:purple", linewidth=1.6,
+        marker="o", markersize=3, label="|torch loss − burn loss| (f32)",
+    )  # fmt: skip
+    zeros = dloss == 0
+    if zeros.any():
+        ax.plot(
+            steps[zeros], np.full(zeros.sum(), bottom), color="tab:purple", linestyle="none",
+            marker="v", markersize=5, clip_on=False, zorder=5,
+            label=f"exactly 0 at {plural(int(zeros.sum()), 'step')}, on the bottom edge",
+        )  # fmt: skip
+    ax.plot(steps, ulp, color="0.5", linestyle="--", linewidth=1, label="1 f32 ulp of the loss")
+    bad = first_nonfinite_step(dloss)
+    before = dloss if bad is None else dloss[: bad - 1]  # the steps the title's max is over
+    if len(before) and before.max() > 0:
+        worst = int(np.argmax(before))
+        ax.plot(
+            steps[worst], dloss[worst], marker="o", markersize=9, markerfacecolor="none",
+            markeredgecolor="black", linestyle="none", label=f"max {e(dloss[worst])}",
+        )  # fmt: skip
+    ax.set_yscale("log")
+    ax.set_ylim(bottom, 10.0 ** (np.ceil(np.log10(top_of(dloss, ulp))) + 0.5))
+    ax.set_ylabel("|Δloss|")
+    title, subtitle = loss_title(experiment, frame)
+    fig.suptitle(title, fontsize=11)
+    ax.set_title(subtitle, fontsize=9, color="0.25")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
+    ax.grid(True, which="major", alpha=0.3)
+
+    ax_loss.plot(steps, torch_loss, color="tab:blue", linewidth=1.2, label="torch (f32)")
+    ax_loss.plot(
+        steps, frame["burn_loss"], color="tab:orange", linewidth=1.2, linestyle="--",
+        label="burn (f32)",
+    )  # fmt: skip
+    ax_loss.set_ylabel("loss")
+    ax_loss.set_xlabel("step")
+    x_range(ax_loss, steps)
+    ax_loss.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
+    ax_loss.grid(True, alpha=0.3)
     save(fig, path)
 
 
@@ -70,12 +302,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", required=True)
     parser.add_argument("--steps", required=True, type=Path, help="steps_{experiment}.csv")
-    parser.add_argument("--tol", required=True, type=float)
+    parser.add_argument("--tol", required=True, type=float, help="f32 compare tolerance")
+    parser.add_argument("--tol-f64", required=True, type=float, help="f64 compare tolerance")
     parser.add_argument("--gaps", required=True, type=Path)
     parser.add_argument("--losses", required=True, type=Path)
     args = parser.parse_args(argv)
     frame = pd.read_csv(args.steps)
-    gap_plot(frame, args.experiment, args.tol, args.gaps)
+    gap_plot(frame, args.experiment, args.tol, args.tol_f64, args.gaps)
     loss_plot(frame, args.experiment, args.losses)
     print(f"{args.experiment}: {args.gaps}, {args.losses}")
 

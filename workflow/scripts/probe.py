@@ -23,7 +23,18 @@ import pandas as pd  # noqa: E402
 from gaps import add_run_arguments, flat_names, load_runs, param_matrix, run_paths  # noqa: E402
 from parity_io import PARAM_NAMES, FormatError, read_dataset, write_text_atomic  # noqa: E402
 
-COLUMNS = ["framework", "dtype", "parameter", "grad", "update", "grad_rel_err", "update_diff"]
+# update = parameter after step 1 − initial value; update_diff = |update − the same
+# framework's f64 update|; grad_rel_err = |grad − the same framework's f64 grad| / |f64 grad|.
+COLUMNS = [
+    "framework",
+    "dtype",
+    "parameter",
+    "initial",
+    "grad",
+    "update",
+    "grad_rel_err",
+    "update_diff",
+]
 
 
 def parse_parameter(text: str, shapes: dict[str, list[int]]) -> tuple[str, int]:
@@ -64,19 +75,28 @@ def probe_rows(blocks: dict, initial: np.ndarray, column: int, label: str) -> li
             block = blocks[f"{fw}_{dt}"]
             grad = param_matrix(block, "grads")[0, column]
             update = param_matrix(block)[0, column] - initial[column]
-            rows.append({"framework": fw, "dtype": dt, "parameter": label, "grad": grad,
+            rows.append({"framework": fw, "dtype": dt, "parameter": label,
+                         "initial": initial[column], "grad": grad,
                          "update": update, "grad_rel_err": abs(grad - g64) / abs(g64),
                          "update_diff": abs(update - u64)})  # fmt: skip
     return rows
 
 
 def render_md(frame: pd.DataFrame, experiment: str) -> str:
-    lines = ["framework  dtype  grad                    update                  rel err (grad)"]
-    for r in frame.itertuples():
-        grad, update = f"{r.grad:<22.17g}", f"{r.update:<22.17g}"
-        lines.append(f"{r.framework:<9}  {r.dtype:<5}  {grad}  {update}  {r.grad_rel_err:.2e}")
+    """The probe rows as a Markdown table, 8 significant digits (enough to tell f32 apart)."""
+    shown = pd.DataFrame(
+        {
+            "framework": frame["framework"],
+            "dtype": frame["dtype"],
+            "gradient": frame["grad"].map(lambda x: f"{x:.8g}"),
+            "update": frame["update"].map(lambda x: f"{x:.8g}"),
+            "gradient rel. error": frame["grad_rel_err"].map(lambda x: f"{x:.2e}"),
+            "update − own f64 update": frame["update_diff"].map(lambda x: f"{x:.2e}"),
+        }
+    )
     title = f"### Gradient probe at step 1: {experiment}, `{frame['parameter'].iloc[0]}`"
-    return f"{title}\n\n```text\n" + "\n".join(lines) + "\n```\n"
+    table = shown.to_markdown(index=False, disable_numparse=True)
+    return f"{title}\n\n{table}\n"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -95,15 +115,14 @@ def main(argv: list[str] | None = None) -> None:
         initial = np.concatenate([np.asarray(arrays[n][1], dtype=np.float64) for n in PARAM_NAMES])
         if args.parameter:
             name, flat = parse_parameter(args.parameter, shapes)
-            column = flat_names(blocks["torch_f32"]).index(f"{name}[{flat}]")
+            column = flat_names(shapes).index(pretty(name, flat, shapes))
         else:
             g32 = param_matrix(blocks["torch_f32"], "grads")[0]
             g64 = param_matrix(blocks["torch_f64"], "grads")[0]
             column = most_inaccurate(g32, g64)
     except (FormatError, ValueError) as exc:
         sys.exit(f"probe: {exc}")
-    name, flat = flat_names(blocks["torch_f32"])[column].rstrip("]").split("[")
-    label = pretty(name, int(flat), shapes)
+    label = flat_names(shapes)[column]
     frame = pd.DataFrame(probe_rows(blocks, initial, column, label), columns=COLUMNS)
     write_text_atomic(args.csv, frame.to_csv(index=False, float_format="%.17g"))
     write_text_atomic(args.md, render_md(frame, args.experiment))

@@ -53,7 +53,9 @@ def git_state() -> dict:
     commit = command_output("git", "rev-parse", "HEAD")
     if commit is None:
         return {"commit": None, "dirty": None}
-    return {"commit": commit, "dirty": bool(command_output("git", "status", "--porcelain"))}
+    # Dirty means a tracked file differs from the commit; untracked files do not count.
+    changes = command_output("git", "status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(changes)}
 
 
 def burn_version(lock: Path = ROOT / "rust" / "Cargo.lock") -> str | None:

@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     optimizer = burn_run["meta"]["optimizer"]
     burn_hp, torch_hp = burn_run["meta"]["hyperparameters"], torch_run["meta"]["hyperparameters"]
     steps, batch = len(burn_run["losses"]), burn_run["meta"]["batch_size"]
-    names = flat_names(burn_run)
+    names = flat_names({name: arrays[name][0] for name in PARAM_NAMES})
     adam = optimizer == "adam"
 
     replay = BurnUpdate(optimizer, burn_hp, recorded_factors(burn_run) if adam else None, True)

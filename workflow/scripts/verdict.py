@@ -98,16 +98,35 @@ def classify(
     return verdict
 
 
-def cause(optimizer: str, differing: list[dict], f32_stored: list[str]) -> str:
-    """What a closing replay points at, in words.
+# A candidate cause that accounts for less than this share of the f64 gap is not named.
+MIN_SHARE = 0.01
 
-    differing: config-diff rows whose values differ between the frameworks (the replay with
-    PyTorch's values closed the gap, so these values are the cause); otherwise, for Adam,
-    Burn's f32 bias-correction factors; otherwise the f32 storage of hyperparameters.
+
+def causes(
+    f64_gap: float,
+    held_gap: float,
+    differing: list[dict],
+    f32_stored: list[str],
+    arithmetic: str,
+) -> list[tuple[str, float]]:
+    """The candidate causes of an f64 gap with the share each accounts for, largest first.
+
+    The evidence is the replay's `held_f64` variant: Burn's rule with the values Burn held,
+    every scalar in f64. Its distance from PyTorch's f64 run (held_gap) is what the values
+    alone do — differing config lines if any, else their f32 storage. The only other thing
+    separating it from the replay that reproduces Burn is Burn's f32 arithmetic, so that
+    takes the rest of the gap. Shares are of the largest per-step gap.
     """
+    values_share = min(held_gap / f64_gap, 1.0) if f64_gap > 0 else 0.0
     if differing:
         lines = [f"{r['hyperparameter']} (torch {r['torch']}, burn {r['burn']})" for r in differing]
-        return "config diff: " + "; ".join(lines)
-    if optimizer == "adam":
-        return "Burn's f32 bias-correction factors"
-    return "Burn's f32 storage of " + (", ".join(f32_stored) or "hyperparameters")
+        values = "config diff: " + "; ".join(lines)
+    else:
+        values = "Burn's f32 storage of " + (", ".join(f32_stored) or "its hyperparameters")
+    found = [(values, values_share), (arithmetic, 1.0 - values_share)]
+    return sorted((c for c in found if c[1] >= MIN_SHARE), key=lambda c: -c[1])
+
+
+def cause_text(found: list[tuple[str, float]]) -> str:
+    """'config diff: eps (torch 1e-08, burn 1e-05) (100 % of the gap)'."""
+    return "; ".join(f"{name} ({share:.1%} of the gap)" for name, share in found)
