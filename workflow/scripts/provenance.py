@@ -49,12 +49,13 @@ def command_output(*cmd: str, cwd: Path = ROOT) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
-def git_state() -> dict:
-    commit = command_output("git", "rev-parse", "HEAD")
+def git_state(root: Path = ROOT) -> dict:
+    """The checkout's commit and whether a tracked file differs from it."""
+    commit = command_output("git", "rev-parse", "HEAD", cwd=root)
     if commit is None:
         return {"commit": None, "dirty": None}
     # Dirty means a tracked file differs from the commit; untracked files do not count.
-    changes = command_output("git", "status", "--porcelain", "--untracked-files=no")
+    changes = command_output("git", "status", "--porcelain", "--untracked-files=no", cwd=root)
     return {"commit": commit, "dirty": bool(changes)}
 
 

@@ -366,39 +366,18 @@ class Experiment:
         parts.append(f"**Verdict: {self.verdict_line()}.**\n")
         parts += [f"- {line}" for line in self.evidence()]
         parts.append("\n### Config diff\n")
-        parts.append(
-            "Each hyperparameter as the framework will hold it: `same`, `f32 storage` (Burn"
-            " keeps the f32 rounding), `differs` (a different value), `precision` (the same"
-            " formula at another precision), `unused`.\n"
-        )
         parts.append(body(self.md["config_diff"]) + "\n")
         parts.append("### Compare (final values)\n")
-        parts.append(
-            f"The seed's comparison of the final runs (files `compare/{name}-f32.txt`, `-f64.txt`):"
-            " `max|diff|` per key between PyTorch and Burn, then the worst against the tolerance.\n"
-        )
+        parts.append(f"Files: `compare/{name}-f32.txt`, `compare/{name}-f64.txt`.\n")
         parts.append(self.compare_table() + "\n")
         parts.append("### Gaps step by step\n")
-        parts.append(
-            "Each gap is max |Δ| over all parameters after the step. `first step above` is"
-            " the first step over that dtype's tolerance; growth is last step over step 1.\n"
-        )
         parts.append(self.gap_table() + "\n")
         shown_steps = int(report_steps_of(self.steps["step"], self.report_steps).sum())
-        parts.append(
-            f"{shown_steps} of {n} steps; every step: `tables/steps_{name}.csv`. Columns:"
-            " `|dloss|` = |torch loss − burn loss| (f32 batch losses); `max|dparam|` torch f32 vs"
-            " burn f32; `torch-f64` torch f32 vs torch f64; `burn-f64` burn f32 vs burn f64;"
-            " `f64-f64` torch f64 vs burn f64.\n"
-        )
+        parts.append(f"{shown_steps} of {n} steps; every step: `tables/steps_{name}.csv`.\n")
         parts.append(body(self.md["steps"]) + "\n")
         parts.append(f"![parameter gaps of {name}](plots/gaps_{name}.png)\n")
         parts.append(f"![loss difference of {name}](plots/losses_{name}.png)\n")
         parts.append("### Replay and counterfactual\n")
-        parts.append(
-            "Per step: `|dloss|` and `max|dparam|` between the replay and the run it"
-            " reproduces, and `where` the largest parameter gap is.\n"
-        )
         for key, label in (
             ("replay", "Replay (Burn's rule, Burn's held values) vs Burn f64"),
             ("counterfactual", "Counterfactual (Burn's rule, PyTorch's values) vs PyTorch f64"),
@@ -509,6 +488,29 @@ def bias_section(results: Path, report_steps: list[int]) -> str:
     return "\n".join(parts)
 
 
+# How to read the tables of an experiment's section: said once, true of every section.
+READING_GUIDE = """## How to read an experiment's section
+
+- **Config diff**: each hyperparameter as the framework will hold it: `same`, `f32 storage`
+  (Burn keeps the f32 rounding of the value), `differs` (a different value), `precision`
+  (the same formula evaluated at another precision), `unused` (not used by this setting).
+- **Compare (final values)**: the seed's comparison of the final runs, `max|diff|` per key
+  between PyTorch and Burn, then the worst against the tolerance of that dtype.
+- **Gaps step by step**: each gap is max |Δ| over all parameters after the step; `first step
+  above` is the first step over that dtype's tolerance, growth the last step over step 1.
+  In the per-step table, `|dloss|` = |torch loss − burn loss| (f32 batch losses),
+  `max|dparam|` torch f32 vs burn f32, `torch-f64` torch f32 vs torch f64, `burn-f64` burn
+  f32 vs burn f64, `f64-f64` torch f64 vs burn f64.
+- **Plots**: the four gaps on a log scale with the tolerances and the rounding floor (grey
+  band); |Δloss| per step on a log scale, with the two loss curves below.
+- **Replay and counterfactual**: per step, `|dloss|` and `max|dparam|` between the replay
+  and the run it reproduces, and `where` the largest parameter gap is.
+- **Gradient probe**: one parameter's step-1 gradient and update (parameter after step 1
+  minus its initial value) in both frameworks and precisions; the error columns compare
+  each row with the same framework's f64 row.
+"""
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, type=Path, help="report_config.json")
@@ -559,6 +561,7 @@ def main(argv: list[str] | None = None) -> None:
         *provenance_lines(info, experiments),
         "",
         hyperparameter_table(config) + "\n",
+        READING_GUIDE,
         *[x.section(shown) for x in experiments],
         bias_section(args.results, config["report_steps"]),
     ]
