@@ -78,7 +78,8 @@ ARITHMETIC = "Burn's f32 arithmetic"
 def test_causes_are_shared_out_by_the_held_values_replay():
     # adam: Burn's held values alone leave 1.18e-07 of a 3.71e-06 gap (3.2 %).
     found = v.causes(3.71e-6, 1.18e-7, [], ["betas", "eps"], ARITHMETIC)
-    assert [name for name, _ in found] == [ARITHMETIC, "Burn's f32 storage of betas, eps"]
+    assert [name for name, *_ in found] == [ARITHMETIC, "Burn's f32 storage of betas, eps"]
+    assert [how for *_, how in found] == ["the remainder", "measured"]
     assert found[0][1] == pytest.approx(1 - 1.18e-7 / 3.71e-6)
     assert found[1][1] == pytest.approx(1.18e-7 / 3.71e-6)
 
@@ -86,14 +87,15 @@ def test_causes_are_shared_out_by_the_held_values_replay():
 def test_a_differing_config_line_that_accounts_for_the_gap_is_the_only_cause():
     row = {"hyperparameter": "eps", "torch": "1e-08", "burn": "1e-05"}
     found = v.causes(8.985446133e-3, 8.985446074e-3, [row], ["betas"], ARITHMETIC)
-    assert found == [("config diff: eps (torch 1e-08, burn 1e-05)", pytest.approx(1.0))]
-    assert v.cause_text(found) == "config diff: eps (torch 1e-08, burn 1e-05) (100.0% of the gap)"
+    name = "config diff: eps (torch 1e-08, burn 1e-05), with f32 storage of betas"
+    assert found == [(name, pytest.approx(1.0), "measured")]
+    assert v.cause_text(found) == f"{name} (100.0% of the gap, measured)"
 
 
 def test_the_optimizer_does_not_choose_the_cause():
     # Same evidence, whatever the label of the arithmetic: values explain all of it.
     found = v.causes(1e-6, 1e-6, [], ["momentum"], "anything")
-    assert found == [("Burn's f32 storage of momentum", 1.0)]
+    assert found == [("Burn's f32 storage of momentum", 1.0, "measured")]
 
 
 @pytest.mark.parametrize(

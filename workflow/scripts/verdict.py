@@ -108,25 +108,27 @@ def causes(
     differing: list[dict],
     f32_stored: list[str],
     arithmetic: str,
-) -> list[tuple[str, float]]:
+) -> list[tuple[str, float, str]]:
     """The candidate causes of an f64 gap with the share each accounts for, largest first.
 
     The evidence is the replay's `held_f64` variant: Burn's rule with the values Burn held,
     every scalar in f64. Its distance from PyTorch's f64 run (held_gap) is what the values
     alone do — differing config lines if any, else their f32 storage. The only other thing
     separating it from the replay that reproduces Burn is Burn's f32 arithmetic, so that
-    takes the rest of the gap. Shares are of the largest per-step gap.
+    takes the rest of the gap. Shares are of the largest per-step gap; each cause comes with
+    how its share was found ("measured" or "the remainder").
     """
     values_share = min(held_gap / f64_gap, 1.0) if f64_gap > 0 else 0.0
+    stored = "f32 storage of " + ", ".join(f32_stored) if f32_stored else ""
     if differing:
         lines = [f"{r['hyperparameter']} (torch {r['torch']}, burn {r['burn']})" for r in differing]
-        values = "config diff: " + "; ".join(lines)
+        values = "config diff: " + "; ".join(lines) + (f", with {stored}" if stored else "")
     else:
-        values = "Burn's f32 storage of " + (", ".join(f32_stored) or "its hyperparameters")
-    found = [(values, values_share), (arithmetic, 1.0 - values_share)]
+        values = "Burn's " + (stored or "held hyperparameters")
+    found = [(values, values_share, "measured"), (arithmetic, 1.0 - values_share, "the remainder")]
     return sorted((c for c in found if c[1] >= MIN_SHARE), key=lambda c: -c[1])
 
 
-def cause_text(found: list[tuple[str, float]]) -> str:
-    """'config diff: eps (torch 1e-08, burn 1e-05) (100 % of the gap)'."""
-    return "; ".join(f"{name} ({share:.1%} of the gap)" for name, share in found)
+def cause_text(found: list[tuple[str, float, str]]) -> str:
+    """'config diff: eps (torch 1e-08, burn 1e-05) (100.0% of the gap, measured)'."""
+    return "; ".join(f"{name} ({share:.1%} of the gap, {how})" for name, share, how in found)
