@@ -3,6 +3,7 @@
 pub mod adam_factors;
 pub mod config;
 pub mod dataset;
+pub mod fault;
 pub mod runfile;
 pub mod train;
 

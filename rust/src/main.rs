@@ -8,7 +8,7 @@
 
 use burn::tensor::{Device, FloatDType};
 use parity_train::{
-    BURN_VERSION, RUSTC_VERSION, config, cpu, dataset, git_state, hex_sha256, runfile, train,
+    BURN_VERSION, RUSTC_VERSION, config, cpu, dataset, fault, git_state, hex_sha256, runfile, train,
 };
 use serde_json::json;
 use std::path::PathBuf;
@@ -62,6 +62,7 @@ fn parse_args() -> Result<Args, String> {
 
 fn run() -> Result<(), String> {
     let args = parse_args()?;
+    let fault = fault::Fault::from_env()?;
     let spec = config::load(&args.config, &args.experiment)?;
     let data = dataset::read(&args.data)?;
     rayon::ThreadPoolBuilder::new()
@@ -77,7 +78,7 @@ fn run() -> Result<(), String> {
     }
     let device = device.autodiff();
     let started = Instant::now();
-    let mut block = train::train(&spec, &data, &device)?;
+    let mut block = train::train(&spec, &data, &device, fault.as_ref())?;
     block["meta"]["framework"] = json!("burn");
     block["meta"]["framework_version"] = json!(BURN_VERSION);
     block["meta"]["dtype"] = json!(args.dtype);

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 use crate::adam_factors::burn_adam_factors;
 use crate::config::{Optimizer, Spec};
 use crate::dataset::Dataset;
+use crate::fault::Fault;
 use crate::runfile::{float, floats};
 
 pub const PARAM_NAMES: [&str; 4] = ["conv.weight", "conv.bias", "fc.weight", "fc.bias"];
@@ -176,7 +177,13 @@ pub fn optimizer(spec: &Spec) -> (ModuleOptimizer, Value, Option<[f32; 3]>) {
 }
 
 /// Trains one experiment on `device` (an autodiff Flex device, configured for the dtype).
-pub fn train(spec: &Spec, data: &Dataset, device: &Device) -> Result<Value, String> {
+/// `fault`: a perturbation injected after one step, for tests only (see fault.rs).
+pub fn train(
+    spec: &Spec,
+    data: &Dataset,
+    device: &Device,
+    fault: Option<&Fault>,
+) -> Result<Value, String> {
     let (x, y) = inputs(data, device)?;
     let n = x.dims()[0];
     let batches = n / spec.batch_size;
@@ -205,6 +212,9 @@ pub fn train(spec: &Spec, data: &Dataset, device: &Device) -> Result<Value, Stri
             traj_grads[k].push(floats(g));
         }
         model = optim.step(lr, model, grads);
+        if let Some(f) = fault.filter(|f| f.step == step + 1) {
+            model = f.apply(model, device)?;
+        }
         for (k, p) in param_values(&model).iter().enumerate() {
             traj_params[k].push(floats(p));
         }
@@ -258,6 +268,9 @@ pub fn train(spec: &Spec, data: &Dataset, device: &Device) -> Result<Value, Stri
             "input_sha256": data.sha256,
         },
     });
+    if let Some(f) = fault {
+        block["meta"]["fault"] = f.to_json();
+    }
     if adam.is_some() {
         block["adam_factors"] = json!({
             "combined_factor": floats(&combined),

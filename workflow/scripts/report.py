@@ -163,11 +163,23 @@ class Experiment:
         if v.label == vd.EXPLAINED:
             return v.cause or ""
         if v.label == vd.UNEXPLAINED:
-            step = v.first_above_floor
-            return (
-                f"the f64 gap leaves the rounding floor at step {step} (`{self.where_f64(step)}`)"
-            )
+            return self.unexplained_start()
         return ""
+
+    def unexplained_start(self) -> str:
+        """Where the part of the gap that no replay reproduces starts: the first step at which
+        the replay (or else the counterfactual) leaves the rounding floor, and the parameter
+        with the largest gap there. Before that step the replays account for every gap."""
+        floor = vd.rounding_floor(self.steps["torch_f64"], self.steps["burn_f64"])
+        for label, frame in (("Burn's run", self.replay), ("PyTorch's run", self.counterfactual)):
+            step = vd.first_step_above(frame["dparam"], floor)
+            if step is not None:
+                return (
+                    f"the replay of {label} leaves the rounding floor at step {step}"
+                    f" (`{frame['where'].iloc[step - 1]}`)"
+                )
+        step = self.verdict.first_above_floor
+        return f"the f64 gap leaves the rounding floor at step {step} (`{self.where_f64(step)}`)"
 
     def verdict_line(self) -> str:
         v, detail = self.verdict, self.verdict_detail()
@@ -568,11 +580,29 @@ def main(argv: list[str] | None = None) -> None:
     summary = pd.DataFrame([x.summary_row() for x in experiments])
     summary = md_table(summary)
     shown: dict[str, str] = {}
+    faults = sorted(
+        {
+            f"`{x.name}` ({fw} {dt}: {f['parameter']} flat index {f['index']} += {f['delta']:g}"
+            f" after step {f['step']})"
+            for x in experiments
+            for (fw, dt), run in x.runs.items()
+            if (f := run["meta"].get("fault"))
+        }
+    )
     parts = [
         "# PyTorch ↔ Burn training parity\n",
         "The same 1-D CNN, trained from the same data and initial weights by PyTorch and by"
         f" Burn, {config['steps']} steps per run (batches of {config['batch_size']} in rotation),"
         " in f32 and in f64. Every number below is computed from this pipeline run.\n",
+        *(
+            [
+                "**Warning: faults were injected on purpose (PARITY_FAULT) into "
+                + "; ".join(faults)
+                + ". The verdicts below judge those faults, not the frameworks.**\n"
+            ]
+            if faults
+            else []
+        ),
         "## Verdicts\n",
         summary + "\n",
         "How to read this: the f64 runs of the two frameworks should differ only by f64"
