@@ -20,7 +20,7 @@ if ! command -v cargo > /dev/null; then
     echo "cargo not found: install a Rust toolchain (https://rustup.rs)" >&2
     exit 1
 fi
-uv sync --locked
+uv sync --locked --compile-bytecode
 # A real browser for tests/test_browser.py: Debian's Chromium (Playwright's own browser
 # download is not used). GitHub's runners bring Google Chrome instead.
 if ! command -v chromium > /dev/null && ! command -v google-chrome > /dev/null; then

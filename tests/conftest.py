@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "workflow" / "scripts"
 BURN_BINARY = ROOT / "rust" / "target" / "release" / "parity-train"
 sys.path.insert(0, str(SCRIPTS))
+# The scripts the tests start may cache compiled bytecode, like the pipeline's jobs do.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 SGD = {"optimizer": "sgd", "lr": 0.5, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
        "nesterov": False}  # fmt: skip

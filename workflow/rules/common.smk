@@ -1,4 +1,5 @@
 # Names, wildcard constraints and config helpers shared by every stage.
+import os
 import sys
 
 # snakemake.io.report under another name: a line starting with `report(` would be read
@@ -10,6 +11,10 @@ from stale_lock import clear_stale_locks
 
 # A lock left by a killed run would stop this one; see workflow/scripts/stale_lock.py.
 clear_stale_locks()
+
+# Jobs may cache compiled bytecode: where PYTHONDONTWRITEBYTECODE is set, every job would
+# otherwise recompile the PyTorch and pandas sources it imports (torch import 4.4 s → 2.3 s).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 EXPERIMENTS = list(config["experiments"])
 FRAMEWORKS = ["torch", "burn"]
