@@ -44,7 +44,23 @@ uv run snakefmt --check Snakefile workflow/rules/
 (cd rust && cargo fmt --check && cargo clippy --release --locked --all-targets -- -D warnings)
 
 stage "tests"
-uv run pytest
+# tests/test_slurm.py runs a small sweep on a real SLURM cluster: start a one-node one
+# (as root) unless a node is already up, e.g. started by the GitHub workflow, and stop it
+# after the tests; REQUIRE_SLURM=1 makes a missing cluster fail that test, not skip it.
+SLURM_SUDO=""
+[ "$(id -u)" = 0 ] || SLURM_SUDO=sudo
+SLURM_STARTED=""
+SLURM_NODES="$(sinfo --noheader --format=%T 2> /dev/null || true)"
+if ! grep -qxE 'idle|mixed' <<< "$SLURM_NODES"; then
+    $SLURM_SUDO bash ci/slurm-up.sh
+    SLURM_STARTED=1
+    trap '$SLURM_SUDO bash ci/slurm-down.sh' EXIT
+fi
+REQUIRE_SLURM=1 uv run pytest
+if [ -n "$SLURM_STARTED" ]; then
+    $SLURM_SUDO bash ci/slurm-down.sh
+    trap - EXIT
+fi
 
 if [ -n "${SKIP_PIPELINE:-}" ]; then
     exit 0

@@ -8,6 +8,9 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -108,3 +111,73 @@ def rules(jobs: Counter) -> Counter:
     for (rule, _), n in jobs.items():
         counts[rule] += n
     return counts
+
+
+@contextmanager
+def edited(path: Path, change) -> Iterator[None]:
+    """Apply `change` to a file's text, then restore its text and modification time."""
+    stat, text = path.stat(), path.read_text()
+    path.write_text(change(text))
+    try:
+        yield
+    finally:
+        path.write_text(text)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of a dry run, as Snakemake prints it (with -p for the shell command)."""
+
+    rule: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    reason: str
+    shell: str
+
+    @property
+    def key(self) -> tuple[str, tuple[str, ...]]:
+        return self.rule, self.outputs
+
+
+_RULE = re.compile(r"(?:local)?rule (\w+):$")
+_FIELD = re.compile(r"    (\w+): (.*)$")
+_END_OF_JOB = re.compile(r"\[.*\d{4}\]$|Job stats:|Reasons:|This was a dry-run")
+
+
+def dry_run(workdir: Path, *args: str) -> list[Job]:
+    """The jobs `snakemake --dry-run -p` plans, with their files, reasons and commands."""
+    out = snakemake(workdir, "--dry-run", "--printshellcmds", "--cores", "1", *args).stdout
+    jobs: list[Job] = []
+    fields: dict | None = None
+    shell: list[str] | None = None
+
+    def close() -> None:
+        if fields is not None:
+            jobs.append(
+                Job(
+                    rule=fields["rule"],
+                    inputs=tuple(f for f in fields.get("input", "").split(", ") if f),
+                    outputs=tuple(f for f in fields.get("output", "").split(", ") if f),
+                    reason=fields.get("reason", ""),
+                    shell="\n".join(shell or []),
+                )
+            )
+
+    for line in out.splitlines():
+        if match := _RULE.match(line):
+            close()
+            fields, shell = {"rule": match.group(1)}, None
+        elif fields is None:
+            continue
+        elif _END_OF_JOB.match(line):
+            close()
+            fields = shell = None
+        elif shell is not None:
+            shell.append(line)
+        elif line.startswith("Shell command:"):
+            shell = [line.removeprefix("Shell command:").strip()]
+        elif match := _FIELD.match(line):
+            fields[match.group(1)] = match.group(2)
+    close()
+    return jobs

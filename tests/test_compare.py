@@ -257,3 +257,133 @@ def test_bad_shape_is_one_line_naming_file_and_key(tmp_path, edit, key, message,
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert proc.stderr.startswith("compare: ") and proc.stderr.endswith("\n")
     assert str(bad) in proc.stderr and key in proc.stderr and message in proc.stderr
+
+
+# --------------------------------------------------------------------------- in process
+# The same contract through compare.main and compare.compare, without a subprocess.
+
+
+@pytest.mark.parametrize("bad_side", ["a", "b"])
+@pytest.mark.parametrize(("edit", "key", "message"), BAD.values(), ids=BAD.keys())
+def test_bad_shape_message_in_process(tmp_path, capsys, edit, key, message, bad_side):
+    good = write(tmp_path / "good.json", {"sgd": seed_block(nested=True)})
+    bad = write(tmp_path / "pt.json", {"sgd": edit(seed_block(nested=True))})
+    argv = [str(bad), str(good)] if bad_side == "a" else [str(good), str(bad)]
+    assert compare.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert err.startswith("compare: ") and str(bad) in err and key in err and message in err
+
+
+def test_rows_in_the_seeds_order_with_their_differences():
+    a = {"sgd": seed_block(), "adam": seed_block()}
+    b = {"sgd": seed_block(7.15e-07, 1.79e-07), "adam": seed_block(nested=True)}
+    rows = compare.compare(a, b, "pt.json", "burn.json")
+    assert [(label, n) for label, n, _ in rows] == [
+        (f"{e}.{key}", n)
+        for e in ("sgd", "adam")
+        for key, n in [("losses", 100), ("final.loss", 1), ("final.correct", 1),
+                       ("params.conv.weight", 20), ("params.conv.bias", 4),
+                       ("params.fc.weight", 144), ("params.fc.bias", 3)]  # fmt: skip
+    ]
+    diffs = [d for *_, d in rows]
+    assert diffs[0] == pytest.approx(1.79e-07) and diffs[3] == pytest.approx(7.15e-07)
+    assert diffs[1:3] == [0.0, 0.0] and diffs[4:] == [0.0] * 10
+
+
+def test_difference_is_of_values_not_of_their_sum():
+    a, b = seed_block(), seed_block()
+    b["params"]["fc.bias"] = [0.25, -0.5, 1.0]
+    a["params"]["fc.bias"] = [0.25, 0.5, 0.75]
+    rows = dict((label, d) for label, _, d in compare.compare({"e": a}, {"e": b}, "a", "b"))
+    assert rows["e.params.fc.bias"] == 1.0 and rows["e.params.conv.bias"] == 0.0
+
+
+def test_max_abs_diff_edges():
+    assert compare.max_abs_diff([], []) == 0.0  # an empty parameter matches
+    assert compare.max_abs_diff([1.0, -2.0], [1.5, 2.0]) == 4.0
+    assert math.isnan(compare.max_abs_diff([1.0, math.inf], [1.0, math.inf]))
+    with pytest.raises(ValueError):
+        compare.max_abs_diff([1.0, 2.0], [1.0])  # never truncated silently
+
+
+def test_flat_and_nested_params_compare_either_way_round():
+    flat, nested = seed_block(), seed_block(nested=True)
+    nested["params"]["conv.weight"] = np.reshape([0.1] * 20, (5, 4)).tolist()  # any shape
+    for a, b in [(flat, nested), (nested, flat)]:
+        rows = compare.compare({"e": a}, {"e": b}, "a", "b")
+        assert all(d == 0.0 for *_, d in rows)
+
+
+@pytest.mark.parametrize("side", ["a", "b"])
+@pytest.mark.parametrize(("field", "label"), [("losses", "losses"), ("final", "final.loss")])
+def test_a_missing_field_is_named_with_the_file_that_lacks_it(side, field, label):
+    blocks = {"a": seed_block(), "b": seed_block()}
+    del blocks[side][field]
+    with pytest.raises(compare.FormatError) as err:
+        compare.compare({"e": blocks["a"]}, {"e": blocks["b"]}, "a.json", "b.json")
+    assert str(err.value) == f"{side}.json: no e.{label}"
+
+
+def test_an_experiment_missing_from_the_second_file_is_named():
+    with pytest.raises(compare.FormatError) as err:
+        compare.compare({"sgd": seed_block(), "adam": seed_block()}, {"sgd": seed_block()},
+                        "pt.json", "burn.json")  # fmt: skip
+    assert str(err.value) == "burn.json: no experiment 'adam' (it is in pt.json)"
+
+
+def test_a_block_without_params_compares_the_rest():
+    a, b = seed_block(), seed_block(loss_shift=1e-3)
+    del a["params"], b["params"]
+    rows = compare.compare({"e": a}, {"e": b}, "a", "b")
+    assert [label for label, *_ in rows] == ["e.losses", "e.final.loss", "e.final.correct"]
+    assert rows[0][2] == pytest.approx(1e-3)
+
+
+def test_a_param_only_in_the_second_file_is_not_compared():
+    a, b = seed_block(), seed_block()
+    b["params"]["extra"] = [1.0]
+    assert len(compare.compare({"e": a}, {"e": b}, "a", "b")) == 7
+    with pytest.raises(compare.FormatError, match=r"^a: no e\.params\.extra$"):
+        compare.compare({"e": b}, {"e": a}, "b", "a")
+
+
+def test_main_writes_out_and_strict_exit_codes(tmp_path, capsys):
+    a = write(tmp_path / "a.json", {"sgd": seed_block()})
+    b = write(tmp_path / "b.json", {"sgd": seed_block(2e-6)})
+    out = tmp_path / "sub" / "compare.txt"
+    assert compare.main([str(a), str(b), "--tol", "1e-5", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert out.read_text() == printed and printed.endswith("worst=2.00e-06 tol=1e-05 OK\n")
+    assert printed.splitlines()[3] == "sgd.params.conv.weight  n= 20  max|diff|=2.00e-06"
+    assert compare.main([str(a), str(b), "--tol", "1e-6"]) == 0  # a mismatch, not strict
+    assert compare.main([str(a), str(b), "--tol", "1e-6", "--strict"]) == 1
+    assert compare.main([str(a), str(b), "--tol", "1e-5", "--strict"]) == 0
+
+
+@pytest.mark.parametrize("tol", ["0", "-1e-6", "nan"])
+def test_tolerance_must_be_positive_in_process(tmp_path, capsys, tol):
+    a = write(tmp_path / "a.json", {"e": seed_block()})
+    with pytest.raises(SystemExit) as stop:
+        compare.main([str(a), str(a), f"--tol={tol}"])
+    assert stop.value.code == 2
+    assert f"--tol must be a positive number, got {float(tol)}" in capsys.readouterr().err
+
+
+def test_missing_run_file_is_named(tmp_path, capsys):
+    a = write(tmp_path / "a.json", {"e": seed_block()})
+    assert compare.main([str(a), str(tmp_path / "none.json")]) == 2
+    assert capsys.readouterr().err == f"compare: {tmp_path / 'none.json'}: run file not found\n"
+
+
+def test_describe_and_dims_for_messages():
+    assert compare.describe(None) == "null" and compare.describe(False) == "a boolean (false)"
+    assert compare.describe("x" * 50) == "a string ('xxxxxxxxxxxx...xxxxxxxxxxxxx')"
+    assert compare.describe({}) == "an object" and compare.describe(1.5) == "a float"
+    assert compare.dims(()) == "a number" and compare.dims((3, 48)) == "a list of shape [3][48]"
+
+
+def test_an_integer_too_large_for_a_float_is_named():
+    with pytest.raises(compare.FormatError) as err:
+        compare.flatten([1.0, 10**400], "f: e.losses")
+    assert str(err.value) == "f: e.losses[1]: integer too large for a float"

@@ -1,27 +1,15 @@
-"""The real pipeline on a small config: outputs, caching by file dependency, determinism."""
+"""The real pipeline on a small config: outputs, caching by parameters, the analyses.
+
+Caching by code (every script, module and Rust source) is tested in test_caching.py,
+determinism and faults in test_faults.py.
+"""
 
 from __future__ import annotations
-
-import os
-from contextlib import contextmanager
-from pathlib import Path
 
 import pandas as pd
 
 from parity_io import experiment_block
-from pipeline_helpers import EXPECTED, EXPERIMENTS, planned_jobs, rules, snakemake
-
-
-@contextmanager
-def edited(path: Path, change):
-    """Apply `change` to a file's text, then restore its text and modification time."""
-    stat, text = path.stat(), path.read_text()
-    path.write_text(change(text))
-    try:
-        yield
-    finally:
-        path.write_text(text)
-        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+from pipeline_helpers import EXPECTED, EXPERIMENTS, edited, planned_jobs, rules, snakemake
 
 
 def test_pipeline_writes_every_output(pipeline):
@@ -46,20 +34,6 @@ def test_pipeline_writes_every_output(pipeline):
 
 def test_second_run_does_nothing(pipeline):
     assert planned_jobs(pipeline) == {}
-
-
-def test_editing_compare_reruns_compare_and_dependents_only(pipeline):
-    with edited(pipeline / "workflow/scripts/compare.py", lambda t: t + "\n# edited\n"):
-        jobs = rules(planned_jobs(pipeline))
-    assert jobs == {"compare": 2 * len(EXPERIMENTS), "report": 1, "html_report": 1, "all": 1}
-
-
-def test_editing_rust_source_reruns_burn_chain_only(pipeline):
-    with edited(pipeline / "rust/src/train.rs", lambda t: t + "\n// edited\n"):
-        jobs = rules(planned_jobs(pipeline))
-    assert jobs["build_burn"] == 1 and jobs["train_burn"] == 2 * len(EXPERIMENTS)
-    assert jobs["train_torch"] == 0 and jobs["make_data"] == 0
-    assert jobs["compare"] == 2 * len(EXPERIMENTS) and jobs["report"] == 1
 
 
 def test_changing_one_lr_reruns_that_experiment_only(pipeline):

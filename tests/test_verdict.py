@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -105,3 +107,74 @@ def test_the_optimizer_does_not_choose_the_cause():
 def test_a_cause_under_the_minimum_share_is_not_named(share, named):
     found = v.causes(1.0, 1.0 - share, [], ["eps"], ARITHMETIC)
     assert len(found) == named
+
+
+# --------------------------------------------------------------------------- more edges
+
+
+def test_unexplained_verdict_names_no_cause():
+    f64_gap = np.geomspace(2e-10, 3.7e-6, STEPS)
+    result = v.classify(f64_gap, F32_NOISE, F32_NOISE, f64_gap / 2, cause="f32 factors")
+    assert result.cause is None and result.replay_gap == pytest.approx(3.7e-6 / 2)
+    assert v.classify(f64_gap, F32_NOISE, F32_NOISE, cause="f32 factors").cause is None
+
+
+# f32 noise large enough that the floor rises step by step (above the absolute floor).
+RISING = np.geomspace(1e-6, 1e-4, STEPS)
+
+
+def test_verdict_reports_the_floor_at_the_worst_step():
+    noise = RISING
+    f64_gap = np.full(STEPS, 1e-16)
+    f64_gap[7] = 1e-15
+    result = v.classify(f64_gap, noise, noise)
+    assert result.f64_gap == 1e-15
+    floor = v.rounding_floor(noise, noise)
+    assert floor[0] < floor[7] < floor[8] and result.floor == floor[7]
+
+
+def test_a_diverged_f64_run_reports_nan_at_the_first_steps_floor():
+    noise = RISING
+    result = v.classify(np.full(STEPS, np.nan), noise, noise)
+    assert result.label == v.UNEXPLAINED and result.first_above_floor == 1
+    floor = v.rounding_floor(noise, noise)
+    assert math.isnan(result.f64_gap) and result.floor == floor[0] < floor[1]
+    partly = np.full(STEPS, 1e-16)
+    partly[[3, 9]] = [1e-14, np.nan]
+    result = v.classify(partly, noise, noise)
+    assert math.isnan(result.f64_gap) and result.first_above_floor == 10
+    assert result.floor == floor[3]  # at the worst finite step
+
+
+def test_growth_is_last_step_over_first():
+    assert v.growth([1e-10, 0.0, 1e-8]) == pytest.approx(100.0)  # zero in between is fine
+    assert v.growth([2e-9, 1e-9]) == pytest.approx(0.5)
+    assert v.growth([0.0, 0.0, 0.0]) == 1.0  # equal at step 1 and still equal
+    assert v.growth([0.0, 0.5, 0.0]) == 1.0
+    assert v.growth([0.0, 0.0, 1e-300]) == np.inf  # equal at step 1, apart at the end
+
+
+def test_the_values_share_is_capped_at_the_whole_gap():
+    # The held-values replay can end up further from PyTorch than Burn does.
+    found = v.causes(1e-6, 3e-6, [], ["eps"], ARITHMETIC)
+    assert found == [("Burn's f32 storage of eps", 1.0, "measured")]
+
+
+def test_no_gap_is_no_share_of_anything_measured():
+    assert v.causes(0.0, 0.0, [], ["eps"], ARITHMETIC) == [(ARITHMETIC, 1.0, "the remainder")]
+
+
+def test_causes_largest_share_first_with_their_full_names():
+    rows = [{"hyperparameter": "eps", "torch": "1e-08", "burn": "1e-05"},
+            {"hyperparameter": "lr", "torch": "0.01", "burn": "0.02"}]  # fmt: skip
+    found = v.causes(1.0, 0.75, rows, [], ARITHMETIC)
+    name = "config diff: eps (torch 1e-08, burn 1e-05); lr (torch 0.01, burn 0.02)"
+    assert found == [(name, 0.75, "measured"), (ARITHMETIC, 0.25, "the remainder")]
+    assert v.cause_text(found) == (
+        f"{name} (75.0% of the gap, measured); {ARITHMETIC} (25.0% of the gap, the remainder)"
+    )
+
+
+def test_held_values_without_f32_storage_are_named_as_such():
+    found = v.causes(1.0, 0.5, [], [], ARITHMETIC)
+    assert [name for name, *_ in found] == ["Burn's held hyperparameters", ARITHMETIC]

@@ -7,7 +7,10 @@ import sys
 from snakemake.io import report as mark_for_report
 
 sys.path.insert(0, f"{workflow.basedir}/workflow/scripts")
+from parity_config import HYPERPARAMETERS
 from stale_lock import clear_stale_locks
+from sweeps import expand_all
+from stale_report import remove_stale_report
 
 # A lock left by a killed run would stop this one; see workflow/scripts/stale_lock.py.
 clear_stale_locks()
@@ -16,6 +19,12 @@ clear_stale_locks()
 # otherwise recompile the PyTorch and pandas sources it imports (torch import 4.4 s → 2.3 s).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+# Sweeps become experiments before anything else reads the config (workflow/scripts/
+# sweeps.py); their names are stable, so a changed axis reruns only the new points.
+SWEEPS = expand_all(config, HYPERPARAMETERS)
+config.setdefault("experiments", {})
+for _points in SWEEPS.values():
+    config["experiments"].update({name: exp for name, exp, _ in _points})
 EXPERIMENTS = list(config["experiments"])
 FRAMEWORKS = ["torch", "burn"]
 DTYPES = ["f32", "f64"]
@@ -27,6 +36,7 @@ GAPS_MODULE = f"{SCRIPTS}/gaps.py"
 VERDICT_MODULE = f"{SCRIPTS}/verdict.py"
 PROVENANCE_MODULE = f"{SCRIPTS}/provenance.py"
 TORCH_TRAINER = f"{SCRIPTS}/train_torch.py"
+REPORT_SCRIPT = f"{SCRIPTS}/report.py"
 
 DEFAULT_TOLERANCE = {"f32": 1e-6, "f64": 1e-12}
 
@@ -44,6 +54,7 @@ def write_json(path, data, log):
 wildcard_constraints:
     experiment="|".join(EXPERIMENTS),
     dtype="f32|f64",
+    sweep="|".join(SWEEPS) or "(?!)",
 
 
 def trainer_spec(experiment):
@@ -106,7 +117,12 @@ def report_inputs(wildcards):
         "results/plots/gaps_{experiment}.png",
         "results/plots/losses_{experiment}.png",
     ]
+    sweeps = [
+        f"results/sweeps/{{sweep}}/{name}"
+        for name in ("summary.csv", "summary.md", "parity_map.png")
+    ]
     return {
+        "sweeps": expand(sweeps, sweep=list(SWEEPS)),
         "config": "results/specs/report_config.json",
         "provenance": "results/provenance.json",
         "bias": [
@@ -163,4 +179,40 @@ def html_table_outputs():
             subcategory="tables",
         )
         for _, page, caption, category in html_tables()
+    ]
+
+
+def report_sources():
+    """Every file the report and its HTML pages are built from (see stale_report.py)."""
+    files = ["results/data/dataset.bin", "results/report.md"]
+    for value in report_inputs(None).values():
+        files += [value] if isinstance(value, str) else value
+    return files + [source for source, *_ in html_tables()]
+
+
+# After a failed job, a report whose sources are now missing would look up to date to the
+# next run (see workflow/scripts/stale_report.py): remove it, so that run rebuilds it all.
+onerror:
+    remove_stale_report(
+        ["results/report.md", "results/report.html", "results/verdicts.html"],
+        report_sources(),
+    )
+
+
+def sweep_spec(sweep):
+    """What the sweep summary needs: each experiment's name, axis values, f32 tolerance."""
+    return {
+        "sweep": sweep,
+        "experiments": [
+            {"experiment": name, "axes": point, "tolerance_f32": tolerance(name, "f32")}
+            for name, _, point in SWEEPS[sweep]
+        ],
+    }
+
+
+def sweep_tables(sweep):
+    """The tables of every experiment of one sweep (the summary judges each)."""
+    kinds = ["steps", "replay", "counterfactual", "config_diff"]
+    return [
+        f"results/tables/{kind}_{name}.csv" for name, _, _ in SWEEPS[sweep] for kind in kinds
     ]

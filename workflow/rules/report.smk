@@ -30,10 +30,15 @@ rule report_config:
         tolerances=lambda w: {
             e: {d: tolerance(e, d) for d in DTYPES} for e in EXPERIMENTS
         },
+        sweeps=lambda w: {s: [name for name, _, _ in SWEEPS[s]] for s in SWEEPS},
     run:
         write_json(
             output[0],
-            {"config": params.config, "tolerances": params.tolerances},
+            {
+                "config": params.config,
+                "tolerances": params.tolerances,
+                "sweeps": params.sweeps,
+            },
             log[0],
         )
 

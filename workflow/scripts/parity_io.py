@@ -25,7 +25,9 @@ decoded back to floats by ``read_run``.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import math
 import os
@@ -84,6 +86,34 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     write_atomic(path, text.encode("utf-8"))
 
 
+# --------------------------------------------------------------------------- CSV tables
+
+
+def read_table_text(path: str | os.PathLike) -> str:
+    """The text of a CSV table the pipeline wrote, refused when it cannot be whole.
+
+    Raises FormatError naming the file when it is missing, not text, or cut off (no final
+    newline, or a row with fewer or more fields than the header): a damaged table is never
+    read as a shorter one.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FormatError(f"{path}: table not found") from None
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: not a CSV table (not UTF-8 text at byte {exc.start})") from None
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read the table ({exc.strerror})") from None
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise FormatError(f"{path}: not a CSV table ({exc})") from None
+    if not rows or not text.endswith("\n") or any(len(r) != len(rows[0]) for r in rows):
+        raise FormatError(f"{path}: truncated table (a row is cut off)")
+    return text
+
+
 # --------------------------------------------------------------------------- dataset file
 
 
@@ -137,7 +167,12 @@ def decode_dataset(blob: bytes, source: str = "dataset") -> dict[str, tuple[list
 
 def read_dataset(path: str | os.PathLike) -> tuple[dict[str, tuple[list[int], list]], str]:
     """Read a dataset file; return its arrays and the SHA-256 of its exact bytes."""
-    blob = Path(path).read_bytes()
+    try:
+        blob = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise FormatError(f"{path}: dataset file not found") from None
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read the dataset file ({exc.strerror})") from None
     return decode_dataset(blob, str(path)), hashlib.sha256(blob).hexdigest()
 
 
@@ -176,13 +211,18 @@ def write_run(path: str | os.PathLike, run: dict[str, Any]) -> None:
 def read_run(path: str | os.PathLike) -> dict[str, Any]:
     """Read a run file (or the seed's pt.json/burn.json), decoding non-finite values.
 
-    Raises FormatError naming the file when it is not valid JSON or not an object.
+    Raises FormatError naming the file when it is missing, unreadable, not valid JSON or
+    not an object.
     """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FormatError(f"{path}: run file not found") from None
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: not valid JSON (not UTF-8 text at byte {exc.start})") from None
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read the run file ({exc.strerror})") from None
     try:
         data = json.loads(text, parse_constant=lambda c: NONFINITE[c])
     except json.JSONDecodeError as exc:

@@ -26,7 +26,7 @@ import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import verdict  # noqa: E402
-from parity_io import write_atomic  # noqa: E402
+from parity_io import FormatError, read_table_text, write_atomic  # noqa: E402
 
 # column: (legend label, colour, line style, marker). Colour, style and marker all differ,
 # so two series lying on top of each other stay distinguishable.
@@ -298,6 +298,21 @@ def loss_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
     save(fig, path)
 
 
+COLUMNS = ("step", "torch_loss", "burn_loss", "dloss", *GAPS)
+
+
+def read_steps(path: Path) -> pd.DataFrame:
+    """The steps table, or SystemExit with one line naming the file and what is wrong."""
+    try:
+        frame = pd.read_csv(io.StringIO(read_table_text(path)))
+    except FormatError as exc:
+        sys.exit(f"plots: {exc}")
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing or frame.empty:
+        sys.exit(f"plots: {path}: not a steps table (no {', '.join(missing) or 'rows'})")
+    return frame
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", required=True)
@@ -307,7 +322,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--gaps", required=True, type=Path)
     parser.add_argument("--losses", required=True, type=Path)
     args = parser.parse_args(argv)
-    frame = pd.read_csv(args.steps)
+    frame = read_steps(args.steps)
     gap_plot(frame, args.experiment, args.tol, args.tol_f64, args.gaps)
     loss_plot(frame, args.experiment, args.losses)
     print(f"{args.experiment}: {args.gaps}, {args.losses}")

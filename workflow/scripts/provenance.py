@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from parity_io import experiment_block, write_text_atomic  # noqa: E402
+from parity_io import FormatError, experiment_block, write_text_atomic  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "neon", "asimd")
@@ -60,7 +60,11 @@ def git_state(root: Path = ROOT) -> dict:
 
 
 def burn_version(lock: Path = ROOT / "rust" / "Cargo.lock") -> str | None:
-    match = re.search(r'name = "burn"\nversion = "([^"]+)"', lock.read_text())
+    try:
+        text = lock.read_text()
+    except OSError:
+        return None
+    match = re.search(r'name = "burn"\nversion = "([^"]+)"', text)
     return match.group(1) if match else None
 
 
@@ -71,16 +75,40 @@ def version(package: str) -> str | None:
         return None
 
 
+def run_threads(runs: list[Path]) -> dict[str, set]:
+    """{framework: thread counts} over the run files; FormatError naming a bad file."""
+    threads: dict[str, set] = {}
+    for path in runs:
+        meta = experiment_block(path)["meta"]
+        if not isinstance(meta, dict) or "framework" not in meta or "threads" not in meta:
+            raise FormatError(f"{path}: meta must hold 'framework' and 'threads'")
+        threads.setdefault(meta["framework"], set()).add(meta["threads"])
+    return threads
+
+
+def config_hash(path: Path) -> str:
+    """SHA-256 of the effective config file, once it is known to be whole (valid JSON)."""
+    try:
+        blob = path.read_bytes()
+        json.loads(blob)
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read the config ({exc.strerror})") from None
+    except ValueError as exc:  # JSONDecodeError, or bytes that are not text
+        raise FormatError(f"{path}: not a JSON config ({exc})") from None
+    return hashlib.sha256(blob).hexdigest()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, type=Path, help="effective config (JSON)")
     parser.add_argument("--runs", nargs="+", type=Path, default=[])
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
-    threads = {}
-    for path in args.runs:
-        meta = experiment_block(path)["meta"]
-        threads.setdefault(meta["framework"], set()).add(meta["threads"])
+    try:
+        threads = run_threads(args.runs)
+        config_sha256 = config_hash(args.config)
+    except FormatError as exc:
+        sys.exit(f"provenance: {exc}")
     info = {
         "python": platform.python_version(),
         "torch": version("torch"),
@@ -91,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
         "cpu": cpu(),
         "threads": {fw: sorted(t) for fw, t in sorted(threads.items())},
         "git": git_state(),
-        "config_sha256": hashlib.sha256(args.config.read_bytes()).hexdigest(),
+        "config_sha256": config_sha256,
     }
     write_text_atomic(args.out, json.dumps(info, indent=2) + "\n")
     print(f"provenance -> {args.out}")

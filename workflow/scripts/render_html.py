@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import base64
 import html
+import io
 import re
 import sys
 from pathlib import Path
@@ -26,7 +27,7 @@ import markdown
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from parity_io import write_text_atomic  # noqa: E402
+from parity_io import read_table_text, write_text_atomic  # noqa: E402
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 76rem; margin: 2rem auto;
@@ -113,7 +114,7 @@ def table_page(source: Path) -> str:
     title = f"<h1>{html.escape(source.stem)}</h1>\n"
     if source.suffix != ".csv":
         return page(source.stem, f"{title}<pre>{html.escape(source.read_text())}</pre>")
-    frame = pd.read_csv(source, keep_default_na=False)
+    frame = pd.read_csv(io.StringIO(read_table_text(source)), keep_default_na=False)
     table = frame.to_html(index=False, border=0, float_format=lambda x: f"{x:.6g}")
     note = f"<p>All {len(frame)} rows of <code>{html.escape(source.name)}</code>.</p>"
     return page(source.stem, f"{title}{note}\n{table}")
@@ -129,14 +130,18 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if len(args.tables) != len(args.tables_out):
         parser.error(f"{len(args.tables)} --tables but {len(args.tables_out)} --tables-out")
-    try:
-        pages = {args.out: report_page(args.report)}
-        pages[args.verdicts] = verdict_fragment(args.report)
-        pages.update(
-            {out: table_page(src) for src, out in zip(args.tables, args.tables_out, strict=True)}
-        )
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
-        sys.exit(f"render_html: {exc}")
+    renders = [(args.out, report_page, args.report)]
+    renders.append((args.verdicts, verdict_fragment, args.report))
+    renders += [(out, table_page, s) for s, out in zip(args.tables, args.tables_out, strict=True)]
+    pages = {}
+    for out, render, source in renders:
+        try:
+            pages[out] = render(source)
+        except (OSError, ValueError, pd.errors.ParserError) as exc:
+            # One line naming the file: `render_html: path: problem`.
+            problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            where = "" if str(source) in problem else f"{source}: "
+            sys.exit(f"render_html: {where}{problem}")
     for path, text in pages.items():
         write_text_atomic(path, text)
     print(f"render_html: {args.out}, {args.verdicts} and {len(args.tables)} table page(s)")

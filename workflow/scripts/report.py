@@ -81,6 +81,57 @@ def body(md: str) -> str:
     return compact("\n".join(lines).strip())
 
 
+def judge(
+    steps: pd.DataFrame,
+    replay: pd.DataFrame,
+    counterfactual: pd.DataFrame,
+    config_diff: pd.DataFrame,
+    has_factors: bool,
+) -> tuple[vd.Verdict, list]:
+    """The verdict of one experiment and its causes with their shares, from its tables.
+
+    A NaN gap (a run went non-finite) makes the verdict `diverged`.
+    """
+    differing = config_diff[config_diff["status"] == "differs"]
+    stored = config_diff[config_diff["status"] == "f32 storage"]["hyperparameter"]
+    causes = vd.causes(
+        float(np.nanmax(steps["f64_f64"], initial=0.0)),
+        float(np.nanmax(counterfactual["dparam_held_f64"], initial=0.0)),
+        differing.to_dict("records"),
+        list(stored),
+        "Burn's f32 evaluation of its per-step Adam factors"
+        if has_factors
+        else "Burn's f32 arithmetic in its update",
+    )
+    verdict = vd.classify(
+        steps["f64_f64"],
+        steps["torch_f64"],
+        steps["burn_f64"],
+        [replay["dparam"], counterfactual["dparam"]],
+        vd.cause_text(causes),
+    )
+    if steps[["dparam", "f64_f64"]].isna().any().any():
+        verdict.label = vd.DIVERGED
+    return verdict, causes
+
+
+def unexplained_start(
+    steps: pd.DataFrame, replay: pd.DataFrame, counterfactual: pd.DataFrame
+) -> str | None:
+    """Where the part of the gap that no replay reproduces starts: the first step at which
+    the replay (or else the counterfactual) leaves the rounding floor, and the parameter
+    with the largest gap there. Before that step the replays account for every gap."""
+    floor = vd.rounding_floor(steps["torch_f64"], steps["burn_f64"])
+    for label, frame in (("Burn's run", replay), ("PyTorch's run", counterfactual)):
+        step = vd.first_step_above(frame["dparam"], floor)
+        if step is not None:
+            return (
+                f"the replay of {label} leaves the rounding floor at step {step}"
+                f" (`{frame['where'].iloc[step - 1]}`)"
+            )
+    return None
+
+
 class Experiment:
     """Everything the report says about one experiment, read from the pipeline's files."""
 
@@ -105,24 +156,8 @@ class Experiment:
             (fw, dt): experiment_block(results / "runs" / name / f"{fw}-{dt}.json", name)
             for fw, dt in RUNS
         }
-        s = self.steps
-        differing = self.config_diff[self.config_diff["status"] == "differs"]
-        stored = self.config_diff[self.config_diff["status"] == "f32 storage"]["hyperparameter"]
-        self.causes = vd.causes(
-            float(np.nanmax(s["f64_f64"], initial=0.0)),
-            float(np.nanmax(self.counterfactual["dparam_held_f64"], initial=0.0)),
-            differing.to_dict("records"),
-            list(stored),
-            "Burn's f32 evaluation of its per-step Adam factors"
-            if self.has_factors
-            else "Burn's f32 arithmetic in its update",
-        )
-        self.verdict = vd.classify(
-            s["f64_f64"],
-            s["torch_f64"],
-            s["burn_f64"],
-            [self.replay["dparam"], self.counterfactual["dparam"]],
-            vd.cause_text(self.causes),
+        self.verdict, self.causes = judge(
+            self.steps, self.replay, self.counterfactual, self.config_diff, self.has_factors
         )
         if self.divergence():
             self.verdict.label = vd.DIVERGED
@@ -167,17 +202,9 @@ class Experiment:
         return ""
 
     def unexplained_start(self) -> str:
-        """Where the part of the gap that no replay reproduces starts: the first step at which
-        the replay (or else the counterfactual) leaves the rounding floor, and the parameter
-        with the largest gap there. Before that step the replays account for every gap."""
-        floor = vd.rounding_floor(self.steps["torch_f64"], self.steps["burn_f64"])
-        for label, frame in (("Burn's run", self.replay), ("PyTorch's run", self.counterfactual)):
-            step = vd.first_step_above(frame["dparam"], floor)
-            if step is not None:
-                return (
-                    f"the replay of {label} leaves the rounding floor at step {step}"
-                    f" (`{frame['where'].iloc[step - 1]}`)"
-                )
+        where = unexplained_start(self.steps, self.replay, self.counterfactual)
+        if where:
+            return where
         step = self.verdict.first_above_floor
         return f"the f64 gap leaves the rounding floor at step {step} (`{self.where_f64(step)}`)"
 
@@ -441,16 +468,21 @@ def setting(key: str, value) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def hyperparameter_table(config: dict, tolerances: dict) -> str:
-    """The experiments as configured. Empty cells say why they are empty."""
+def hyperparameter_table(config: dict, tolerances: dict, skip: set[str]) -> str:
+    """The experiments as configured (those of large sweeps are in their sweep's summary).
+    Empty cells say why they are empty."""
     rows = []
     for name, exp in config["experiments"].items():
+        if name in skip:
+            continue
         row = {"experiment": name}
         row.update({k: setting(k, v) for k, v in exp.items() if k != "description"})
         row.setdefault("keep_defaults", "none")
         row.setdefault("tolerance", "default: " + setting("tolerance", tolerances[name]))
         row.setdefault("probe", "automatic")
         rows.append(row)
+    if not rows:
+        return "Every experiment belongs to a sweep: see the sweep sections."
     frame = pd.DataFrame(rows).fillna("—")
     table = md_table(frame)
     return table + "\n\n—: not an option of that experiment's optimizer."
@@ -552,6 +584,107 @@ READING_GUIDE = """## How to read an experiment's section
 """
 
 
+# A sweep with more experiments than this is summed up in its own section only.
+FULL_SECTIONS_UP_TO = 3
+
+
+def axis_order(values: pd.Series) -> list:
+    """The distinct values of an axis column, numerically sorted where they are numbers."""
+    distinct = list(dict.fromkeys(values))
+    try:
+        return sorted(distinct, key=float)
+    except (TypeError, ValueError):
+        return distinct
+
+
+def axis_reading(frame: pd.DataFrame, axis: str) -> str:
+    """'lr: 1.2e-07 (0.001) → 3.7e-06 (0.01) …, grows with lr' from the summary rows."""
+    order = axis_order(frame[axis].astype(str))
+    medians = [float(frame[frame[axis].astype(str) == v]["f64_gap"].median()) for v in order]
+    steps = " → ".join(f"{e(m)} ({v})" for v, m in zip(order, medians, strict=True))
+    diffs = np.diff(medians)
+    numeric = _numbers(order)
+    if numeric and (diffs > 0).all():
+        trend_text = f", grows with {axis}"
+    elif numeric and (diffs < 0).all():
+        trend_text = f", shrinks as {axis} grows"
+    else:
+        trend_text = ""
+    return f"- `{axis}`: {steps}{trend_text}"
+
+
+def _numbers(values: list) -> bool:
+    try:
+        [float(v) for v in values]
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def sweep_section(results: Path, sweep: str, members: list[str], large: bool) -> str:
+    """What one sweep shows, computed from its summary.csv, with links to its material."""
+    folder = results / "sweeps" / sweep
+    frame = pd.read_csv(folder / "summary.csv", keep_default_na=False, dtype={"cause": str})
+    frame["f64_gap"] = pd.to_numeric(frame["f64_gap"], errors="coerce")
+    fixed = {"experiment", "verdict", "cause", "f64_gap", "f32_gap", "first_f32_step_above_tol"}
+    axes = [c for c in frame.columns if c not in fixed]
+    varying = [a for a in axes if frame[a].nunique() > 1]
+    counts = frame["verdict"].value_counts()
+    parts = [
+        f"## Sweep `{sweep}` ({len(frame)} experiments)\n",
+        "Verdicts: " + "; ".join(f"{n} × {label}" for label, n in counts.items()) + ".\n",
+    ]
+    if varying:
+        parts.append(
+            "The largest f64 gap (torch vs burn, any step), median over the other axes, for"
+            " each value of an axis:\n"
+        )
+        parts += [axis_reading(frame, a) for a in varying]
+        parts.append("")
+    rounding = frame["verdict"] == vd.EQUIVALENT
+    if rounding.all():
+        parts.append("Every setting of the sweep stays within rounding.\n")
+    elif rounding.any():
+        stay = [
+            f"`{a}` = {v}"
+            for a in varying
+            for v in axis_order(frame[a].astype(str))
+            if rounding[frame[a].astype(str) == v].all()
+        ]
+        parts.append(
+            f"{int(rounding.sum())} of {len(frame)} experiments stay within rounding"
+            + (f"; every experiment with {', '.join(stay)} does." if stay else ".")
+            + "\n"
+        )
+    else:
+        parts.append("No setting of the sweep stays within rounding.\n")
+    causes = frame.loc[frame["cause"] != "", "cause"].str.replace(r" \(\d.*", "", regex=True)
+    if len(causes):
+        parts.append(
+            "Leading causes: "
+            + "; ".join(f"{c} ({n}×)" for c, n in causes.value_counts().items())
+            + ".\n"
+        )
+    parts.append(f"![parity map of {sweep}](sweeps/{sweep}/parity_map.png)\n")
+    parts.append(
+        f"Every experiment with its axis values, verdict and cause: `sweeps/{sweep}/summary.csv`"
+        f" (and `summary.md`); names → axis values: `sweeps/{sweep}/experiments.csv`. Each"
+        " experiment's own tables and plots: `tables/steps_<experiment>.csv`,"
+        " `tables/replay_<experiment>.csv`, `plots/gaps_<experiment>.png`, …"
+        + (
+            " (their full sections are left out of this report)."
+            if large
+            else " (their sections follow)."
+        )
+        + "\n"
+    )
+    if len(frame) <= 40:
+        shown = frame.assign(f64_gap=frame["f64_gap"].map(e))
+        shown["f32_gap"] = pd.to_numeric(shown["f32_gap"], errors="coerce").map(e)
+        parts.append(md_table(shown.drop(columns=["cause"])) + "\n")
+    return "\n".join(parts)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, type=Path, help="report_config.json")
@@ -561,6 +694,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     effective = json.loads(args.config.read_text())
     config = effective["config"]
+    sweeps = effective.get("sweeps", {})
+    # Experiments of a large sweep get no section of their own: the sweep's section sums
+    # them up from its summary and links their tables.
+    summarised = {n for members in sweeps.values() if len(members) > FULL_SECTIONS_UP_TO
+                  for n in members}  # fmt: skip
     try:
         info = json.loads((args.results / "provenance.json").read_text())
         shapes = dataset_shapes(args.data)
@@ -574,11 +712,16 @@ def main(argv: list[str] | None = None) -> None:
                 config["report_steps"],
             )
             for name, spec in config["experiments"].items()
+            if name not in summarised
+        ]
+        sweep_parts = [
+            sweep_section(args.results, name, members, len(members) > FULL_SECTIONS_UP_TO)
+            for name, members in sweeps.items()
         ]
     except (FormatError, FileNotFoundError, KeyError, json.JSONDecodeError) as exc:
         sys.exit(f"report: {exc}")
     summary = pd.DataFrame([x.summary_row() for x in experiments])
-    summary = md_table(summary)
+    summary = md_table(summary) if experiments else "No experiment outside the sweeps."
     shown: dict[str, str] = {}
     faults = sorted(
         {
@@ -620,8 +763,9 @@ def main(argv: list[str] | None = None) -> None:
         "## What was run\n",
         *provenance_lines(info, experiments),
         "",
-        hyperparameter_table(config, effective["tolerances"]) + "\n",
+        hyperparameter_table(config, effective["tolerances"], summarised) + "\n",
         READING_GUIDE,
+        *sweep_parts,
         *[x.section(shown) for x in experiments],
         bias_section(args.results, config["report_steps"]),
     ]

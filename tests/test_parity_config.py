@@ -1,0 +1,675 @@
+"""The config check, without Snakemake: every schema bound from both sides of its edge, the
+semantic checks a trainer would otherwise crash on, unknown keys with the closest known key,
+one line per problem."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+import make_data
+from check_config import (
+    SCHEMA,
+    check_config,
+    closest_key,
+    config_problems,
+    describe_source,
+    load_schema,
+    report,
+    schema_problems,
+)
+from conftest import ADAM, ROOT
+from parity_config import (
+    DATASET_SIZE,
+    PARAMETER_SHAPES,
+    ConfigError,
+    experiment_spec,
+    probe_problem,
+)
+from pipeline_helpers import small_pipeline_config
+
+SCHEMA_DICT = load_schema()
+
+
+def exp(name: str, **values):
+    """A change setting values of one experiment of small_pipeline_config()."""
+    return lambda c: c["experiments"][name].update(values)
+
+
+def top(**values):
+    return lambda c: c.update(values)
+
+
+def drop(name: str, key: str):
+    return lambda c: c["experiments"][name].pop(key)
+
+
+def rename(name: str, old: str, new: str):
+    def change(c):
+        c["experiments"][name][new] = c["experiments"][name].pop(old)
+
+    return change
+
+
+class Whole:
+    """A change replacing the whole config with `value`."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __call__(self, config):
+        return self
+
+
+def changed(change, schema=SCHEMA_DICT, check=config_problems):
+    config = copy.deepcopy(small_pipeline_config())
+    replaced = change(config)
+    return check(replaced.value if isinstance(replaced, Whole) else config, schema)
+
+
+# (change to small_pipeline_config(), the key path of the one problem it causes or None).
+# Both sides of every edge: the first value refused and the last accepted, or the reverse.
+EDGES = {
+    # run settings
+    "config a list": (Whole([]), "(top level)"),
+    "steps missing": (lambda c: c.pop("steps"), "steps"),
+    "batch_size missing": (lambda c: c.pop("batch_size"), "batch_size"),
+    "experiments missing": (lambda c: c.pop("experiments"), "experiments"),
+    "steps 0": (top(steps=0), "steps"),
+    "steps 1": (top(steps=1), None),
+    "steps 6.0": (top(steps=6.0), "steps"),
+    "steps '6'": (top(steps="6"), "steps"),
+    "batch_size 0": (top(batch_size=0), "batch_size"),
+    "batch_size 1": (top(batch_size=1), None),
+    "batch_size 96": (top(batch_size=DATASET_SIZE), None),
+    "batch_size 97": (top(batch_size=DATASET_SIZE + 1), "batch_size"),
+    "batch_size 16.0": (top(batch_size=16.0), "batch_size"),
+    "threads 0": (top(threads=0), "threads"),
+    "threads 1": (top(threads=1), None),
+    "threads true": (top(threads=True), "threads"),
+    "report_steps []": (top(report_steps=[]), "report_steps"),
+    "report_steps [1]": (top(report_steps=[1]), None),
+    "report_steps 0": (top(report_steps=[0]), "report_steps[0]"),
+    "report_steps beyond steps": (top(report_steps=[1, 1000]), None),
+    "report_steps a number": (top(report_steps=5), "report_steps"),
+    "report_steps 2.0": (top(report_steps=[1, 2.0]), "report_steps[1]"),
+    "tolerance.f32 0": (top(tolerance={"f32": 0}), "tolerance.f32"),
+    "tolerance.f32 1e-300": (top(tolerance={"f32": 1e-300}), None),
+    "tolerance.f64 0": (top(tolerance={"f64": 0.0}), "tolerance.f64"),
+    "tolerance.f64 1e-300": (top(tolerance={"f64": 1e-300}), None),
+    "tolerance.f64 a string": (top(tolerance={"f64": "tight"}), "tolerance.f64"),
+    "tolerance.f64 inf": (top(tolerance={"f64": float("inf")}), "tolerance.f64"),
+    "tolerance a number": (top(tolerance=1e-6), "tolerance"),
+    # sweeps (each point is checked like an experiment: tests/test_sweeps.py)
+    "max_experiments 0": (top(max_experiments=0), "max_experiments"),
+    "max_experiments 1": (top(max_experiments=1), None),
+    "max_experiments 1.5": (top(max_experiments=1.5), "max_experiments"),
+    "sweeps a list": (top(sweeps=[]), "sweeps"),
+    "sweep name 1g": (top(sweeps={"1g": {"base": dict(ADAM), "axes": {"lr": [0.1]}}}), "sweeps.1g"),
+    "sweep g": (top(sweeps={"g": {"base": dict(ADAM), "axes": {"lr": [0.1]}}}), None),
+    "sweep name 1 (a YAML integer)": (
+        top(sweeps={1: {"base": dict(ADAM), "axes": {"lr": [0.1]}}}),
+        "sweeps[1]",
+    ),
+    "sweep a list": (top(sweeps={"g": []}), "sweeps.g"),
+    "sweep without base": (top(sweeps={"g": {"axes": {"lr": [0.1]}}}), "sweeps.g.base"),
+    "sweep base a number": (top(sweeps={"g": {"base": 1, "axes": {"lr": [0.1]}}}), "sweeps.g.base"),
+    "sweep base a name": (top(sweeps={"g": {"base": "adam", "axes": {"lr": [0.1]}}}), None),
+    "sweep unknown key": (
+        top(sweeps={"g": {**{"base": dict(ADAM), "axes": {"lr": [0.1]}}, "axis": {}}}),
+        "sweeps.g.axis",
+    ),
+    "sweep axes {}": (top(sweeps={"g": {"base": "adam", "axes": {}}}), "sweeps.g.axes"),
+    "sweep axes a list": (top(sweeps={"g": {"base": "adam", "axes": []}}), "sweeps.g.axes"),
+    "sweep axis []": (top(sweeps={"g": {"base": "adam", "axes": {"lr": []}}}), "sweeps.g.axes.lr"),
+    "sweep axis a number": (
+        top(sweeps={"g": {"base": "adam", "axes": {"lr": 0.1}}}),
+        "sweeps.g.axes.lr",
+    ),
+    "tolerance.f16": (top(tolerance={"f16": 1e-3}), "tolerance.f16"),
+    # experiments
+    "experiments empty": (top(experiments={}), "experiments"),
+    "experiments a list": (top(experiments=[]), "experiments"),
+    "experiment null": (lambda c: c["experiments"].update(sgd=None), "experiments.sgd"),
+    "experiment name 1st": (
+        lambda c: c["experiments"].update({"1st": dict(c["experiments"]["sgd"])}),
+        "experiments.1st",
+    ),
+    "experiment name _x": (
+        lambda c: c["experiments"].update({"_x": dict(c["experiments"]["sgd"])}),
+        "experiments._x",
+    ),
+    "experiment name 1 (a YAML integer)": (
+        lambda c: c["experiments"].update({1: dict(c["experiments"]["sgd"])}),
+        "experiments[1]",
+    ),
+    "experiment name a1_B": (
+        lambda c: c["experiments"].update({"a1_B": dict(c["experiments"]["sgd"])}),
+        None,
+    ),
+    "optimizer rmsprop": (exp("sgd", optimizer="rmsprop"), "experiments.sgd.optimizer"),
+    "optimizer missing": (drop("sgd", "optimizer"), "experiments.sgd.optimizer"),
+    "description a number": (exp("sgd", description=3), "experiments.sgd.description"),
+    "description a string": (exp("sgd", description="plain SGD"), None),
+    "experiment tolerance.f32 0": (
+        exp("pitfall", tolerance={"f32": 0}),
+        "experiments.pitfall.tolerance.f32",
+    ),
+    "experiment tolerance.f32 1e-12": (exp("pitfall", tolerance={"f32": 1e-12}), None),
+    "experiment tolerance.f128": (
+        exp("pitfall", tolerance={"f128": 1.0}),
+        "experiments.pitfall.tolerance.f128",
+    ),
+    # SGD
+    "sgd lr 0": (exp("sgd", lr=0), "experiments.sgd.lr"),
+    "sgd lr -0.01": (exp("sgd", lr=-0.01), "experiments.sgd.lr"),
+    "sgd lr 1e-12": (exp("sgd", lr=1e-12), None),
+    "sgd lr 1e6 (diverges, allowed)": (exp("sgd", lr=1e6), None),
+    "sgd lr 'fast'": (exp("sgd", lr="fast"), "experiments.sgd.lr"),
+    "sgd lr '1e-8'": (exp("sgd", lr="1e-8"), "experiments.sgd.lr"),
+    "sgd lr nan": (exp("sgd", lr=float("nan")), "experiments.sgd.lr"),
+    "sgd lr inf": (exp("sgd", lr=float("inf")), "experiments.sgd.lr"),
+    "sgd lr true": (exp("sgd", lr=True), "experiments.sgd.lr"),
+    "sgd lr missing": (drop("sgd", "lr"), "experiments.sgd.lr"),
+    "momentum -0.1": (exp("momentum", momentum=-0.1), "experiments.momentum.momentum"),
+    "momentum 0": (exp("momentum", momentum=0.0), None),
+    "momentum 0.999": (exp("momentum", momentum=0.999), None),
+    "momentum 1.0": (exp("momentum", momentum=1.0), "experiments.momentum.momentum"),
+    "momentum missing": (drop("sgd", "momentum"), "experiments.sgd.momentum"),
+    "dampening -0.1": (exp("sgd", dampening=-0.1), "experiments.sgd.dampening"),
+    "dampening 0": (exp("sgd", dampening=0), None),
+    "dampening missing": (drop("sgd", "dampening"), "experiments.sgd.dampening"),
+    "sgd weight_decay -1e-9": (exp("sgd", weight_decay=-1e-9), "experiments.sgd.weight_decay"),
+    "sgd weight_decay 0": (exp("sgd", weight_decay=0), None),
+    "sgd weight_decay 'none'": (exp("sgd", weight_decay="none"), "experiments.sgd.weight_decay"),
+    "sgd weight_decay missing": (
+        drop("sgd", "weight_decay"),
+        "experiments.sgd.weight_decay",
+    ),
+    "nesterov 'yes'": (exp("sgd", nesterov="yes"), "experiments.sgd.nesterov"),
+    "nesterov 1": (exp("sgd", nesterov=1), "experiments.sgd.nesterov"),
+    "nesterov missing": (drop("sgd", "nesterov"), "experiments.sgd.nesterov"),
+    "sgd with betas": (exp("sgd", betas=[0.9, 0.999]), "experiments.sgd.betas"),
+    # Nesterov: PyTorch refuses it without a momentum or with a dampening.
+    "nesterov, momentum 0": (exp("sgd", nesterov=True), "experiments.sgd.nesterov"),
+    "nesterov, momentum 0.9, dampening 0": (
+        exp("sgd", nesterov=True, momentum=0.9, dampening=0.0),
+        None,
+    ),
+    "nesterov, dampening 0.1": (
+        exp("sgd", nesterov=True, momentum=0.9, dampening=0.1),
+        "experiments.sgd.nesterov",
+    ),
+    "nesterov, PyTorch keeps momentum 0": (
+        exp("sgd", nesterov=True, momentum=0.9, keep_defaults={"torch": ["momentum"]}),
+        "experiments.sgd.nesterov",
+    ),
+    "nesterov, PyTorch keeps dampening 0": (
+        exp(
+            "sgd",
+            nesterov=True,
+            momentum=0.9,
+            dampening=0.1,
+            keep_defaults={"torch": ["dampening"]},
+        ),
+        None,
+    ),
+    "nesterov, Burn keeps dampening 0.1": (
+        exp("momentum", nesterov=True, dampening=0.0),  # keep_defaults: {burn: [dampening]}
+        None,
+    ),
+    # Adam
+    "adam lr 0": (exp("adam", lr=0), "experiments.adam.lr"),
+    "adam lr 1e-12": (exp("adam", lr=1e-12), None),
+    "betas[0] -0.1": (exp("adam", betas=[-0.1, 0.999]), "experiments.adam.betas[0]"),
+    "betas[0] 0": (exp("adam", betas=[0, 0.999]), None),
+    "betas[0] 0.999": (exp("adam", betas=[0.999, 0.999]), None),
+    "betas[0] 1.0": (exp("adam", betas=[1.0, 0.999]), "experiments.adam.betas[0]"),
+    "betas[1] -0.1": (exp("adam", betas=[0.9, -0.1]), "experiments.adam.betas[1]"),
+    "betas[1] 0": (exp("adam", betas=[0.9, 0]), None),
+    "betas[1] 0.999": (exp("adam", betas=[0.9, 0.999]), None),
+    "betas[1] 1.0": (exp("adam", betas=[0.9, 1.0]), "experiments.adam.betas[1]"),
+    "betas[1] 'x'": (exp("adam", betas=[0.9, "x"]), "experiments.adam.betas[1]"),
+    "betas one": (exp("adam", betas=[0.9]), "experiments.adam.betas"),
+    "betas three": (exp("adam", betas=[0.9, 0.99, 0.5]), "experiments.adam.betas"),
+    "betas a number": (exp("adam", betas=0.9), "experiments.adam.betas"),
+    "eps 0": (exp("adam", eps=0), "experiments.adam.eps"),
+    "eps 1e-12": (exp("adam", eps=1e-12), None),
+    "eps missing": (drop("adam", "eps"), "experiments.adam.eps"),
+    "betas missing": (drop("adam", "betas"), "experiments.adam.betas"),
+    "adam weight_decay -1e-9": (exp("adam", weight_decay=-1e-9), "experiments.adam.weight_decay"),
+    "adam weight_decay 0": (exp("adam", weight_decay=0.0), None),
+    "adam with momentum": (exp("adam", momentum=0.9), "experiments.adam.momentum"),
+    # keep_defaults
+    "keep_defaults sgd burn betas": (
+        exp("sgd", keep_defaults={"burn": ["betas"]}),
+        "experiments.sgd.keep_defaults.burn[0]",
+    ),
+    "keep_defaults sgd torch betas": (
+        exp("sgd", keep_defaults={"torch": ["betas"]}),
+        "experiments.sgd.keep_defaults.torch[0]",
+    ),
+    "keep_defaults sgd lr": (
+        exp("sgd", keep_defaults={"torch": ["lr"]}),
+        "experiments.sgd.keep_defaults.torch[0]",
+    ),
+    "keep_defaults sgd dampening": (exp("sgd", keep_defaults={"burn": ["dampening"]}), None),
+    "keep_defaults adam burn momentum": (
+        exp("adam", keep_defaults={"burn": ["momentum"]}),
+        "experiments.adam.keep_defaults.burn[0]",
+    ),
+    "keep_defaults adam torch nesterov": (
+        exp("adam", keep_defaults={"torch": ["nesterov"]}),
+        "experiments.adam.keep_defaults.torch[0]",
+    ),
+    "keep_defaults adam eps, betas": (
+        exp("adam", keep_defaults={"torch": ["eps", "betas"], "burn": ["weight_decay"]}),
+        None,
+    ),
+    "keep_defaults twice": (
+        exp("adam", keep_defaults={"burn": ["eps", "eps"]}),
+        "experiments.adam.keep_defaults.burn",
+    ),
+    "keep_defaults burn not a list": (
+        exp("adam", keep_defaults={"burn": "eps"}),
+        "experiments.adam.keep_defaults.burn",
+    ),
+    "keep_defaults torch not a list": (
+        exp("adam", keep_defaults={"torch": "eps"}),
+        "experiments.adam.keep_defaults.torch",
+    ),
+    "keep_defaults torch twice": (
+        exp("adam", keep_defaults={"torch": ["eps", "eps"]}),
+        "experiments.adam.keep_defaults.torch",
+    ),
+    "keep_defaults burn a number": (
+        exp("adam", keep_defaults={"burn": [3]}),
+        "experiments.adam.keep_defaults.burn[0]",
+    ),
+    "keep_defaults torch a number": (
+        exp("adam", keep_defaults={"torch": [3]}),
+        "experiments.adam.keep_defaults.torch[0]",
+    ),
+    "keep_defaults a list": (exp("adam", keep_defaults=["eps"]), "experiments.adam.keep_defaults"),
+    "keep_defaults jax": (
+        exp("adam", keep_defaults={"jax": ["eps"]}),
+        "experiments.adam.keep_defaults.jax",
+    ),
+    # probe: the schema's form, then the index against the parameter's shape
+    "probe 'fc.weight(1,19)'": (exp("adam", probe="fc.weight(1,19)"), "experiments.adam.probe"),
+    "probe 'lstm.weight[0]'": (exp("adam", probe="lstm.weight[0]"), "experiments.adam.probe"),
+    "probe a number": (exp("adam", probe=3), "experiments.adam.probe"),
+    "probe 'fc.weight[1, 19]'": (exp("adam", probe="fc.weight[1, 19]"), None),
+    "probe conv.weight[3,0,4]": (exp("adam", probe="conv.weight[3,0,4]"), None),
+    "probe conv.weight[4,0,0]": (exp("adam", probe="conv.weight[4,0,0]"), "experiments.adam.probe"),
+    "probe conv.weight[0,1,0]": (exp("adam", probe="conv.weight[0,1,0]"), "experiments.adam.probe"),
+    "probe conv.weight[0,0,5]": (exp("adam", probe="conv.weight[0,0,5]"), "experiments.adam.probe"),
+    "probe conv.weight[1,2]": (exp("adam", probe="conv.weight[1,2]"), "experiments.adam.probe"),
+    "probe conv.bias[3]": (exp("adam", probe="conv.bias[3]"), None),
+    "probe conv.bias[4]": (exp("adam", probe="conv.bias[4]"), "experiments.adam.probe"),
+    "probe fc.weight[2,47]": (exp("adam", probe="fc.weight[2,47]"), None),
+    "probe fc.weight[3,0]": (exp("adam", probe="fc.weight[3,0]"), "experiments.adam.probe"),
+    "probe fc.weight[0,48]": (exp("adam", probe="fc.weight[0,48]"), "experiments.adam.probe"),
+    "probe fc.weight[143] (flat)": (exp("adam", probe="fc.weight[143]"), None),
+    "probe fc.weight[144] (flat)": (exp("adam", probe="fc.weight[144]"), "experiments.adam.probe"),
+    "probe fc.bias[2]": (exp("adam", probe="fc.bias[2]"), None),
+    "probe fc.bias[3]": (exp("adam", probe="fc.bias[3]"), "experiments.adam.probe"),
+    # unknown keys
+    "top-level stepz": (top(stepz=5), "stepz"),
+    "experiment momentun": (exp("sgd", momentun=0.9), "experiments.sgd.momentun"),
+    "experiment learning_rate for lr": (
+        rename("adam", "lr", "learning_rate"),
+        "experiments.adam.learning_rate",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", EDGES)
+def test_schema_and_semantic_edges(case):
+    change, path = EDGES[case]
+    problems = changed(change)
+    if path is None:
+        assert problems == [], [str(p) for p in problems]
+    else:
+        assert [str(p).split(": ")[0] for p in problems] == [path], [str(p) for p in problems]
+
+
+# Schema keywords that bound a value. Each one, removed from the schema, must change what
+# the schema reports for at least one case of EDGES: none is there untested.
+BOUND_KEYWORDS = {
+    "type", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "minItems",
+    "maxItems", "minProperties", "pattern", "enum", "uniqueItems", "required",
+    "additionalProperties", "unevaluatedProperties", "prefixItems", "items", "propertyNames",
+}  # fmt: skip
+
+
+def schema_bounds(node, at=()):
+    """(location, keyword) of every bound in the schema, outside the `if` conditions."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from schema_bounds(item, (*at, i))
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key in BOUND_KEYWORDS and at[-1:] != ("properties",):
+                yield at, key
+            if key != "if":
+                yield from schema_bounds(value, (*at, key))
+
+
+def without(schema: dict, at: tuple, keyword: str) -> dict:
+    mutated = copy.deepcopy(schema)
+    node = mutated
+    for part in at:
+        node = node[part]
+    del node[keyword]
+    return mutated
+
+
+BOUNDS = list(schema_bounds(SCHEMA_DICT))
+
+
+def test_the_bound_list_is_complete():
+    """The walk finds the bounds the issue named (betas, eps, momentum) among the others."""
+    where = {f"{'/'.join(map(str, at))}:{kw}" for at, kw in BOUNDS}
+    assert "$defs/fraction:exclusiveMaximum" in where
+    assert "$defs/positive:exclusiveMinimum" in where
+    assert "properties/batch_size:minimum" in where
+    assert len(BOUNDS) > 40
+
+
+@functools.cache
+def schema_lines(case: str) -> list:
+    return changed(EDGES[case][0], SCHEMA_DICT, schema_problems)
+
+
+@pytest.mark.parametrize(
+    ("at", "keyword"), BOUNDS, ids=[f"{'/'.join(map(str, at))}:{kw}" for at, kw in BOUNDS]
+)
+def test_every_schema_bound_is_tested(at, keyword):
+    mutated = without(SCHEMA_DICT, at, keyword)
+    # Cases naming a key of the bound's location first: the search stops at the first change.
+    words = {w for part in at if isinstance(part, str) for w in re.split(r"\W+", part)}
+    words -= {"", "defs", "properties", "then", "allOf"}
+    cases = sorted(EDGES, key=lambda case: not words & set(re.split(r"\W+", case)))
+    for case in cases:
+        if changed(EDGES[case][0], mutated, schema_problems) != schema_lines(case):
+            return
+    pytest.fail(f"removing {'/'.join(map(str, at))}:{keyword} changes no case of EDGES")
+
+
+# The exact lines: one per problem, naming the key path.
+LINES = {
+    "learning_rate typo": (
+        rename("adam", "lr", "learning_rate"),
+        ["experiments.adam.learning_rate: unknown hyperparameter of adam; did you mean 'lr'?"],
+    ),
+    "batch_size 200": (
+        top(batch_size=200),
+        ["batch_size: 200 is larger than the dataset (96 samples)"],
+    ),
+    "betas [0.9, 1.0]": (
+        exp("adam", betas=[0.9, 1.0]),
+        ["experiments.adam.betas[1]: 1.0 is out of range (0 ≤ betas[1] < 1)"],
+    ),
+    "momentum 1.5": (
+        exp("sgd", momentum=1.5),
+        ["experiments.sgd.momentum: 1.5 is out of range (0 ≤ momentum < 1)"],
+    ),
+    "lr 0": (exp("sgd", lr=0), ["experiments.sgd.lr: 0 is out of range (lr > 0)"]),
+    "steps 0": (top(steps=0), ["steps: 0 is out of range (steps ≥ 1)"]),
+    "eps missing": (
+        drop("adam", "eps"),
+        ["experiments.adam.eps: missing hyperparameter of adam"],
+    ),
+    "unknown optimizer": (
+        exp("sgd", optimizer="rmsprop"),
+        ["experiments.sgd.optimizer: unknown optimizer 'rmsprop' (known: sgd, adam)"],
+    ),
+    "optimizer typo": (
+        exp("sgd", optimizer="adamw"),
+        [
+            "experiments.sgd.optimizer: unknown optimizer 'adamw' (known: sgd, adam);"
+            " did you mean 'adam'?"
+        ],
+    ),
+    "a float YAML read as a string": (
+        exp("adam", eps="1e-8"),
+        [
+            "experiments.adam.eps: expected a number, got '1e-8'"
+            " (write floats with a dot, 1.0e-8: YAML reads 1e-8 as a string)"
+        ],
+    ),
+    "NaN": (exp("sgd", lr=float("nan")), ["experiments.sgd.lr: nan is not a finite number"]),
+    "an integer written 16.0": (
+        top(batch_size=16.0),
+        ["batch_size: expected an integer, got 16.0"],
+    ),
+    "momentun": (
+        exp("sgd", momentun=0.9),
+        ["experiments.sgd.momentun: unknown hyperparameter of sgd; did you mean 'momentum'?"],
+    ),
+    "epsilon for eps": (
+        rename("adam", "eps", "epsilon"),
+        ["experiments.adam.epsilon: unknown hyperparameter of adam; did you mean 'eps'?"],
+    ),
+    "another optimizer's hyperparameter": (
+        exp("sgd", betas=[0.9, 0.999]),
+        [
+            "experiments.sgd.betas: unknown hyperparameter of sgd"
+            " (betas is a hyperparameter of adam)"
+        ],
+    ),
+    "stepz": (top(stepz=5), ["stepz: unknown key; did you mean 'steps'?"]),
+    "f16 tolerance": (
+        top(tolerance={"f16": 1e-3}),
+        ["tolerance.f16: unknown dtype; did you mean 'f64'?"],
+    ),
+    "keep_defaults of another optimizer": (
+        exp("sgd", keep_defaults={"burn": ["betas"]}),
+        [
+            "experiments.sgd.keep_defaults.burn[0]: 'betas' is not a hyperparameter of sgd"
+            " (it can keep: momentum, dampening, weight_decay, nesterov)"
+        ],
+    ),
+    "nesterov without momentum": (
+        exp("sgd", nesterov=True),
+        [
+            "experiments.sgd.nesterov: true needs momentum > 0 and dampening 0, or PyTorch"
+            " refuses it; momentum is 0.0"
+        ],
+    ),
+    "probe out of range": (
+        exp("adam", probe="fc.weight[3,0]"),
+        ["experiments.adam.probe: 'fc.weight[3,0]' is out of range; fc.weight has shape [3, 48]"],
+    ),
+    "three problems": (
+        lambda c: (
+            top(batch_size=200)(c),
+            exp("sgd", momentum=1.5)(c),
+            exp("adam", betas=[0.9, 1.0])(c),
+        ),
+        [
+            "batch_size: 200 is larger than the dataset (96 samples)",
+            "experiments.sgd.momentum: 1.5 is out of range (0 ≤ momentum < 1)",
+            "experiments.adam.betas[1]: 1.0 is out of range (0 ≤ betas[1] < 1)",
+        ],
+    ),
+    "several problems in one experiment, in the config's order": (
+        lambda c: c["experiments"].update(
+            adam={
+                "optimizer": "adam",
+                "learning_rate": 0.01,
+                "betas": [1.0, 0.999],
+                "eps": 0,
+                "weight_decay": -1,
+                "probe": "fc.bias[3]",
+            }  # fmt: skip
+        ),
+        [
+            "experiments.adam.learning_rate: unknown hyperparameter of adam; did you mean 'lr'?",
+            "experiments.adam.betas[0]: 1.0 is out of range (0 ≤ betas[0] < 1)",
+            "experiments.adam.eps: 0 is out of range (eps > 0)",
+            "experiments.adam.weight_decay: -1 is out of range (weight_decay ≥ 0)",
+            "experiments.adam.probe: 'fc.bias[3]' is out of range; fc.bias has shape [3]",
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", LINES)
+def test_one_line_per_problem(case):
+    change, lines = LINES[case]
+    assert [str(p) for p in changed(change)] == lines
+
+
+@pytest.mark.parametrize(
+    ("key", "known", "expected"),
+    [
+        ("learning_rate", ["optimizer", "lr", "eps"], "lr"),
+        ("LR", ["optimizer", "lr", "eps"], "lr"),
+        ("epsilon", ["lr", "betas", "eps"], "eps"),
+        ("beta_2", ["lr", "betas", "eps"], "betas"),
+        ("momentun", ["lr", "momentum", "dampening"], "momentum"),
+        ("weight-decay", ["lr", "weight_decay"], "weight_decay"),
+        ("wd", ["lr", "weight_decay"], "weight_decay"),
+        ("penalty", ["lr", "weight_decay"], "weight_decay"),  # Burn's WeightDecayConfig
+        ("decay", ["lr", "dampening", "weight_decay"], "weight_decay"),
+        ("stepz", ["steps", "batch_size", "threads"], "steps"),
+        ("colour", ["steps", "batch_size", "threads"], None),
+    ],
+)
+def test_closest_key(key, known, expected):
+    assert closest_key(key, known) == expected
+
+
+def test_no_suggestion_lists_the_known_keys():
+    [problem] = changed(top(colour="blue"))
+    assert str(problem).startswith("colour: unknown key (known: steps, batch_size, threads")
+
+
+def test_a_typo_does_not_also_report_the_key_it_replaces():
+    """'learning_rate' for 'lr': one line, not also "lr: missing"."""
+    problems = changed(rename("adam", "lr", "learning_rate"))
+    assert [p.path for p in problems] == [("experiments", "adam", "learning_rate")]
+
+
+def test_many_problems_stay_one_line_each():
+    def wreck(c):
+        c.update(steps=0, batch_size=500, threads="two", stepz=1, report_steps=[])
+        c["tolerance"].update(f32=-1, f16=1)
+        c["experiments"]["sgd"].update(optimizer="rmsprop", lr=-1)
+        c["experiments"]["adam"].update(betas=[2, 2], eps=float("inf"), learning_rate=1)
+        c["experiments"]["momentum"].update(nesterov=True, dampening=0.5)
+        c["experiments"]["pitfall"].update(probe="conv.weight[9,9,9]", keep_defaults={"x": []})
+
+    problems = changed(wreck)
+    text = report(problems, "config.yaml")
+    lines = text.splitlines()
+    assert lines[0] == f"config.yaml: {len(problems)} problems, nothing was run:"
+    assert len(lines) == len(problems) + 1 == 16
+    assert len({p.path for p in problems}) == len(problems)  # one line per key path
+    for line in lines[1:]:
+        assert line.split(": ")[0].split(".")[0].split("[")[0] in (
+            "steps", "batch_size", "threads", "stepz", "report_steps", "tolerance", "experiments",
+        )  # fmt: skip
+        assert len(line) < 160 and "$defs" not in line and "{" not in line
+
+
+def test_defaults_are_filled_in_as_snakemake_validate_did():
+    config = small_pipeline_config()
+    del config["threads"], config["report_steps"]
+    assert config_problems(config, SCHEMA_DICT) == []
+    defaults = SCHEMA_DICT["properties"]
+    assert config["threads"] == defaults["threads"]["default"] == 1
+    assert config["report_steps"] == defaults["report_steps"]["default"]
+    config["report_steps"].append(1000)  # the config's own copy, not the schema's list
+    assert 1000 not in defaults["report_steps"]["default"]
+
+
+def test_given_values_are_not_replaced_by_defaults():
+    config = small_pipeline_config(threads=2, report_steps=[3])
+    assert config_problems(config, SCHEMA_DICT) == []
+    assert (config["threads"], config["report_steps"]) == (2, [3])
+
+
+def test_the_project_config_is_accepted():
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    assert config_problems(config, SCHEMA_DICT) == []
+
+
+def test_check_config_stops_with_the_lines_and_no_traceback():
+    config = small_pipeline_config(batch_size=200)
+    with pytest.raises(SystemExit) as stop:
+        check_config(config, SCHEMA, "config.yaml")
+    assert stop.value.code == (
+        "config.yaml: 1 problem, nothing was run:\n"
+        "batch_size: 200 is larger than the dataset (96 samples)"
+    )
+    check_config(small_pipeline_config(), SCHEMA, "config.yaml")  # a good config: no stop
+
+
+def test_by_hand(tmp_path, capsys):
+    from check_config import main
+
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump(small_pipeline_config()))
+    main([str(good)])
+    assert capsys.readouterr().out == f"{good}: OK\n"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(small_pipeline_config(steps=0)))
+    with pytest.raises(SystemExit) as stop:
+        main([str(bad)])
+    assert stop.value.code.splitlines()[1:] == ["steps: 0 is out of range (steps ≥ 1)"]
+
+
+def test_describe_source():
+    assert describe_source(["config.yaml"]) == "config.yaml"
+    assert describe_source([Path.cwd() / "other.yaml"], {"steps": 3}) == "other.yaml, --config"
+    assert describe_source([]) == "config"
+
+
+def test_dataset_size_and_shapes_come_from_make_data():
+    assert DATASET_SIZE == make_data.N == 96
+    assert PARAMETER_SHAPES == {
+        "conv.weight": [4, 1, 5],
+        "conv.bias": [4],
+        "fc.weight": [3, 48],
+        "fc.bias": [3],
+    }
+
+
+@pytest.mark.parametrize(
+    ("probe", "problem"),
+    [
+        ("fc.weight[1,19]", None),
+        ("fc.weight[1, 19]", None),
+        ("conv.bias[0]", None),
+        ("fc.weight[1,48]", "'fc.weight[1,48]' is out of range; fc.weight has shape [3, 48]"),
+        ("fc.bias[0,0]", "'fc.bias[0,0]' has 2 indices; fc.bias has shape [3]"),
+        ("fc.gamma[0]", "'fc.gamma[0]' names no parameter (known: conv.weight, conv.bias, "
+                        "fc.weight, fc.bias)"),
+        ("fc.weight", "'fc.weight' is not a parameter index like 'fc.weight[1,19]'"),
+    ],
+)  # fmt: skip
+def test_probe_problem(probe, problem):
+    assert probe_problem(probe) == problem
+
+
+def test_trainer_spec_refuses_a_batch_larger_than_the_dataset():
+    """Run by hand, train_torch.py would otherwise divide by zero batches."""
+    config = small_pipeline_config(batch_size=DATASET_SIZE + 1)
+    with pytest.raises(ConfigError, match=r"^batch_size: 97 is larger than the dataset"):
+        experiment_spec(config, "sgd")
+    assert experiment_spec(small_pipeline_config(batch_size=DATASET_SIZE), "sgd")
+
+
+def test_trainer_spec_refuses_nesterov_pytorch_refuses():
+    config = small_pipeline_config()
+    config["experiments"]["sgd"]["nesterov"] = True
+    with pytest.raises(ConfigError, match=r"^experiments\.sgd\.nesterov: "):
+        experiment_spec(config, "sgd")

@@ -1,0 +1,36 @@
+# Sweeps: the expansion of each sweep and its summary (rows, verdicts, parity map).
+
+
+rule sweep_spec:
+    """One sweep's expansion (experiment names and axis values), written from params."""
+    output:
+        "results/specs/sweep_{sweep}.json",
+    log:
+        "results/logs/specs/sweep_{sweep}.log",
+    params:
+        spec=lambda w: sweep_spec(w.sweep),
+    run:
+        write_json(output[0], params.spec, log[0])
+
+
+rule sweep_summary:
+    """A row per experiment of one sweep, its verdict and cause, and the parity map."""
+    input:
+        script=f"{SCRIPTS}/sweep_summary.py",
+        modules=[IO_MODULE, GAPS_MODULE, VERDICT_MODULE, REPORT_SCRIPT],
+        spec="results/specs/sweep_{sweep}.json",
+        tables=lambda w: sweep_tables(w.sweep),
+    output:
+        experiments="results/sweeps/{sweep}/experiments.csv",
+        summary="results/sweeps/{sweep}/summary.csv",
+        md="results/sweeps/{sweep}/summary.md",
+        parity_map=report(
+            "results/sweeps/{sweep}/parity_map.png",
+            caption="../report/parity_map.rst",
+            category="Sweep {sweep}",
+        ),
+    log:
+        "results/logs/sweeps/{sweep}.log",
+    shell:
+        "python {input.script} --spec {input.spec} --results results"
+        " --out-dir results/sweeps/{wildcards.sweep} > {log} 2>&1"
