@@ -8,7 +8,7 @@
 #   sudo bash ci/slurm-down.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STATE="${SLURM_STATE_DIR:-$PWD/.slurm}"
+STATE="${SLURM_STATE_DIR:-/var/tmp/torch-burn-parity-slurm}"
 ETC_CONF=/etc/slurm/slurm.conf
 
 if [ ! -d "$STATE" ]; then

@@ -18,7 +18,7 @@ die() {
 }
 [ "$(id -u)" = 0 ] || die "must run as root (the daemons run as root): sudo bash $0"
 
-STATE="${SLURM_STATE_DIR:-$PWD/.slurm}"
+STATE="${SLURM_STATE_DIR:-/var/tmp/torch-burn-parity-slurm}"
 STATE="$(mkdir -p "$STATE" && cd "$STATE" && pwd)"
 CONF="$STATE/slurm.conf"
 ETC_CONF=/etc/slurm/slurm.conf

@@ -51,22 +51,27 @@ EDITABLE = script_files(ROOT) + crate_files(ROOT)
 
 
 @cache
-def imports_of(path: Path) -> frozenset[str]:
-    """The sibling modules (workflow/scripts/*.py) a script imports, transitively."""
-    siblings = {p.stem: p for p in path.parent.glob("*.py")}
-    found: set[str] = set()
+def direct_imports(path: Path) -> frozenset[str]:
+    """The sibling modules (workflow/scripts/*.py) a script imports itself."""
+    siblings = {p.stem for p in path.parent.glob("*.py")} - {path.stem}
+    names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
-            names = [alias.name.split(".")[0] for alias in node.names]
+            names.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module.split(".")[0]]
-        else:
-            continue
-        found.update(name for name in names if name in siblings and name != path.stem)
-    closure = set(found)
-    for name in found:
-        closure |= imports_of(siblings[name])
-    return frozenset(closure)
+            names.add(node.module.split(".")[0])
+    return frozenset(names & siblings)
+
+
+def imports_of(path: Path) -> set[str]:
+    """The sibling modules a script imports, directly or through another one."""
+    found: set[str] = set()
+    todo = [path]
+    while todo:
+        for name in direct_imports(todo.pop()) - found:
+            found.add(name)
+            todo.append(path.parent / f"{name}.py")
+    return found - {path.stem}
 
 
 def code_of(job: Job, root: Path) -> set[str]:

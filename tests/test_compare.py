@@ -282,9 +282,15 @@ def test_rows_in_the_seeds_order_with_their_differences():
     assert [(label, n) for label, n, _ in rows] == [
         (f"{e}.{key}", n)
         for e in ("sgd", "adam")
-        for key, n in [("losses", 100), ("final.loss", 1), ("final.correct", 1),
-                       ("params.conv.weight", 20), ("params.conv.bias", 4),
-                       ("params.fc.weight", 144), ("params.fc.bias", 3)]  # fmt: skip
+        for key, n in [
+            ("losses", 100),
+            ("final.loss", 1),
+            ("final.correct", 1),
+            ("params.conv.weight", 20),
+            ("params.conv.bias", 4),
+            ("params.fc.weight", 144),
+            ("params.fc.bias", 3),
+        ]
     ]
     diffs = [d for *_, d in rows]
     assert diffs[0] == pytest.approx(1.79e-07) and diffs[3] == pytest.approx(7.15e-07)

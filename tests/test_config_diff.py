@@ -11,19 +11,38 @@ import pytest
 import config_diff as cd
 from parity_config import experiment_spec
 
-SGD = {"optimizer": "sgd", "lr": 0.5, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
-       "nesterov": False}  # fmt: skip
+SGD = {
+    "optimizer": "sgd",
+    "lr": 0.5,
+    "momentum": 0.0,
+    "dampening": 0.0,
+    "weight_decay": 0.0,
+    "nesterov": False,
+}
 ADAM = {"optimizer": "adam", "lr": 0.01, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0}
 
 F32_09, F32_0999 = float(np.float32(0.9)), float(np.float32(0.999))  # 0.89999997…, 0.99900001…
-BIAS_CORRECTION = {"hyperparameter": "bias-correction factors", "torch": "f64 (Python floats)",
-                   "burn": "f32", "status": "precision",
-                   "note": "sqrt(1-β₂^t)/(1-β₁^t) and ε·sqrt(1-β₂^t)"}  # fmt: skip
-ONE_MINUS_BETA = {"hyperparameter": "1 − β in moment updates", "torch": "f64", "burn": "f32",
-                  "status": "precision",
-                  "note": "exact in both for 0.5 ≤ β ≤ 1 (Sterbenz): only β's value counts"}  # fmt: skip
-L2 = {"hyperparameter": "weight decay style", "torch": "L2 (grad += wd·p)",
-      "burn": "L2 (grad += wd·p)", "status": "same", "note": ""}  # fmt: skip
+BIAS_CORRECTION = {
+    "hyperparameter": "bias-correction factors",
+    "torch": "f64 (Python floats)",
+    "burn": "f32",
+    "status": "precision",
+    "note": "sqrt(1-β₂^t)/(1-β₁^t) and ε·sqrt(1-β₂^t)",
+}
+ONE_MINUS_BETA = {
+    "hyperparameter": "1 − β in moment updates",
+    "torch": "f64",
+    "burn": "f32",
+    "status": "precision",
+    "note": "exact in both for 0.5 ≤ β ≤ 1 (Sterbenz): only β's value counts",
+}
+L2 = {
+    "hyperparameter": "weight decay style",
+    "torch": "L2 (grad += wd·p)",
+    "burn": "L2 (grad += wd·p)",
+    "status": "same",
+    "note": "",
+}
 
 
 def spec(base: dict, **changes) -> dict:
@@ -42,9 +61,16 @@ def row(name, torch, burn, status, note=""):
 def test_adam_with_every_value_passed():
     assert cd.diff_rows(spec(ADAM)) == [
         row("lr", "0.01", "0.01", "same"),
-        row("betas", "[0.9, 0.999]", "[0.9, 0.999]", "f32 storage",
-            f"Burn holds the f32 value [{F32_09}, {F32_0999}]"),  # fmt: skip
-        row("eps", "1e-08", "1e-08", "f32 storage", "Burn holds the f32 value 9.99999993922529e-09"),
+        row(
+            "betas",
+            "[0.9, 0.999]",
+            "[0.9, 0.999]",
+            "f32 storage",
+            f"Burn holds the f32 value [{F32_09}, {F32_0999}]",
+        ),
+        row(
+            "eps", "1e-08", "1e-08", "f32 storage", "Burn holds the f32 value 9.99999993922529e-09"
+        ),
         row("weight_decay", "0.0", "0.0", "same"),
         BIAS_CORRECTION,
         ONE_MINUS_BETA,
@@ -53,15 +79,25 @@ def test_adam_with_every_value_passed():
 
 def test_burn_keeping_its_default_eps_differs_by_a_factor_1000():
     eps = rows(ADAM, keep_defaults={"burn": ["eps"]})["eps"]
-    assert eps == row("eps", "1e-08", "1e-05", "differs",
-                      "burn keeps its default; Burn holds the f32 value 9.999999747378752e-06")  # fmt: skip
+    assert eps == row(
+        "eps",
+        "1e-08",
+        "1e-05",
+        "differs",
+        "burn keeps its default; Burn holds the f32 value 9.999999747378752e-06",
+    )
 
 
 def test_torch_keeping_its_default_eps_differs_from_the_value_burn_gets():
     eps = rows(ADAM, eps=1e-6, keep_defaults={"torch": ["eps"]})["eps"]
     f32 = float(np.float32(1e-6))
-    assert eps == row("eps", "1e-08", "1e-06", "differs",
-                      f"torch keeps its default; Burn holds the f32 value {f32}")  # fmt: skip
+    assert eps == row(
+        "eps",
+        "1e-08",
+        "1e-06",
+        "differs",
+        f"torch keeps its default; Burn holds the f32 value {f32}",
+    )
 
 
 def test_a_kept_default_with_the_same_f32_rounding_still_differs():
@@ -97,7 +133,9 @@ def test_sgd_with_momentum_and_weight_decay():
         row("momentum", "0.9", "0.9", "f32 storage", f"Burn holds the f32 value {F32_09}"),
         # Burn's SGD dampening is f64: the same value, not f32 storage
         row("dampening", "0.1", "0.1", "same"),
-        row("weight_decay", "0.0005", "0.0005", "f32 storage", f"Burn holds the f32 value {f32_wd}"),
+        row(
+            "weight_decay", "0.0005", "0.0005", "f32 storage", f"Burn holds the f32 value {f32_wd}"
+        ),
         row("nesterov", "false", "false", "same"),
         L2,
     ]
@@ -121,8 +159,13 @@ def test_momentum_on_one_side_only_still_makes_dampening_count():
 
 def test_weight_decay_on_one_side_only_shows_the_decay_style():
     found = rows(ADAM, weight_decay=0.01, keep_defaults={"burn": ["weight_decay"]})
-    assert found["weight_decay"] == row("weight_decay", "0.01", "0.0", "differs",
-                                        "burn keeps its default; Burn holds the f32 value 0.0")  # fmt: skip
+    assert found["weight_decay"] == row(
+        "weight_decay",
+        "0.01",
+        "0.0",
+        "differs",
+        "burn keeps its default; Burn holds the f32 value 0.0",
+    )
     assert found["weight decay style"] == L2
     assert "weight decay style" not in rows(ADAM)
 
@@ -138,8 +181,11 @@ def test_f32_and_show_keep_booleans_and_lists():
 
 
 def test_main_writes_the_tables_and_names_what_differs(tmp_path, capsys):
-    config = {"steps": 3, "batch_size": 16,
-              "experiments": {"pit": {**ADAM, "keep_defaults": {"burn": ["eps"]}}}}  # fmt: skip
+    config = {
+        "steps": 3,
+        "batch_size": 16,
+        "experiments": {"pit": {**ADAM, "keep_defaults": {"burn": ["eps"]}}},
+    }
     path = tmp_path / "pit.json"
     path.write_text(json.dumps(config))
     csv, md = tmp_path / "out" / "diff.csv", tmp_path / "out" / "diff.md"
@@ -167,8 +213,11 @@ def test_main_picks_the_named_experiment_and_reports_none_differing(tmp_path, ca
     ("content", "experiment", "message"),
     [
         ({"steps": 3, "batch_size": 16, "experiments": {"e": ADAM}}, "x", "unknown experiment 'x'"),
-        ({"steps": 3, "batch_size": 16, "experiments": {"e": {**ADAM, "optimizer": "rmsprop"}}},
-         None, "experiments.e.optimizer: unknown optimizer 'rmsprop'"),  # fmt: skip
+        (
+            {"steps": 3, "batch_size": 16, "experiments": {"e": {**ADAM, "optimizer": "rmsprop"}}},
+            None,
+            "experiments.e.optimizer: unknown optimizer 'rmsprop'",
+        ),
         ({"steps": 3, "batch_size": 16}, None, "unknown experiment ''"),
     ],
 )

@@ -361,21 +361,8 @@ def damage_kinds(script: str, name: str) -> tuple[str, ...]:
     return ("missing", "truncated")
 
 
-# report.py may not be edited here: its failures are reported, and strict xfail flips to a
-# failure once it answers with one line, so the mark is removed then.
-REPORT_TRACEBACKS = {
-    ("report", "config", "missing"): "reads --config outside its error handling: traceback",
-    ("report", "config", "truncated"): "parses --config outside its error handling: traceback",
-    ("report", "provenance", "truncated"): "names no file: 'report: Expecting value: …'",
-    ("report", "table", "truncated"): "a cut probe table: KeyError traceback in probe_reading",
-}
 BAD_INPUT_CASES = [
-    pytest.param(
-        script, name, kind,
-        id=f"{script}-{name}-{kind.replace(' ', '_')}",
-        marks=[pytest.mark.xfail(strict=True, reason=REPORT_TRACEBACKS[(script, name, kind)])]
-        if (script, name, kind) in REPORT_TRACEBACKS else [],
-    )
+    pytest.param(script, name, kind, id=f"{script}-{name}-{kind.replace(' ', '_')}")
     for script, names in DAMAGED.items()
     for name in names
     for kind in damage_kinds(script, name)

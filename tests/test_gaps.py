@@ -32,11 +32,17 @@ def block(params: np.ndarray, grads: np.ndarray | None = None, sha: str = SHA) -
 
     def split(matrix):
         bounds = np.cumsum([0, *SIZES.values()])
-        return {n: matrix[:, a:b].tolist() for n, a, b in zip(SIZES, bounds, bounds[1:])}
+        return {
+            n: matrix[:, a:b].tolist() for n, a, b in zip(SIZES, bounds, bounds[1:], strict=False)
+        }
 
-    return {"losses": [1.0] * len(params), "final": {"loss": 1.0, "correct": 0},
-            "params": split(params[-1:]), "trajectory": {"params": split(params),
-            "grads": split(grads)}, "meta": {"input_sha256": sha}}  # fmt: skip
+    return {
+        "losses": [1.0] * len(params),
+        "final": {"loss": 1.0, "correct": 0},
+        "params": split(params[-1:]),
+        "trajectory": {"params": split(params), "grads": split(grads)},
+        "meta": {"input_sha256": sha},
+    }
 
 
 BASE = np.arange(21.0).reshape(3, 7) / 10  # 3 steps, 7 parameters
@@ -81,8 +87,12 @@ def test_ladder_pairs_the_right_runs():
     torch32[:, 0] += [1e-8, 2e-8, 3e-8]  # PyTorch's f32 rounding
     burn32 = BASE.copy()
     burn32[:, 6] += [-4e-8, -5e-8, -6e-8]  # Burn's f32 rounding
-    blocks = {"torch_f32": block(torch32), "burn_f32": block(burn32),
-              "torch_f64": block(torch64), "burn_f64": block(burn64)}  # fmt: skip
+    blocks = {
+        "torch_f32": block(torch32),
+        "burn_f32": block(burn32),
+        "torch_f64": block(torch64),
+        "burn_f64": block(burn64),
+    }
     ladder = gaps.ladder(blocks)
     assert list(ladder) == ["dparam", "torch_f64", "burn_f64", "f64_f64"]
     np.testing.assert_allclose(ladder["torch_f64"], [1e-8, 2e-8, 3e-8], rtol=1e-6)
@@ -160,12 +170,22 @@ def test_report_steps_are_the_configured_ones_and_the_last():
 def test_run_arguments_are_required_paths():
     parser = argparse.ArgumentParser()
     gaps.add_run_arguments(parser)
-    argv = ["--torch-f32", "a.json", "--burn-f32", "b.json", "--torch-f64", "c.json",
-            "--burn-f64", "d.json"]  # fmt: skip
+    argv = [
+        "--torch-f32",
+        "a.json",
+        "--burn-f32",
+        "b.json",
+        "--torch-f64",
+        "c.json",
+        "--burn-f64",
+        "d.json",
+    ]
     assert gaps.run_paths(parser.parse_args(argv)) == {
-        "torch_f32": Path("a.json"), "burn_f32": Path("b.json"),
-        "torch_f64": Path("c.json"), "burn_f64": Path("d.json"),
-    }  # fmt: skip
+        "torch_f32": Path("a.json"),
+        "burn_f32": Path("b.json"),
+        "torch_f64": Path("c.json"),
+        "burn_f64": Path("d.json"),
+    }
     with pytest.raises(SystemExit):
         parser.parse_args(argv[:-2])
 

@@ -69,7 +69,7 @@ def test_momentum_with_burns_default_dampening_points_at_dampening(pipeline):
     report = (pipeline / "results/report.md").read_text()
     assert (
         "| momentum | sgd | algorithmic difference, explained |"
-        " config diff: dampening (torch 0.0, burn 0.1) (" in report
+        " config diff: dampening (torch 0.0, burn 0.1)" in report
     )
     diff = pd.read_csv(pipeline / "results/tables/config_diff_momentum.csv")
     status = dict(zip(diff["hyperparameter"], diff["status"], strict=True))

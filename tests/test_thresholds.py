@@ -152,12 +152,18 @@ def test_compare_nan_is_a_mismatch_at_any_tolerance():
 
 
 def seed_run(param: float) -> dict:
-    return {"e": {"losses": [0.5, 0.25], "final": {"loss": 0.25, "correct": 3},
-                  "params": {"fc.bias": [0.0, param, 0.0]}}}  # fmt: skip
+    return {
+        "e": {
+            "losses": [0.5, 0.25],
+            "final": {"loss": 0.25, "correct": 3},
+            "params": {"fc.bias": [0.0, param, 0.0]},
+        }
+    }
 
 
-@pytest.mark.parametrize(("param", "status", "code"), [(COMPARE_TOL, "OK", 0),
-                                                       (past(COMPARE_TOL), "MISMATCH", 1)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("param", "status", "code"), [(COMPARE_TOL, "OK", 0), (past(COMPARE_TOL), "MISMATCH", 1)]
+)
 def test_compare_default_tolerance_edge(tmp_path, capsys, param, status, code):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(compare.json.dumps(seed_run(0.0)))

@@ -6,7 +6,7 @@ rule config_diff:
     """What each framework will do for one experiment, from its settings, before training."""
     input:
         script=f"{SCRIPTS}/config_diff.py",
-        modules=[IO_MODULE, CONFIG_MODULE],
+        modules=[IO_MODULE, *CONFIG_MODULES],
         spec="results/specs/{experiment}.json",
     output:
         csv="results/tables/config_diff_{experiment}.csv",
@@ -25,7 +25,7 @@ rule replay:
         modules=[
             IO_MODULE,
             GAPS_MODULE,
-            CONFIG_MODULE,
+            *CONFIG_MODULES,
             PROVENANCE_MODULE,
             TORCH_TRAINER,
         ],

@@ -31,7 +31,8 @@ DTYPES = ["f32", "f64"]
 SCRIPTS = "workflow/scripts"
 # Modules imported by the scripts: inputs of every rule whose script imports them.
 IO_MODULE = f"{SCRIPTS}/parity_io.py"
-CONFIG_MODULE = f"{SCRIPTS}/parity_config.py"
+# parity_config.py takes the dataset size and shapes from make_data.py: both are inputs.
+CONFIG_MODULES = [f"{SCRIPTS}/parity_config.py", f"{SCRIPTS}/make_data.py"]
 GAPS_MODULE = f"{SCRIPTS}/gaps.py"
 VERDICT_MODULE = f"{SCRIPTS}/verdict.py"
 PROVENANCE_MODULE = f"{SCRIPTS}/provenance.py"
@@ -214,5 +215,7 @@ def sweep_tables(sweep):
     """The tables of every experiment of one sweep (the summary judges each)."""
     kinds = ["steps", "replay", "counterfactual", "config_diff"]
     return [
-        f"results/tables/{kind}_{name}.csv" for name, _, _ in SWEEPS[sweep] for kind in kinds
+        f"results/tables/{kind}_{name}.csv"
+        for name, _, _ in SWEEPS[sweep]
+        for kind in kinds
     ]

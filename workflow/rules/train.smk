@@ -2,7 +2,7 @@ rule train_torch:
     """One PyTorch run: experiment × dtype."""
     input:
         script=TORCH_TRAINER,
-        modules=[IO_MODULE, CONFIG_MODULE, PROVENANCE_MODULE],
+        modules=[IO_MODULE, *CONFIG_MODULES, PROVENANCE_MODULE],
         spec="results/specs/{experiment}.json",
         data="results/data/dataset.bin",
     output:

@@ -11,6 +11,7 @@ in the report is computed here from those files; nothing is typed in.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import re
@@ -23,7 +24,12 @@ import pandas as pd  # noqa: E402
 
 import verdict as vd  # noqa: E402
 from gaps import dataset_shapes, flat_names, param_matrix, report_steps_of  # noqa: E402
-from parity_io import FormatError, experiment_block, write_text_atomic  # noqa: E402
+from parity_io import (  # noqa: E402
+    FormatError,
+    experiment_block,
+    read_table_text,
+    write_text_atomic,
+)
 
 DTYPES = ("f32", "f64")
 RUNS = [(fw, dt) for fw in ("torch", "burn") for dt in DTYPES]
@@ -67,6 +73,11 @@ def compact(md: str) -> str:
             line = "| " + " | ".join(cells) + " |"
         out.append(line)
     return "\n".join(out)
+
+
+def read_table(path: Path, **options) -> pd.DataFrame:
+    """A CSV table of the pipeline's, refused (naming it) when missing or cut off."""
+    return pd.read_csv(io.StringIO(read_table_text(path)), **options)
 
 
 def md_table(frame: pd.DataFrame) -> str:
@@ -142,16 +153,19 @@ class Experiment:
         tables = results / "tables"
         self.name, self.spec, self.tolerances, self.shapes = name, spec, tolerances, shapes
         self.report_steps = report_steps
-        self.steps = pd.read_csv(tables / f"steps_{name}.csv")
-        self.config_diff = pd.read_csv(tables / f"config_diff_{name}.csv", keep_default_na=False)
-        self.replay = pd.read_csv(tables / f"replay_{name}.csv")
-        self.counterfactual = pd.read_csv(tables / f"counterfactual_{name}.csv")
-        self.probe = pd.read_csv(tables / f"probe_{name}.csv")
+        self.steps = read_table(tables / f"steps_{name}.csv")
+        self.config_diff = read_table(tables / f"config_diff_{name}.csv", keep_default_na=False)
+        self.replay = read_table(tables / f"replay_{name}.csv")
+        self.counterfactual = read_table(tables / f"counterfactual_{name}.csv")
+        self.probe = read_table(tables / f"probe_{name}.csv")
+        pairs = set(zip(self.probe["framework"], self.probe["dtype"], strict=True))
+        if pairs != set(RUNS):
+            raise FormatError(f"{tables / f'probe_{name}.csv'}: expected one row per run")
         self.md = {
-            key: (tables / f"{key}_{name}.md").read_text()
+            key: read_text(tables / f"{key}_{name}.md")
             for key in ("steps", "config_diff", "replay", "counterfactual", "probe")
         }
-        self.compare = {dt: (results / "compare" / f"{name}-{dt}.txt").read_text() for dt in DTYPES}
+        self.compare = {dt: read_text(results / "compare" / f"{name}-{dt}.txt") for dt in DTYPES}
         self.runs = {
             (fw, dt): experiment_block(results / "runs" / name / f"{fw}-{dt}.json", name)
             for fw, dt in RUNS
@@ -624,7 +638,7 @@ def _numbers(values: list) -> bool:
 def sweep_section(results: Path, sweep: str, members: list[str], large: bool) -> str:
     """What one sweep shows, computed from its summary.csv, with links to its material."""
     folder = results / "sweeps" / sweep
-    frame = pd.read_csv(folder / "summary.csv", keep_default_na=False, dtype={"cause": str})
+    frame = read_table(folder / "summary.csv", keep_default_na=False, dtype={"cause": str})
     frame["f64_gap"] = pd.to_numeric(frame["f64_gap"], errors="coerce")
     fixed = {"experiment", "verdict", "cause", "f64_gap", "f32_gap", "first_f32_step_above_tol"}
     axes = [c for c in frame.columns if c not in fixed]
@@ -692,34 +706,53 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", required=True, type=Path, help="dataset.bin (shapes)")
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
-    effective = json.loads(args.config.read_text())
+    try:
+        text = build(args)
+    except (FormatError, OSError, KeyError, ValueError) as exc:
+        sys.exit(f"report: {exc}")
+    write_text_atomic(args.out, text)
+    print(f"report: {args.out}")
+
+
+def read_json(path: Path) -> dict:
+    """A JSON file of the pipeline's, or a FormatError naming it."""
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FormatError(f"{path}: not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FormatError(f"{path}: cannot be read ({exc})") from None
+
+
+def build(args: argparse.Namespace) -> str:
+    """The whole report's text, from the files under --results."""
+    effective = read_json(args.config)
     config = effective["config"]
     sweeps = effective.get("sweeps", {})
     # Experiments of a large sweep get no section of their own: the sweep's section sums
     # them up from its summary and links their tables.
     summarised = {n for members in sweeps.values() if len(members) > FULL_SECTIONS_UP_TO
                   for n in members}  # fmt: skip
-    try:
-        info = json.loads((args.results / "provenance.json").read_text())
-        shapes = dataset_shapes(args.data)
-        experiments = [
-            Experiment(
-                name,
-                spec,
-                args.results,
-                effective["tolerances"][name],
-                shapes,
-                config["report_steps"],
-            )
-            for name, spec in config["experiments"].items()
-            if name not in summarised
-        ]
-        sweep_parts = [
-            sweep_section(args.results, name, members, len(members) > FULL_SECTIONS_UP_TO)
-            for name, members in sweeps.items()
-        ]
-    except (FormatError, FileNotFoundError, KeyError, json.JSONDecodeError) as exc:
-        sys.exit(f"report: {exc}")
+    info = read_json(args.results / "provenance.json")
+    shapes = dataset_shapes(args.data)
+    experiments = [
+        Experiment(
+            name, spec, args.results, effective["tolerances"][name], shapes, config["report_steps"]
+        )
+        for name, spec in config["experiments"].items()
+        if name not in summarised
+    ]
+    sweep_parts = [
+        sweep_section(args.results, name, members, len(members) > FULL_SECTIONS_UP_TO)
+        for name, members in sweeps.items()
+    ]
     summary = pd.DataFrame([x.summary_row() for x in experiments])
     summary = md_table(summary) if experiments else "No experiment outside the sweeps."
     shown: dict[str, str] = {}
@@ -769,8 +802,7 @@ def main(argv: list[str] | None = None) -> None:
         *[x.section(shown) for x in experiments],
         bias_section(args.results, config["report_steps"]),
     ]
-    write_text_atomic(args.out, "\n".join(parts))
-    print(f"report: {len(experiments)} experiment(s) -> {args.out}")
+    return "\n".join(parts)
 
 
 if __name__ == "__main__":
