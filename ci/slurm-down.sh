@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stop the one-node SLURM cluster that ci/slurm-up.sh started: cancel its jobs, stop the
 # slurmd, slurmctld and munged whose pid files are in its folder ($SLURM_STATE_DIR,
-# default .slurm/ in the repository), and remove /etc/slurm/slurm.conf if it is the
+# default /var/tmp/torch-burn-parity-slurm), and remove /etc/slurm/slurm.conf if it is the
 # symlink to that folder's config. Nothing else is touched; the folder (logs) is kept.
 # Idempotent: without a running cluster it does nothing.
 #

@@ -2,9 +2,10 @@
 # Start a real one-node SLURM cluster on this machine, for tests/test_slurm.py and for
 # trying profiles/slurm: munged, slurmctld and slurmd from Debian's packages (installed
 # with apt-get when missing), as root, without systemd, listening on 127.0.0.1 only. Its
-# config, munge key, state and logs live in one folder ($SLURM_STATE_DIR, default .slurm/
-# in the repository); /etc/slurm/slurm.conf is a symlink to its slurm.conf, because the
-# executor plugin's job steps only find the config there (see /work/shared/SLURM.md).
+# config, munge key, state and logs live in one folder ($SLURM_STATE_DIR, default
+# /var/tmp/torch-burn-parity-slurm: munged wants every folder above its files owned by
+# root, which a clone in a home folder is not). /etc/slurm/slurm.conf is a symlink to its
+# slurm.conf: the executor plugin's job steps drop SLURM_CONF and read the default path.
 #
 # Idempotent: when the cluster this script started is up, it only checks the node. It
 # returns once the node is idle and `srun true` runs. Stop it with ci/slurm-down.sh.
@@ -35,8 +36,12 @@ our_pid() {
 }
 show_logs() {
     for log in "$STATE"/log/*.log; do
-        [ -f "$log" ] && { echo "--- $log (last lines)"; tail -n 15 "$log"; }
+        if [ -f "$log" ]; then
+            echo "--- $log (last lines)"
+            tail -n 15 "$log"
+        fi
     done >&2
+    return 0
 }
 
 # 1. Packages (Debian 12: SLURM 22.05; Ubuntu 24.04: 23.11).
@@ -158,7 +163,7 @@ EOF
     munged --socket="$SOCKET" --key-file="$STATE/munge/munge.key" \
         --pid-file="$STATE/munged.pid" --log-file="$STATE/log/munged.log" \
         --seed-file="$STATE/munge/munged.seed" \
-        || { show_logs; die "munged did not start"; }
+        || { show_logs; die "munged did not start (it wants every folder above $STATE owned by root)"; }
     munge -n -S "$SOCKET" | unmunge -S "$SOCKET" > /dev/null \
         || { show_logs; die "munge does not answer on $SOCKET"; }
     slurmctld -c -f "$CONF" || { show_logs; die "slurmctld did not start"; }

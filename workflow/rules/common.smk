@@ -13,7 +13,10 @@ from sweeps import expand_all
 from stale_report import remove_stale_report
 
 # A lock left by a killed run would stop this one; see workflow/scripts/stale_lock.py.
-clear_stale_locks()
+# Only the main Snakemake: one started inside a cluster job cannot see the main one's
+# process and would take its live lock for a stale one.
+if workflow.is_main_process:
+    clear_stale_locks()
 
 # Jobs may cache compiled bytecode: where PYTHONDONTWRITEBYTECODE is set, every job would
 # otherwise recompile the PyTorch and pandas sources it imports (torch import 4.4 s → 2.3 s).
