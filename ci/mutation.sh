@@ -96,6 +96,8 @@ RULES = [
      "bounds is built with the index's length"),
     ("equivalent", "parity_config.py", r"wanted = bool if", [(r"wanted = .*", "")],
      "a bool nesterov is checked by the isinstance(value, bool) test on the next line"),
+    ("equivalent", "parity_config.py", r"problems \+= keep_default_problems",
+     [(r"problems \+?= ", "")], "problems is still empty there"),
     ("equivalent", "parity_config.py", r'encoding="utf-8"', [(r'encoding="(?i:utf-8)"', "")],
      "the same codec"),
     ("accepted", "parity_config.py", r'encoding="utf-8"', [(r"encoding=(\"utf-8\"|None)", "")],

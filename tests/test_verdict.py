@@ -178,3 +178,14 @@ def test_causes_largest_share_first_with_their_full_names():
 def test_held_values_without_f32_storage_are_named_as_such():
     found = v.causes(1.0, 0.5, [], [], ARITHMETIC)
     assert [name for name, *_ in found] == ["Burn's held hyperparameters", ARITHMETIC]
+
+
+def test_a_replay_that_went_non_finite_leaves_an_unknown_gap():
+    f64_gap = np.geomspace(2e-10, 3.7e-6, STEPS)
+    nan_replay = np.full(STEPS, np.nan)
+    one_nan = np.where(np.arange(STEPS) == 3, np.nan, 1e-16)
+    for replay in (nan_replay, one_nan):
+        result = v.classify(f64_gap, F32_NOISE, F32_NOISE, [replay])
+        assert result.label == v.UNEXPLAINED and np.isnan(result.replay_gap)
+    closes = v.classify(f64_gap, F32_NOISE, F32_NOISE, [np.full(STEPS, 1e-16)])
+    assert closes.replay_gap == 1e-16

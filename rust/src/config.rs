@@ -208,4 +208,53 @@ mod tests {
         let err = parse(&config("    optimizer: sgd\n"), "nope").unwrap_err();
         assert!(err.contains("nope"), "{err}");
     }
+
+    #[test]
+    fn keeps_only_the_listed_defaults_and_reads_lr_of_either_optimizer() {
+        let adam = config(
+            "    optimizer: adam\n    lr: 0.01\n    betas: [0.9, 0.999]\n    eps: 1.0e-8\n    weight_decay: 0\n",
+        );
+        let spec = parse(&adam, "e").unwrap();
+        assert!(!spec.keeps_default("eps") && spec.burn_defaults.is_empty());
+        assert_eq!(spec.lr(), 0.01);
+        let sgd = config(
+            "    optimizer: sgd\n    lr: 0.5\n    momentum: 0.9\n    dampening: 0\n    weight_decay: 0\n    nesterov: false\n    keep_defaults: {burn: [dampening]}\n",
+        );
+        let spec = parse(&sgd, "e").unwrap();
+        assert!(spec.keeps_default("dampening") && !spec.keeps_default("momentum"));
+        assert_eq!(spec.lr(), 0.5);
+    }
+
+    #[test]
+    fn refuses_keeping_a_default_burn_does_not_have() {
+        // lr has no default, and nesterov is no Adam hyperparameter.
+        for key in ["lr", "nesterov"] {
+            let c = config(&format!(
+                "    optimizer: adam\n    lr: 0.01\n    betas: [0.9, 0.999]\n    eps: 1.0e-8\n    weight_decay: 0\n    keep_defaults: {{burn: [{key}]}}\n"
+            ));
+            assert_eq!(
+                parse(&c, "e").unwrap_err(),
+                format!("experiments.e.keep_defaults.burn: '{key}' has no Burn default for adam")
+            );
+        }
+    }
+
+    #[test]
+    fn steps_batch_size_and_threads_must_be_positive() {
+        let exp = "experiments:\n  e:\n    optimizer: sgd\n    lr: 0.1\n    momentum: 0\n    dampening: 0\n    weight_decay: 0\n    nesterov: false\n";
+        let read = |head: &str| parse(&serde_yaml::from_str(&format!("{head}{exp}")).unwrap(), "e");
+        let spec = read("steps: 1\nbatch_size: 1\nthreads: 1\n").unwrap();
+        assert_eq!((spec.steps, spec.batch_size, spec.threads), (1, 1, 1));
+        for (head, key) in [
+            ("steps: 0\nbatch_size: 16\n", "steps"),
+            ("steps: 3\nbatch_size: 0\n", "batch_size"),
+            ("steps: 3\nbatch_size: 16\nthreads: 0\n", "threads"),
+        ] {
+            assert_eq!(
+                read(head).unwrap_err(),
+                format!("{key}: must be a positive integer")
+            );
+        }
+        assert_eq!(read("batch_size: 16\n").unwrap_err(), "steps: missing");
+    }
 }

@@ -89,7 +89,10 @@ def classify(
     closes = False
     if replay_gaps is not None:
         series = np.atleast_2d(np.asarray(replay_gaps, float))
-        verdict.replay_gap = float(np.nanmax(series, initial=0.0))
+        # A non-finite replay step leaves an unknown gap: NaN, never a reassuring 0.
+        verdict.replay_gap = (
+            float("nan") if np.isnan(series).any() else float(np.max(series, initial=0.0))
+        )
         closes = all(first_step_above(s, floor) is None for s in series)
     if first is None:
         return verdict
