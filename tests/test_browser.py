@@ -61,8 +61,10 @@ def test_parity_report_page_shows_verdicts_tables_and_plots(pipeline, page):
         verdicts.get_by_role("cell", name="algorithmic difference, explained").first
     ).to_be_visible()
     # the contents list links every experiment's section
-    page.get_by_role("link", name="Experiment adam (adam)").click()
-    expect(page.get_by_role("heading", name="Experiment adam (adam)")).to_be_in_viewport()
+    page.get_by_role("link", name="Experiment adam (optimizer: adam)").click()
+    expect(
+        page.get_by_role("heading", name="Experiment adam (optimizer: adam)")
+    ).to_be_in_viewport()
     assert_plot_rendered(page)
 
 
