@@ -15,8 +15,13 @@ the environment and the Burn binary already built, and measures:
   edit          after editing one analysis script (steps_table.py): its jobs and the report
   cold-default  for scale: a cold run of the default config.yaml (all its experiments)
   startup       `snakemake --version`: Snakemake's own start-up
+  sweep         cold runs of two sweep sizes (--sweep-sizes, default 2 and 6 Adam points
+                beside sgd): the marginal seconds per added experiment (the slope), the
+                peak memory per job of the larger run (from its benchmark files), and its
+                no-op rerun against `snakemake --version`
 
 Prints a table with the median of --repeat runs and the ratio to the reference.
+`--only sweep` measures the sweep alone.
 """
 
 from __future__ import annotations
@@ -89,11 +94,62 @@ def clean(work: Path) -> None:
     shutil.rmtree(work / ".snakemake", ignore_errors=True)
 
 
+def sweep_config(seed_config: dict, size: int) -> dict:
+    """sgd beside a sweep of `size` Adam points (learning rates from 0.001 up)."""
+    rates = [round(0.001 * 1.5**i, 6) for i in range(size)]
+    base = dict(seed_config["experiments"]["adam"])
+    base.pop("description", None)
+    base.pop("probe", None)
+    return {**seed_config, "experiments": {"sgd": seed_config["experiments"]["sgd"]},
+            "sweeps": {"bench": {"base": base, "axes": {"lr": rates}}}}  # fmt: skip
+
+
+def peak_memory(work: Path) -> dict[str, float]:
+    """Largest max_rss (MB) per rule of the benchmark files Snakemake wrote."""
+    peaks: dict[str, float] = {}
+    for tsv in (work / "results/benchmarks").rglob("*.tsv"):
+        lines = tsv.read_text().splitlines()
+        if len(lines) < 2:
+            continue
+        row = dict(zip(lines[0].split("\t"), lines[1].split("\t"), strict=False))
+        rule = tsv.relative_to(work / "results/benchmarks").parts[0]
+        if row.get("max_rss", "NA") != "NA":
+            peaks[rule] = max(peaks.get(rule, 0.0), float(row["max_rss"]))
+    return peaks
+
+
+def measure_sweep(work: Path, env: dict, seed_config: dict, sizes: list[int]) -> dict:
+    """Cold runs of two sweep sizes: seconds per added experiment, memory, no-op rerun."""
+    times = {}
+    for size in sizes:
+        (work / "config.yaml").write_text(
+            yaml.safe_dump(sweep_config(seed_config, size), sort_keys=False)
+        )
+        clean(work)
+        print(f"sweep of {size} …", flush=True)
+        times[size] = timed(snakemake("--cores", "4"), work, env)
+    small, large = sizes
+    no_op = timed(snakemake("--cores", "4"), work, env)
+    startup = timed(snakemake("--version"), work, env)
+    return {
+        "cold_s": {str(k): v for k, v in times.items()},
+        "marginal_s_per_experiment": (times[large] - times[small]) / (large - small),
+        "peak_rss_mb_per_rule": peak_memory(work),
+        "no_op_s": no_op,
+        "startup_s": startup,
+        "no_op_over_startup": no_op / startup,
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path, default=ROOT / "results/benchmarks/pipeline.json")
+    parser.add_argument("--only", choices=["sweep"], help="measure only this")
+    parser.add_argument("--sweep-sizes", type=int, nargs=2, default=[2, 6])
     args = parser.parse_args(argv)
+    if args.sweep_sizes[0] >= args.sweep_sizes[1]:
+        parser.error("--sweep-sizes: give the smaller size first")
     env = dict(os.environ, CARGO_TARGET_DIR=str(ROOT / "rust" / "target"))
     keys = ("reference", "cold", "no-op", "edit", "cold-default", "startup")
     times: dict[str, list[float]] = {k: [] for k in keys}
@@ -115,6 +171,15 @@ def main(argv: list[str] | None = None) -> None:
         default_config = (work / "config.yaml").read_text()
         seed_config = yaml.safe_load(default_config)
         seed_config["experiments"] = {k: seed_config["experiments"][k] for k in ("sgd", "adam")}
+        sweep = measure_sweep(work, env, seed_config, args.sweep_sizes)
+        print_sweep(sweep)
+        if args.only == "sweep":
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(
+                json.dumps({"cpu_count": os.cpu_count(), "sweep": sweep}, indent=2)
+            )
+            print(f"\nwritten to {args.json}")
+            return
         for i in range(args.repeat):
             print(f"round {i + 1}/{args.repeat} …", flush=True)
             times["reference"].append(reference(work, env))
@@ -136,8 +201,19 @@ def main(argv: list[str] | None = None) -> None:
         runs = ", ".join(f"{t:.2f}" for t in row["runs_s"])
         print(f"{key:<12} {row['median_s']:>9.2f} {row['ratio']:>12.2f}   {runs}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"cpu_count": os.cpu_count(), "results": rows}, indent=2))
+    result = {"cpu_count": os.cpu_count(), "results": rows, "sweep": sweep}
+    args.json.write_text(json.dumps(result, indent=2))
     print(f"\nwritten to {args.json}")
+
+
+def print_sweep(sweep: dict) -> None:
+    cold = ", ".join(f"{n} points {t:.1f} s" for n, t in sweep["cold_s"].items())
+    print(f"\nsweep (beside sgd): cold {cold}")
+    print(f"  marginal {sweep['marginal_s_per_experiment']:.2f} s per added experiment")
+    peaks = ", ".join(f"{r} {m:.0f}" for r, m in sorted(sweep["peak_rss_mb_per_rule"].items()))
+    print(f"  peak memory per job (MB): {peaks}")
+    print(f"  no-op rerun {sweep['no_op_s']:.2f} s, snakemake --version {sweep['startup_s']:.2f} s"
+          f" ({sweep['no_op_over_startup']:.2f}×)")  # fmt: skip
 
 
 if __name__ == "__main__":
