@@ -23,7 +23,7 @@ from check_config import (
     report,
     schema_problems,
 )
-from conftest import ADAM, ROOT
+from conftest import ADAM, ROOT, SGD
 from parity_config import (
     DATASET_SIZE,
     PARAMETER_SHAPES,
@@ -675,15 +675,11 @@ def test_trainer_spec_refuses_nesterov_pytorch_refuses():
         experiment_spec(config, "sgd")
 
 
-SPEC_SGD = {"optimizer": "sgd", "lr": 0.5, "momentum": 0.0, "dampening": 0.0,
-            "weight_decay": 0.0, "nesterov": False}  # fmt: skip
-
-
 @pytest.mark.parametrize(
     ("exp", "message"),
     [
-        ({**SPEC_SGD, "nesterov": 1}, "experiments.e.nesterov: expected true or false, got 1"),
-        ({**SPEC_SGD, "lr": True}, "experiments.e.lr: expected a number, got True"),
+        ({**SGD, "nesterov": 1}, "experiments.e.nesterov: expected true or false, got 1"),
+        ({**SGD, "lr": True}, "experiments.e.lr: expected a number, got True"),
         ({**ADAM, "betas": [0.9]}, "experiments.e.betas: expected two numbers, got [0.9]"),
         (
             {k: v for k, v in ADAM.items() if k != "eps"},
@@ -692,8 +688,6 @@ SPEC_SGD = {"optimizer": "sgd", "lr": 0.5, "momentum": 0.0, "dampening": 0.0,
     ],
 )
 def test_experiment_spec_names_the_key(exp, message):
-    from parity_config import ConfigError, experiment_spec
-
     with pytest.raises(ConfigError) as err:
         experiment_spec({"steps": 3, "batch_size": 16, "experiments": {"e": exp}}, "e")
     assert str(err.value) == message
@@ -701,16 +695,12 @@ def test_experiment_spec_names_the_key(exp, message):
 
 @pytest.mark.parametrize(("key", "value"), [("steps", 0), ("batch_size", -1), ("steps", 3.0)])
 def test_experiment_spec_refuses_run_settings(key, value):
-    from parity_config import ConfigError, experiment_spec
-
     config = {"steps": 3, "batch_size": 16, "experiments": {"e": dict(ADAM)}, key: value}
     with pytest.raises(ConfigError, match=f"^{key}: must be a positive integer, got {value}$"):
         experiment_spec(config, "e")
 
 
 def test_experiment_spec_returns_the_run_settings():
-    from parity_config import experiment_spec
-
     config = {"steps": 3, "batch_size": 16, "experiments": {"e": dict(ADAM)}}
     spec = experiment_spec(config, "e")
     assert (spec["name"], spec["steps"], spec["batch_size"], spec["threads"]) == ("e", 3, 16, 1)

@@ -89,6 +89,20 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
 # --------------------------------------------------------------------------- CSV tables
 
 
+def read_text(path: str | os.PathLike, what: str = "file", form: str = "text") -> str:
+    """A UTF-8 text file, or a FormatError naming it: '…: table not found', '…: not a CSV
+    table (not UTF-8 text at byte 3)', '…: cannot read the run file (Permission denied)'."""
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FormatError(f"{path}: {what} not found") from None
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: not {form} (not UTF-8 text at byte {exc.start})") from None
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+
+
 def read_table_text(path: str | os.PathLike) -> str:
     """The text of a CSV table the pipeline wrote, refused when it cannot be whole.
 
@@ -97,14 +111,7 @@ def read_table_text(path: str | os.PathLike) -> str:
     read as a shorter one.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FormatError(f"{path}: table not found") from None
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{path}: not a CSV table (not UTF-8 text at byte {exc.start})") from None
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read the table ({exc.strerror})") from None
+    text = read_text(path, "table", "a CSV table")
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as exc:
@@ -215,14 +222,7 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
     not an object.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FormatError(f"{path}: run file not found") from None
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{path}: not valid JSON (not UTF-8 text at byte {exc.start})") from None
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read the run file ({exc.strerror})") from None
+    text = read_text(path, "run file", "valid JSON")
     try:
         data = json.loads(text, parse_constant=lambda c: NONFINITE[c])
     except json.JSONDecodeError as exc:

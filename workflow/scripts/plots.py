@@ -235,12 +235,16 @@ def gap_plot(frame: pd.DataFrame, experiment: str, tol: float, tol_f64: float, p
     zero_note(ax, zeros)
     ax.set_xlabel("step")
     ax.set_ylabel("max |Δ param|")
-    title, subtitle = gap_title(experiment, frame)
+    titled(fig, ax, *gap_title(experiment, frame))
+    save(fig, path)
+
+
+def titled(fig, ax, title: str, subtitle: str) -> None:
+    """The computed title above, the numbers under it, the legend outside the data."""
     fig.suptitle(title, fontsize=11)
     ax.set_title(subtitle, fontsize=9, color="0.25")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     ax.grid(True, which="major", alpha=0.3)
-    save(fig, path)
 
 
 def loss_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
@@ -279,11 +283,7 @@ def loss_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
     ax.set_yscale("log")
     ax.set_ylim(bottom, 10.0 ** (np.ceil(np.log10(top_of(dloss, ulp))) + 0.5))
     ax.set_ylabel("|Δloss|")
-    title, subtitle = loss_title(experiment, frame)
-    fig.suptitle(title, fontsize=11)
-    ax.set_title(subtitle, fontsize=9, color="0.25")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
-    ax.grid(True, which="major", alpha=0.3)
+    titled(fig, ax, *loss_title(experiment, frame))
 
     ax_loss.plot(steps, torch_loss, color="tab:blue", linewidth=1.2, label="torch (f32)")
     ax_loss.plot(

@@ -28,6 +28,7 @@ from parity_io import (  # noqa: E402
     FormatError,
     experiment_block,
     read_table_text,
+    read_text,
     write_text_atomic,
 )
 
@@ -92,12 +93,17 @@ def body(md: str) -> str:
     return compact("\n".join(lines).strip())
 
 
+def has_factors(config_diff: pd.DataFrame) -> bool:
+    """Burn's update uses per-step factors it evaluates in f32 (Adam's bias correction):
+    the config diff lists them, and the replay uses the ones Burn's run recorded."""
+    return bool((config_diff["hyperparameter"] == "bias-correction factors").any())
+
+
 def judge(
     steps: pd.DataFrame,
     replay: pd.DataFrame,
     counterfactual: pd.DataFrame,
     config_diff: pd.DataFrame,
-    has_factors: bool,
 ) -> tuple[vd.Verdict, list]:
     """The verdict of one experiment and its causes with their shares, from its tables.
 
@@ -111,7 +117,7 @@ def judge(
         differing.to_dict("records"),
         list(stored),
         "Burn's f32 evaluation of its per-step Adam factors"
-        if has_factors
+        if has_factors(config_diff)
         else "Burn's f32 arithmetic in its update",
     )
     verdict = vd.classify(
@@ -171,15 +177,14 @@ class Experiment:
             for fw, dt in RUNS
         }
         self.verdict, self.causes = judge(
-            self.steps, self.replay, self.counterfactual, self.config_diff, self.has_factors
+            self.steps, self.replay, self.counterfactual, self.config_diff
         )
         if self.divergence():
             self.verdict.label = vd.DIVERGED
 
     @property
     def has_factors(self) -> bool:
-        """Burn recorded the per-step factors of its update (Adam) in its run file."""
-        return "adam_factors" in self.runs["burn", "f64"]
+        return has_factors(self.config_diff)
 
     def share_sentence(self, held: float) -> str:
         """How the measured shares split the f64 gap (the verdict's causes, in words)."""
@@ -720,15 +725,6 @@ def read_json(path: Path) -> dict:
         return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise FormatError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-
-
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FormatError(f"{path}: not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(f"{path}: cannot be read ({exc})") from None
 
 
 def build(args: argparse.Namespace) -> str:

@@ -50,8 +50,7 @@ def summary_row(tables: Path, name: str, tol32: float) -> dict:
     read = lambda kind: pd.read_csv(tables / f"{kind}_{name}.csv")  # noqa: E731
     steps, replay, counterfactual = read("steps"), read("replay"), read("counterfactual")
     config_diff = pd.read_csv(tables / f"config_diff_{name}.csv", keep_default_na=False)
-    has_factors = (config_diff["hyperparameter"] == "bias-correction factors").any()
-    verdict, _ = judge(steps, replay, counterfactual, config_diff, has_factors)
+    verdict, _ = judge(steps, replay, counterfactual, config_diff)
     cause = verdict.cause or ""
     if verdict.label == vd.UNEXPLAINED:
         cause = unexplained_start(steps, replay, counterfactual) or ""
