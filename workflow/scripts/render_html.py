@@ -45,7 +45,7 @@ img { max-width: 100%; }
 
 # A table cell holding one number, optionally followed by a word ('3.84e-06 MISMATCH'):
 # kept on one line, where browsers would break '3.19e-15' at its hyphen.
-NUMBER_CELL = re.compile(r"<td>(-?[\d.]+(?:e[-+]\d+)?(?: \w+)?)</td>")
+NUMBER_CELL = re.compile(r"<td(?: style=\"[^\"]*\")?>(-?[\d.]+(?:e[-+]\d+)?(?: \w+)?)</td>")
 IMAGE = re.compile(r'<img alt="([^"]*)" src="([^"]+\.png)"')
 
 
