@@ -22,10 +22,13 @@ from check_config import (
     load_schema,
     report,
     schema_problems,
+    sweep_problems,
 )
 from conftest import ADAM, ROOT, SGD
+from optimizer_examples import ADAGRAD, ADAMW, RMSPROP
 from parity_config import (
     DATASET_SIZE,
+    HYPERPARAMETERS,
     PARAMETER_SHAPES,
     ConfigError,
     experiment_spec,
@@ -47,6 +50,20 @@ def top(**values):
 
 def drop(name: str, key: str):
     return lambda c: c["experiments"][name].pop(key)
+
+
+def add(name: str, base: dict, **values):
+    """A change adding experiment `name`: `base` with `values`."""
+    return lambda c: c["experiments"].update({name: dict(base, **values)})
+
+
+def sched(**schedule):
+    """A change giving the sgd experiment (lr 0.5) a schedule."""
+    return exp("sgd", schedule=schedule)
+
+
+def lr_sched(lr: float, **schedule):
+    return exp("sgd", lr=lr, schedule=schedule)
 
 
 def rename(name: str, old: str, new: str):
@@ -152,7 +169,7 @@ EDGES = {
         lambda c: c["experiments"].update({"a1_B": dict(c["experiments"]["sgd"])}),
         None,
     ),
-    "optimizer rmsprop": (exp("sgd", optimizer="rmsprop"), "experiments.sgd.optimizer"),
+    "optimizer lion (Burn only)": (exp("sgd", optimizer="lion"), "experiments.sgd.optimizer"),
     "optimizer missing": (drop("sgd", "optimizer"), "experiments.sgd.optimizer"),
     "description a number": (exp("sgd", description=3), "experiments.sgd.description"),
     "description a string": (exp("sgd", description="plain SGD"), None),
@@ -326,6 +343,296 @@ EDGES = {
         rename("adam", "lr", "learning_rate"),
         "experiments.adam.learning_rate",
     ),
+    # Adam's amsgrad: optional (PyTorch's default filled in)
+    "adam amsgrad missing": (lambda c: None, None),
+    "adam amsgrad true": (exp("adam", amsgrad=True), None),
+    "adam amsgrad 1": (exp("adam", amsgrad=1), "experiments.adam.amsgrad"),
+    # AdamW: every key required
+    "adamw": (add("w", ADAMW), None),
+    "adamw lr 0": (add("w", ADAMW, lr=0), "experiments.w.lr"),
+    "adamw betas[0] 1.0": (add("w", ADAMW, betas=[1.0, 0.999]), "experiments.w.betas[0]"),
+    "adamw betas[1] -0.1": (add("w", ADAMW, betas=[0.9, -0.1]), "experiments.w.betas[1]"),
+    "adamw betas one": (add("w", ADAMW, betas=[0.9]), "experiments.w.betas"),
+    "adamw eps 0": (add("w", ADAMW, eps=0.0), "experiments.w.eps"),
+    "adamw eps 1e-12": (add("w", ADAMW, eps=1e-12), None),
+    "adamw weight_decay -1e-9": (add("w", ADAMW, weight_decay=-1e-9), "experiments.w.weight_decay"),
+    "adamw weight_decay 0": (add("w", ADAMW, weight_decay=0.0), None),
+    "adamw amsgrad 'yes'": (add("w", ADAMW, amsgrad="yes"), "experiments.w.amsgrad"),
+    "adamw amsgrad true": (add("w", ADAMW, amsgrad=True), None),
+    "adamw amsgrad missing": (
+        lambda c: (add("w", ADAMW)(c), c["experiments"]["w"].pop("amsgrad")),
+        "experiments.w.amsgrad",
+    ),
+    "adamw with momentum": (add("w", ADAMW, momentum=0.9), "experiments.w.momentum"),
+    # AdaGrad
+    "adagrad": (add("g", ADAGRAD), None),
+    "adagrad lr 0": (add("g", ADAGRAD, lr=0), "experiments.g.lr"),
+    "adagrad lr_decay -1e-9": (add("g", ADAGRAD, lr_decay=-1e-9), "experiments.g.lr_decay"),
+    "adagrad lr_decay 0": (add("g", ADAGRAD, lr_decay=0), None),
+    "adagrad lr_decay 0.1": (add("g", ADAGRAD, lr_decay=0.1), None),
+    "adagrad eps 0": (add("g", ADAGRAD, eps=0), "experiments.g.eps"),
+    "adagrad eps 1e-12": (add("g", ADAGRAD, eps=1e-12), None),
+    "adagrad weight_decay -1e-9": (
+        add("g", ADAGRAD, weight_decay=-1e-9),
+        "experiments.g.weight_decay",
+    ),
+    "adagrad initial_accumulator_value 0.1": (
+        add("g", ADAGRAD, initial_accumulator_value=0.1),
+        "experiments.g.initial_accumulator_value",
+    ),
+    "adagrad initial_accumulator_value -0.1": (
+        add("g", ADAGRAD, initial_accumulator_value=-0.1),
+        "experiments.g.initial_accumulator_value",
+    ),
+    "adagrad initial_accumulator_value 'none'": (
+        add("g", ADAGRAD, initial_accumulator_value="none"),
+        "experiments.g.initial_accumulator_value",
+    ),
+    "adagrad initial_accumulator_value 0": (add("g", ADAGRAD, initial_accumulator_value=0), None),
+    "adagrad initial_accumulator_value missing": (
+        lambda c: (add("g", ADAGRAD)(c), c["experiments"]["g"].pop("initial_accumulator_value")),
+        "experiments.g.initial_accumulator_value",
+    ),
+    "adagrad with betas": (add("g", ADAGRAD, betas=[0.9, 0.99]), "experiments.g.betas"),
+    # RMSProp
+    "rmsprop": (add("r", RMSPROP), None),
+    "rmsprop lr 0": (add("r", RMSPROP, lr=0), "experiments.r.lr"),
+    "rmsprop alpha -0.1": (add("r", RMSPROP, alpha=-0.1), "experiments.r.alpha"),
+    "rmsprop alpha 0": (add("r", RMSPROP, alpha=0.0), None),
+    "rmsprop alpha 1.0": (add("r", RMSPROP, alpha=1.0), None),
+    "rmsprop momentum -0.1": (add("r", RMSPROP, momentum=-0.1), "experiments.r.momentum"),
+    "rmsprop momentum 0": (add("r", RMSPROP, momentum=0), None),
+    "rmsprop momentum 0.999": (add("r", RMSPROP, momentum=0.999), None),
+    "rmsprop momentum 1.0": (add("r", RMSPROP, momentum=1.0), "experiments.r.momentum"),
+    "rmsprop eps 0": (add("r", RMSPROP, eps=0), "experiments.r.eps"),
+    "rmsprop eps -1e-8": (add("r", RMSPROP, eps=-1e-8), "experiments.r.eps"),
+    "rmsprop eps 1e-12": (add("r", RMSPROP, eps=1e-12), None),
+    "rmsprop weight_decay -1e-9": (
+        add("r", RMSPROP, weight_decay=-1e-9),
+        "experiments.r.weight_decay",
+    ),
+    "rmsprop centered 'no'": (add("r", RMSPROP, centered="no"), "experiments.r.centered"),
+    "rmsprop centered true": (add("r", RMSPROP, centered=True), None),
+    "rmsprop centered missing": (
+        lambda c: (add("r", RMSPROP)(c), c["experiments"]["r"].pop("centered")),
+        "experiments.r.centered",
+    ),
+    "rmsprop with nesterov": (add("r", RMSPROP, nesterov=False), "experiments.r.nesterov"),
+    # keep_defaults of the new optimizers: any hyperparameter but lr
+    "keep_defaults adam amsgrad": (exp("adam", keep_defaults={"burn": ["amsgrad"]}), None),
+    "keep_defaults adamw all": (
+        add(
+            "w",
+            ADAMW,
+            keep_defaults={
+                f: ["betas", "eps", "weight_decay", "amsgrad"] for f in ("torch", "burn")
+            },
+        ),
+        None,
+    ),  # fmt: skip
+    "keep_defaults adagrad all": (
+        add(
+            "g",
+            ADAGRAD,
+            keep_defaults={
+                f: ["lr_decay", "eps", "weight_decay", "initial_accumulator_value"]
+                for f in ("torch", "burn")
+            },
+        ),
+        None,
+    ),  # fmt: skip
+    "keep_defaults rmsprop all": (
+        add(
+            "r",
+            RMSPROP,
+            keep_defaults={
+                f: ["alpha", "eps", "weight_decay", "momentum", "centered"]
+                for f in ("torch", "burn")
+            },
+        ),
+        None,
+    ),  # fmt: skip
+    "keep_defaults rmsprop torch lr": (
+        add("r", RMSPROP, keep_defaults={"torch": ["lr"]}),
+        "experiments.r.keep_defaults.torch[0]",
+    ),
+    "keep_defaults adamw torch momentum": (
+        add("w", ADAMW, keep_defaults={"torch": ["momentum"]}),
+        "experiments.w.keep_defaults.torch[0]",
+    ),
+    "keep_defaults adamw burn lr": (
+        add("w", ADAMW, keep_defaults={"burn": ["lr"]}),
+        "experiments.w.keep_defaults.burn[0]",
+    ),
+    "keep_defaults adagrad burn betas": (
+        add("g", ADAGRAD, keep_defaults={"burn": ["betas"]}),
+        "experiments.g.keep_defaults.burn[0]",
+    ),
+    "keep_defaults adagrad torch alpha": (
+        add("g", ADAGRAD, keep_defaults={"torch": ["alpha"]}),
+        "experiments.g.keep_defaults.torch[0]",
+    ),
+    "keep_defaults rmsprop burn amsgrad": (
+        add("r", RMSPROP, keep_defaults={"burn": ["amsgrad"]}),
+        "experiments.r.keep_defaults.burn[0]",
+    ),
+    "keep_defaults rmsprop torch dampening": (
+        add("r", RMSPROP, keep_defaults={"torch": ["dampening"]}),
+        "experiments.r.keep_defaults.torch[0]",
+    ),
+    # schedules (sgd: lr 0.5)
+    "schedule constant": (sched(kind="constant"), None),
+    "schedule a string": (exp("sgd", schedule="cosine"), "experiments.sgd.schedule"),
+    "schedule null": (exp("sgd", schedule=None), "experiments.sgd.schedule"),
+    "schedule kind missing": (sched(num_steps=10), "experiments.sgd.schedule.kind"),
+    "schedule kind cosin": (sched(kind="cosin"), "experiments.sgd.schedule.kind"),
+    "schedule kind 3": (sched(kind=3), "experiments.sgd.schedule.kind"),
+    "schedule constant with gamma": (
+        sched(kind="constant", gamma=0.5),
+        "experiments.sgd.schedule.gamma",
+    ),
+    "schedule linear": (sched(kind="linear", final_lr=0.05, num_steps=10), None),
+    "schedule linear final_lr -0.1": (
+        sched(kind="linear", final_lr=-0.1, num_steps=10),
+        "experiments.sgd.schedule.final_lr",
+    ),
+    "schedule linear final_lr 0": (sched(kind="linear", final_lr=0, num_steps=10), None),
+    "schedule linear final_lr = lr": (sched(kind="linear", final_lr=0.5, num_steps=10), None),
+    "schedule linear final_lr above lr": (
+        sched(kind="linear", final_lr=0.6, num_steps=10),
+        "experiments.sgd.schedule.final_lr",
+    ),
+    "schedule linear final_lr 'low'": (
+        sched(kind="linear", final_lr="low", num_steps=10),
+        "experiments.sgd.schedule.final_lr",
+    ),
+    "schedule linear num_steps 0": (
+        sched(kind="linear", final_lr=0.05, num_steps=0),
+        "experiments.sgd.schedule.num_steps",
+    ),
+    "schedule linear num_steps 1": (sched(kind="linear", final_lr=0.05, num_steps=1), None),
+    "schedule linear num_steps 10.0": (
+        sched(kind="linear", final_lr=0.05, num_steps=10.0),
+        "experiments.sgd.schedule.num_steps",
+    ),
+    "schedule linear num_steps missing": (
+        sched(kind="linear", final_lr=0.05),
+        "experiments.sgd.schedule.num_steps",
+    ),
+    "schedule linear final_lr missing": (
+        sched(kind="linear", num_steps=10),
+        "experiments.sgd.schedule.final_lr",
+    ),
+    "schedule linear with gamma": (
+        sched(kind="linear", final_lr=0.05, num_steps=10, gamma=0.5),
+        "experiments.sgd.schedule.gamma",
+    ),
+    "schedule cosine": (sched(kind="cosine", min_lr=0.0, num_steps=100), None),
+    "schedule cosine min_lr -0.1": (
+        sched(kind="cosine", min_lr=-0.1, num_steps=100),
+        "experiments.sgd.schedule.min_lr",
+    ),
+    "schedule cosine min_lr = lr": (sched(kind="cosine", min_lr=0.5, num_steps=100), None),
+    "schedule cosine min_lr above lr": (
+        sched(kind="cosine", min_lr=0.6, num_steps=100),
+        "experiments.sgd.schedule.min_lr",
+    ),
+    "schedule cosine num_steps 0": (
+        sched(kind="cosine", min_lr=0.0, num_steps=0),
+        "experiments.sgd.schedule.num_steps",
+    ),
+    "schedule cosine min_lr missing": (
+        sched(kind="cosine", num_steps=10),
+        "experiments.sgd.schedule.min_lr",
+    ),
+    "schedule cosine with final_lr": (
+        sched(kind="cosine", min_lr=0.0, num_steps=10, final_lr=0.1),
+        "experiments.sgd.schedule.final_lr",
+    ),
+    "schedule exponential": (sched(kind="exponential", gamma=0.99), None),
+    "schedule exponential gamma 0": (
+        sched(kind="exponential", gamma=0),
+        "experiments.sgd.schedule.gamma",
+    ),
+    "schedule exponential gamma 'x'": (
+        sched(kind="exponential", gamma="x"),
+        "experiments.sgd.schedule.gamma",
+    ),
+    "schedule exponential gamma 1e-9": (sched(kind="exponential", gamma=1e-9), None),
+    "schedule exponential gamma 1": (sched(kind="exponential", gamma=1.0), None),
+    "schedule exponential gamma 1.5": (
+        sched(kind="exponential", gamma=1.5),
+        "experiments.sgd.schedule.gamma",
+    ),
+    "schedule exponential gamma missing": (
+        sched(kind="exponential"),
+        "experiments.sgd.schedule.gamma",
+    ),
+    "schedule step": (sched(kind="step", step_size=10, gamma=0.5), None),
+    "schedule step step_size 0": (
+        sched(kind="step", step_size=0, gamma=0.5),
+        "experiments.sgd.schedule.step_size",
+    ),
+    "schedule step step_size 1": (sched(kind="step", step_size=1, gamma=0.5), None),
+    "schedule step step_size 2.5": (
+        sched(kind="step", step_size=2.5, gamma=0.5),
+        "experiments.sgd.schedule.step_size",
+    ),
+    "schedule step gamma 0": (
+        sched(kind="step", step_size=10, gamma=0),
+        "experiments.sgd.schedule.gamma",
+    ),
+    "schedule step gamma -0.5": (
+        sched(kind="step", step_size=10, gamma=-0.5),
+        "experiments.sgd.schedule.gamma",
+    ),
+    "schedule step gamma 2 (Burn only warns)": (sched(kind="step", step_size=10, gamma=2.0), None),
+    "schedule step step_size missing": (
+        sched(kind="step", gamma=0.5),
+        "experiments.sgd.schedule.step_size",
+    ),
+    "schedule step with num_steps": (
+        sched(kind="step", step_size=10, gamma=0.5, num_steps=10),
+        "experiments.sgd.schedule.num_steps",
+    ),
+    "schedule step unknown key": (
+        sched(kind="step", step_size=10, gamma=0.5, warmup=3),
+        "experiments.sgd.schedule.warmup",
+    ),
+    # the initial lr (the optimizer's) of a schedule Burn refuses outside (0, 1]
+    "lr 1.0 linear": (lr_sched(1.0, kind="linear", final_lr=0.1, num_steps=10), None),
+    "lr 1.5 linear": (
+        lr_sched(1.5, kind="linear", final_lr=0.1, num_steps=10),
+        "experiments.sgd.lr",
+    ),
+    "lr 1.0 cosine": (lr_sched(1.0, kind="cosine", min_lr=0.0, num_steps=10), None),
+    "lr 1.5 cosine": (lr_sched(1.5, kind="cosine", min_lr=0.0, num_steps=10), "experiments.sgd.lr"),
+    "lr 1.0 exponential": (lr_sched(1.0, kind="exponential", gamma=0.9), None),
+    "lr 1.5 exponential": (lr_sched(1.5, kind="exponential", gamma=0.9), "experiments.sgd.lr"),
+    "lr 0 exponential": (lr_sched(0, kind="exponential", gamma=0.9), "experiments.sgd.lr"),
+    "lr 1.5 step": (lr_sched(1.5, kind="step", step_size=10, gamma=0.5), None),
+    "lr 1.5 constant": (lr_sched(1.5, kind="constant"), None),
+    # gradient clipping
+    "clip_grad null": (exp("sgd", clip_grad=None), None),
+    "clip_grad norm 1.0": (exp("sgd", clip_grad={"norm": 1.0}), None),
+    "clip_grad value 0.5": (exp("adam", clip_grad={"value": 0.5}), None),
+    "clip_grad norm 1e-12": (exp("sgd", clip_grad={"norm": 1e-12}), None),
+    "clip_grad norm 0": (exp("sgd", clip_grad={"norm": 0.0}), "experiments.sgd.clip_grad.norm"),
+    "clip_grad value -1": (exp("sgd", clip_grad={"value": -1}), "experiments.sgd.clip_grad.value"),
+    "clip_grad norm 'big'": (
+        exp("sgd", clip_grad={"norm": "big"}),
+        "experiments.sgd.clip_grad.norm",
+    ),
+    "clip_grad both": (
+        exp("sgd", clip_grad={"norm": 1.0, "value": 0.5}),
+        "experiments.sgd.clip_grad",
+    ),
+    "clip_grad neither": (exp("sgd", clip_grad={}), "experiments.sgd.clip_grad"),
+    "clip_grad a number": (exp("sgd", clip_grad=1.0), "experiments.sgd.clip_grad"),
+    "clip_grad max_norm": (
+        exp("sgd", clip_grad={"max_norm": 1.0}),
+        "experiments.sgd.clip_grad.max_norm",
+    ),
 }
 
 
@@ -427,14 +734,17 @@ LINES = {
         ["experiments.adam.eps: missing hyperparameter of adam"],
     ),
     "unknown optimizer": (
-        exp("sgd", optimizer="rmsprop"),
-        ["experiments.sgd.optimizer: unknown optimizer 'rmsprop' (known: sgd, adam)"],
+        exp("sgd", optimizer="lion"),
+        [
+            "experiments.sgd.optimizer: unknown optimizer 'lion'"
+            " (known: sgd, adam, adamw, adagrad, rmsprop)"
+        ],
     ),
     "optimizer typo": (
-        exp("sgd", optimizer="adamw"),
+        exp("sgd", optimizer="rmsprob"),
         [
-            "experiments.sgd.optimizer: unknown optimizer 'adamw' (known: sgd, adam);"
-            " did you mean 'adam'?"
+            "experiments.sgd.optimizer: unknown optimizer 'rmsprob'"
+            " (known: sgd, adam, adamw, adagrad, rmsprop); did you mean 'rmsprop'?"
         ],
     ),
     "a float YAML read as a string": (
@@ -461,7 +771,7 @@ LINES = {
         exp("sgd", betas=[0.9, 0.999]),
         [
             "experiments.sgd.betas: unknown hyperparameter of sgd"
-            " (betas is a hyperparameter of adam)"
+            " (betas is a hyperparameter of adam, adamw)"
         ],
     ),
     "stepz": (top(stepz=5), ["stepz: unknown key; did you mean 'steps'?"]),
@@ -498,6 +808,156 @@ LINES = {
             "experiments.sgd.momentum: 1.5 is out of range (0 ≤ momentum < 1)",
             "experiments.adam.betas[1]: 1.0 is out of range (0 ≤ betas[1] < 1)",
         ],
+    ),
+    # the new optimizers, schedules and clipping
+    "adamw amsgrad missing": (
+        lambda c: (add("w", ADAMW)(c), c["experiments"]["w"].pop("amsgrad")),
+        ["experiments.w.amsgrad: missing hyperparameter of adamw"],
+    ),
+    "rmsprop momentum 1.0": (
+        add("r", RMSPROP, momentum=1.0),
+        ["experiments.r.momentum: 1.0 is out of range (0 ≤ momentum < 1)"],
+    ),
+    "rmsprop alpha -0.1": (
+        add("r", RMSPROP, alpha=-0.1),
+        ["experiments.r.alpha: -0.1 is out of range (alpha ≥ 0)"],
+    ),
+    "adagrad eps 0": (add("g", ADAGRAD, eps=0), ["experiments.g.eps: 0 is out of range (eps > 0)"]),
+    "rho for alpha": (
+        lambda c: (add("r", RMSPROP)(c), rename("r", "alpha", "rho")(c)),
+        ["experiments.r.rho: unknown hyperparameter of rmsprop; did you mean 'alpha'?"],
+    ),
+    "initial_accumulator_value 0.1": (
+        add("g", ADAGRAD, initial_accumulator_value=0.1),
+        [
+            "experiments.g.initial_accumulator_value: 0.1 is refused (only 0): Burn's AdaGrad"
+            " has no initial accumulator value, its sum of squared gradients starts at 0"
+        ],
+    ),
+    "keep_defaults lr": (
+        add("r", RMSPROP, keep_defaults={"torch": ["lr"]}),
+        [
+            "experiments.r.keep_defaults.torch[0]: 'lr' has no torch default for rmsprop"
+            " (it can keep: alpha, eps, weight_decay, momentum, centered)"
+        ],
+    ),
+    "scheduler for schedule": (
+        exp("sgd", scheduler={"kind": "constant"}),
+        ["experiments.sgd.scheduler: unknown key; did you mean 'schedule'?"],
+    ),
+    "schedule num_steps missing": (
+        sched(kind="linear", final_lr=0.05),
+        ["experiments.sgd.schedule.num_steps: required for kind linear"],
+    ),
+    "schedule eta_min for min_lr": (
+        sched(kind="cosine", eta_min=0.0, num_steps=10),
+        ["experiments.sgd.schedule.eta_min: unknown key of kind cosine; did you mean 'min_lr'?"],
+    ),
+    "schedule key of another kind": (
+        sched(kind="linear", final_lr=0.05, num_steps=10, gamma=0.5),
+        [
+            "experiments.sgd.schedule.gamma: a key of kind exponential and step, not of linear"
+            " (linear takes final_lr, num_steps)"
+        ],
+    ),
+    "schedule kind unknown": (
+        sched(kind="cosin"),
+        [
+            "experiments.sgd.schedule.kind: unknown schedule kind 'cosin'"
+            " (known: constant, linear, cosine, exponential, step); did you mean 'cosine'?"
+        ],
+    ),
+    "schedule kind missing": (
+        sched(num_steps=10),
+        [
+            "experiments.sgd.schedule.kind: missing"
+            " (one of: constant, linear, cosine, exponential, step)"
+        ],
+    ),
+    "schedule null": (
+        exp("sgd", schedule=None),
+        [
+            "experiments.sgd.schedule: expected a mapping like"
+            " {kind: cosine, min_lr: 0.0, num_steps: 100}, got null"
+        ],
+    ),
+    "num_steps 0": (
+        sched(kind="cosine", min_lr=0.0, num_steps=0),
+        ["experiments.sgd.schedule.num_steps: 0 is out of range (num_steps ≥ 1)"],
+    ),
+    "step_size 0": (
+        sched(kind="step", step_size=0, gamma=0.5),
+        ["experiments.sgd.schedule.step_size: 0 is out of range (step_size ≥ 1)"],
+    ),
+    "step gamma 0": (
+        sched(kind="step", step_size=3, gamma=0),
+        ["experiments.sgd.schedule.gamma: 0 is out of range (gamma > 0)"],
+    ),
+    "exponential gamma above 1": (
+        sched(kind="exponential", gamma=1.5),
+        [
+            "experiments.sgd.schedule.gamma: 1.5 is out of range (0 < gamma ≤ 1):"
+            " Burn's exponential schedule refuses a gamma above 1"
+        ],
+    ),
+    "final_lr above lr": (
+        sched(kind="linear", final_lr=0.6, num_steps=10),
+        [
+            "experiments.sgd.schedule.final_lr: 0.6 is above lr (0.5): PyTorch's LinearLR"
+            " refuses an end factor (final_lr / lr) above 1"
+        ],
+    ),
+    "min_lr above lr": (
+        sched(kind="cosine", min_lr=0.6, num_steps=10),
+        [
+            "experiments.sgd.schedule.min_lr: 0.6 is above lr (0.5):"
+            " Burn's cosine schedule refuses a min_lr above the initial lr"
+        ],
+    ),
+    "lr above 1 with cosine": (
+        lr_sched(1.5, kind="cosine", min_lr=0.0, num_steps=10),
+        [
+            "experiments.sgd.lr: 1.5 is out of range (0 < lr ≤ 1):"
+            " Burn's cosine schedule refuses an initial lr outside (0, 1]"
+        ],
+    ),
+    "lr above 1 with linear, and a final_lr above it": (
+        lr_sched(2.0, kind="linear", final_lr=3.0, num_steps=10),
+        [
+            "experiments.sgd.lr: 2.0 is out of range (0 < lr ≤ 1):"
+            " Burn's linear schedule refuses an initial lr outside (0, 1]"
+        ],
+    ),
+    "lr 0 with exponential": (
+        lr_sched(0, kind="exponential", gamma=0.5),
+        [
+            "experiments.sgd.lr: 0 is out of range (0 < lr ≤ 1):"
+            " Burn's exponential schedule refuses an initial lr outside (0, 1]"
+        ],
+    ),
+    "clip_grad both": (
+        exp("sgd", clip_grad={"norm": 1.0, "value": 0.5}),
+        ["experiments.sgd.clip_grad: give exactly one of norm or value, not both"],
+    ),
+    "clip_grad neither": (
+        exp("sgd", clip_grad={}),
+        ["experiments.sgd.clip_grad: give exactly one of norm or value (e.g. {norm: 1.0})"],
+    ),
+    "clip_grad norm 0": (
+        exp("sgd", clip_grad={"norm": 0}),
+        ["experiments.sgd.clip_grad.norm: 0 is out of range (norm > 0)"],
+    ),
+    "clip_grad value -0.5": (
+        exp("sgd", clip_grad={"value": -0.5}),
+        ["experiments.sgd.clip_grad.value: -0.5 is out of range (value > 0)"],
+    ),
+    "clip_grad max_norm": (
+        exp("sgd", clip_grad={"max_norm": 1.0}),
+        ["experiments.sgd.clip_grad.max_norm: unknown key of clip_grad; did you mean 'norm'?"],
+    ),
+    "clip_grad a number": (
+        exp("sgd", clip_grad=1.0),
+        ["experiments.sgd.clip_grad: expected null, {norm: x} or {value: x}, got 1.0"],
     ),
     "several problems in one experiment, in the config's order": (
         lambda c: c["experiments"].update(
@@ -562,7 +1022,7 @@ def test_many_problems_stay_one_line_each():
     def wreck(c):
         c.update(steps=0, batch_size=500, threads="two", stepz=1, report_steps=[])
         c["tolerance"].update(f32=-1, f16=1)
-        c["experiments"]["sgd"].update(optimizer="rmsprop", lr=-1)
+        c["experiments"]["sgd"].update(optimizer="lion", lr=-1)
         c["experiments"]["adam"].update(betas=[2, 2], eps=float("inf"), learning_rate=1)
         c["experiments"]["momentum"].update(nesterov=True, dampening=0.5)
         c["experiments"]["pitfall"].update(probe="conv.weight[9,9,9]", keep_defaults={"x": []})
@@ -705,3 +1165,136 @@ def test_experiment_spec_returns_the_run_settings():
     spec = experiment_spec(config, "e")
     assert (spec["name"], spec["steps"], spec["batch_size"], spec["threads"]) == ("e", 3, 16, 1)
     assert experiment_spec({**config, "threads": 4}, "e")["threads"] == 4
+
+
+# --- the new optimizers, schedules and clipping in the trainers' spec ----------------------
+
+
+def spec_config(**exp) -> dict:
+    return {"steps": 3, "batch_size": 16, "experiments": {"e": exp}}
+
+
+def test_spec_fills_in_amsgrad_schedule_and_clipping():
+    spec = experiment_spec(spec_config(**ADAM), "e")
+    assert list(spec["hyperparameters"]) == ["lr", "betas", "eps", "weight_decay", "amsgrad"]
+    assert spec["hyperparameters"]["amsgrad"] is False  # PyTorch's default, explicit
+    assert spec["schedule"] == {"kind": "constant"}
+    assert spec["clip_grad"] is None
+    assert experiment_spec(spec_config(**ADAM, clip_grad=None), "e")["clip_grad"] is None
+
+
+def test_spec_carries_the_schedule_and_clipping_given():
+    given = {"num_steps": 10, "min_lr": 0.001, "kind": "cosine"}
+    spec = experiment_spec(spec_config(**ADAMW, schedule=given, clip_grad={"value": 0.5}), "e")
+    assert spec["schedule"] == given and list(spec["schedule"]) == ["kind", "min_lr", "num_steps"]
+    assert spec["clip_grad"] == {"value": 0.5}
+    assert spec["hyperparameters"]["amsgrad"] is False  # AdamW's is given
+
+
+@pytest.mark.parametrize(
+    "exp",
+    [dict(ADAMW), dict(ADAGRAD), dict(RMSPROP)],
+    ids=["adamw", "adagrad", "rmsprop"],
+)
+def test_spec_of_each_new_optimizer_holds_every_hyperparameter(exp):
+    spec = experiment_spec(spec_config(**exp), "e")
+    assert spec["optimizer"] == exp["optimizer"]
+    assert list(spec["hyperparameters"]) == list(HYPERPARAMETERS[exp["optimizer"]])
+    assert spec["hyperparameters"] == {k: v for k, v in exp.items() if k != "optimizer"}
+
+
+@pytest.mark.parametrize(
+    ("exp", "message"),
+    [
+        (
+            {k: v for k, v in ADAMW.items() if k != "amsgrad"},
+            "experiments.e.amsgrad: missing hyperparameter for adamw",
+        ),
+        ({**RMSPROP, "centered": 0}, "experiments.e.centered: expected true or false, got 0"),
+        ({**ADAM, "amsgrad": "no"}, "experiments.e.amsgrad: expected true or false, got 'no'"),
+        ({**ADAGRAD, "lr_decay": None}, "experiments.e.lr_decay: expected a number, got None"),
+        (
+            {**ADAGRAD, "initial_accumulator_value": 0.1},
+            "experiments.e.initial_accumulator_value: 0.1 is refused (only 0): Burn's AdaGrad"
+            " has no initial accumulator value, its sum of squared gradients starts at 0",
+        ),
+        (
+            {**SGD, "schedule": {"kind": "linear", "final_lr": 0.1}},
+            "experiments.e.schedule.num_steps: required for kind linear",
+        ),
+        (
+            {**SGD, "schedule": {"kind": "warmup"}},
+            "experiments.e.schedule.kind: unknown schedule kind 'warmup'"
+            " (known: constant, linear, cosine, exponential, step)",
+        ),
+        (
+            {**ADAM, "lr": 2.0, "schedule": {"kind": "exponential", "gamma": 0.9}},
+            "experiments.e.lr: 2.0 is out of range (0 < lr ≤ 1):"
+            " Burn's exponential schedule refuses an initial lr outside (0, 1]",
+        ),
+        (
+            {**SGD, "clip_grad": {"norm": 1.0, "value": 1.0}},
+            "experiments.e.clip_grad: give exactly one of norm or value, not both",
+        ),
+        (
+            {**SGD, "keep_defaults": {"torch": ["alpha"]}},
+            "experiments.e.keep_defaults.torch: 'alpha' has no torch default for sgd",
+        ),
+    ],
+)
+def test_trainer_spec_refuses_naming_the_key(exp, message):
+    """A trainer run by hand, on a config the pipeline's check never saw."""
+    with pytest.raises(ConfigError) as err:
+        experiment_spec(spec_config(**exp), "e")
+    assert str(err.value) == message
+
+
+# --- sweeps: each point is checked, a schedule or clipping is not an axis -------------------
+
+
+def sweep_lines(sweep: dict, **experiments) -> list[str]:
+    config = small_pipeline_config(sweeps={"g": sweep})
+    config["experiments"].update(experiments)
+    return [str(p) for p in sweep_problems(config, SCHEMA_DICT)]
+
+
+@pytest.mark.parametrize("key", ["schedule", "clip_grad"])
+def test_a_schedule_or_clipping_axis_is_refused(key):
+    values = [{"kind": "constant"}] if key == "schedule" else [None, {"norm": 1.0}]
+    assert sweep_lines({"base": "adam", "axes": {"lr": [0.1], key: values}}) == [
+        f"sweeps.g.axes.{key}: {key} cannot be an axis (axes vary the optimizer's"
+        " hyperparameters and keep_defaults): set it in the base, or write one sweep per value"
+    ]
+
+
+def test_a_swept_lr_is_checked_against_the_base_schedule():
+    base = dict(SGD, schedule={"kind": "cosine", "min_lr": 0.0, "num_steps": 10})
+    assert sweep_lines({"base": base, "axes": {"lr": [0.5, 1.0]}}) == []
+    assert sweep_lines({"base": base, "axes": {"lr": [0.5, 2.0]}}) == [
+        "sweeps.g.axes.lr: 2.0 is out of range (0 < lr ≤ 1): Burn's cosine schedule refuses"
+        " an initial lr outside (0, 1] (at point g__lr_2)"
+    ]
+
+
+def test_a_base_schedule_is_checked_at_every_point():
+    base = dict(SGD, schedule={"kind": "step", "step_size": 0, "gamma": 0.5})
+    assert sweep_lines({"base": base, "axes": {"momentum": [0.0, 0.5]}}) == [
+        "sweeps.g.base.schedule.step_size: 0 is out of range (step_size ≥ 1) (at point g__mom_0)"
+    ]
+    named = dict(ADAM, clip_grad={"norm": 1.0, "value": 1.0})
+    assert sweep_lines({"base": "clipped", "axes": {"lr": [0.1]}}, clipped=named)[-1] == (
+        "sweeps.g.base.clip_grad: give exactly one of norm or value, not both (at point g__lr_0p1)"
+    )
+
+
+def test_new_hyperparameters_are_sweepable():
+    assert sweep_lines({"base": dict(ADAM), "axes": {"amsgrad": [False, True]}}) == []
+    base = dict(RMSPROP, schedule={"kind": "exponential", "gamma": 0.9}, clip_grad={"value": 1.0})
+    assert sweep_lines({"base": base, "axes": {"centered": [False, True], "alpha": [0.9]}}) == []
+    assert sweep_lines(
+        {"base": dict(ADAGRAD), "axes": {"initial_accumulator_value": [0.0, 0.5]}}
+    ) == [
+        "sweeps.g.axes.initial_accumulator_value: 0.5 is refused (only 0): Burn's AdaGrad has"
+        " no initial accumulator value, its sum of squared gradients starts at 0"
+        " (at point g__initial_accumulator_value_0p5)"
+    ]

@@ -8,6 +8,7 @@ import struct
 import pytest
 
 from conftest import ADAM, SGD, small_config
+from parity_config import HYPERPARAMETERS
 from parity_io import PARAM_NAMES, experiment_block, read_run
 
 RUNS = [(fw, dt) for fw in ("torch", "burn") for dt in ("f32", "f64")]
@@ -50,9 +51,12 @@ def test_every_run_file_is_valid(short_runs):
             experiment,
         )
         assert meta["threads"] == 1 and meta["framework_version"]
-        assert set(meta["hyperparameters"]) == set(SGD if experiment == "sgd" else ADAM) - {
-            "optimizer"
-        }
+        # Adam's amsgrad, left out of the config, is held too (PyTorch's default, false).
+        assert set(meta["hyperparameters"]) == set(HYPERPARAMETERS[experiment])
+        if framework == "torch":
+            assert block["lrs"] == [block["meta"]["hyperparameters"]["lr"]] * 4
+            assert meta["schedule"] == {"kind": "constant"}
+            assert (meta["clip_grad"], meta["clip_scope"]) == (None, None)
         assert ("adam_factors" in block) == (framework == "burn" and experiment == "adam")
 
 
@@ -103,10 +107,10 @@ def test_diverging_run_keeps_non_finite_values(train, write_config, framework):
 
 @pytest.mark.parametrize("framework", ["torch", "burn"])
 def test_unknown_optimizer_is_refused(train, write_config, framework):
-    config = write_config(small_config(bad={"optimizer": "rmsprop", "lr": 0.1}))
+    config = write_config(small_config(bad={"optimizer": "lion", "lr": 0.1}))  # Burn only
     proc, out = train(framework, "bad", "f32", config, check=False)
     assert proc.returncode != 0 and not out.exists()
-    assert "experiments.bad.optimizer" in proc.stderr and "rmsprop" in proc.stderr
+    assert "experiments.bad.optimizer" in proc.stderr and "lion" in proc.stderr
 
 
 @pytest.mark.parametrize("framework", ["torch", "burn"])

@@ -1,7 +1,9 @@
 //! The experiment spec, read from config.yaml (or the pipeline's per-experiment JSON copy).
 //!
-//! Every hyperparameter of the named optimizer must be present; an experiment may list
-//! some under `keep_defaults.burn`, and those are then left at Burn's own defaults.
+//! Every hyperparameter of the named optimizer must be present (Adam's `amsgrad` may be left
+//! out: false, PyTorch's default); an experiment may list some under `keep_defaults.burn`,
+//! and those are then left at Burn's own defaults. Optional: a learning-rate `schedule`
+//! (default `{kind: constant}`) and `clip_grad` (`{norm: x}` or `{value: x}`).
 
 use serde_yaml::Value;
 use std::path::Path;
@@ -20,7 +22,60 @@ pub enum Optimizer {
         betas: [f64; 2],
         eps: f64,
         weight_decay: f64,
+        amsgrad: bool,
     },
+    AdamW {
+        lr: f64,
+        betas: [f64; 2],
+        eps: f64,
+        weight_decay: f64,
+        amsgrad: bool,
+    },
+    AdaGrad {
+        lr: f64,
+        lr_decay: f64,
+        eps: f64,
+        weight_decay: f64,
+        initial_accumulator_value: f64,
+    },
+    RmsProp {
+        lr: f64,
+        alpha: f64,
+        eps: f64,
+        weight_decay: f64,
+        momentum: f64,
+        centered: bool,
+    },
+}
+
+impl Optimizer {
+    /// The name the config uses for this optimizer.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Optimizer::Sgd { .. } => "sgd",
+            Optimizer::Adam { .. } => "adam",
+            Optimizer::AdamW { .. } => "adamw",
+            Optimizer::AdaGrad { .. } => "adagrad",
+            Optimizer::RmsProp { .. } => "rmsprop",
+        }
+    }
+}
+
+/// A learning-rate schedule; its initial lr is the optimizer's `lr`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Schedule {
+    Constant,
+    Linear { final_lr: f64, num_steps: usize },
+    Cosine { min_lr: f64, num_steps: usize },
+    Exponential { gamma: f64 },
+    Step { step_size: usize, gamma: f64 },
+}
+
+/// Gradient clipping as the config asks for it (Burn applies it to each parameter tensor).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ClipGrad {
+    Norm(f64),
+    Value(f64),
 }
 
 #[derive(Debug, Clone)]
@@ -29,6 +84,8 @@ pub struct Spec {
     pub optimizer: Optimizer,
     /// Hyperparameters left at Burn's defaults (`keep_defaults.burn`).
     pub burn_defaults: Vec<String>,
+    pub schedule: Schedule,
+    pub clip_grad: Option<ClipGrad>,
     pub steps: usize,
     pub batch_size: usize,
     pub threads: usize,
@@ -41,19 +98,240 @@ impl Spec {
 
     pub fn lr(&self) -> f64 {
         match self.optimizer {
-            Optimizer::Sgd { lr, .. } | Optimizer::Adam { lr, .. } => lr,
+            Optimizer::Sgd { lr, .. }
+            | Optimizer::Adam { lr, .. }
+            | Optimizer::AdamW { lr, .. }
+            | Optimizer::AdaGrad { lr, .. }
+            | Optimizer::RmsProp { lr, .. } => lr,
         }
     }
 }
 
 const SGD_KEYS: [&str; 5] = ["lr", "momentum", "dampening", "weight_decay", "nesterov"];
-const ADAM_KEYS: [&str; 4] = ["lr", "betas", "eps", "weight_decay"];
+/// Adam's `amsgrad` is optional (absent: false), so configs written before it still work.
+const ADAM_KEYS: [&str; 5] = ["lr", "betas", "eps", "weight_decay", "amsgrad"];
+const ADAMW_KEYS: [&str; 5] = ["lr", "betas", "eps", "weight_decay", "amsgrad"];
+const ADAGRAD_KEYS: [&str; 5] = [
+    "lr",
+    "lr_decay",
+    "eps",
+    "weight_decay",
+    "initial_accumulator_value",
+];
+const RMSPROP_KEYS: [&str; 6] = ["lr", "alpha", "eps", "weight_decay", "momentum", "centered"];
+const OPTIONAL_KEYS: [(&str, &str); 1] = [("adam", "amsgrad")];
 
 pub fn load(path: &Path, experiment: &str) -> Result<Spec, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let config: Value = serde_yaml::from_str(&text)
         .map_err(|e| format!("{}: not valid YAML ({e})", path.display()))?;
     parse(&config, experiment)
+}
+
+/// Reads the typed values of one experiment's mapping, naming `experiments.<name>.<key>`.
+struct Reader<'a> {
+    exp: &'a Value,
+    experiment: &'a str,
+}
+
+impl Reader<'_> {
+    fn at(&self, key: &str) -> String {
+        format!("experiments.{}.{key}", self.experiment)
+    }
+
+    fn number(&self, key: &str) -> Result<f64, String> {
+        self.exp
+            .get(key)
+            .and_then(Value::as_f64)
+            .ok_or_else(|| format!("{}: expected a number", self.at(key)))
+    }
+
+    fn boolean(&self, key: &str) -> Result<bool, String> {
+        self.exp
+            .get(key)
+            .and_then(Value::as_bool)
+            .ok_or_else(|| format!("{}: expected true or false", self.at(key)))
+    }
+
+    fn betas(&self) -> Result<[f64; 2], String> {
+        self.exp
+            .get("betas")
+            .and_then(Value::as_sequence)
+            .filter(|s| s.len() == 2)
+            .and_then(|s| Some([s[0].as_f64()?, s[1].as_f64()?]))
+            .ok_or_else(|| format!("{}: expected two numbers", self.at("betas")))
+    }
+}
+
+fn optimizer(r: &Reader, name: &str, burn_defaults: &[String]) -> Result<Optimizer, String> {
+    Ok(match name {
+        "sgd" => Optimizer::Sgd {
+            lr: r.number("lr")?,
+            momentum: r.number("momentum")?,
+            dampening: r.number("dampening")?,
+            weight_decay: r.number("weight_decay")?,
+            nesterov: r.boolean("nesterov")?,
+        },
+        "adam" => Optimizer::Adam {
+            lr: r.number("lr")?,
+            betas: r.betas()?,
+            eps: r.number("eps")?,
+            weight_decay: r.number("weight_decay")?,
+            amsgrad: match r.exp.get("amsgrad") {
+                None => false,
+                Some(_) => r.boolean("amsgrad")?,
+            },
+        },
+        "adamw" => Optimizer::AdamW {
+            lr: r.number("lr")?,
+            betas: r.betas()?,
+            eps: r.number("eps")?,
+            weight_decay: r.number("weight_decay")?,
+            amsgrad: r.boolean("amsgrad")?,
+        },
+        "adagrad" => {
+            let initial_accumulator_value = r.number("initial_accumulator_value")?;
+            // Burn's AdaGrad starts its sum of squares at the first g² (adagrad.rs:131):
+            // only PyTorch's default, 0, can be expressed.
+            let kept = burn_defaults
+                .iter()
+                .any(|k| k == "initial_accumulator_value");
+            if initial_accumulator_value != 0.0 && !kept {
+                return Err(format!(
+                    "{}: Burn's AdaGrad has no initial accumulator value (its sum starts at the first g²), so only 0 can be passed, got {initial_accumulator_value}",
+                    r.at("initial_accumulator_value")
+                ));
+            }
+            Optimizer::AdaGrad {
+                lr: r.number("lr")?,
+                lr_decay: r.number("lr_decay")?,
+                eps: r.number("eps")?,
+                weight_decay: r.number("weight_decay")?,
+                initial_accumulator_value,
+            }
+        }
+        "rmsprop" => {
+            let momentum = r.number("momentum")?;
+            // Burn's RMSProp applies momentum only when it is > 0 (rmsprop.rs:280).
+            if momentum < 0.0 {
+                return Err(format!(
+                    "{}: Burn's RMSProp ignores a negative momentum (it applies momentum only when > 0), got {momentum}",
+                    r.at("momentum")
+                ));
+            }
+            Optimizer::RmsProp {
+                lr: r.number("lr")?,
+                alpha: r.number("alpha")?,
+                eps: r.number("eps")?,
+                weight_decay: r.number("weight_decay")?,
+                momentum,
+                centered: r.boolean("centered")?,
+            }
+        }
+        _ => unreachable!("optimizer names are checked first"),
+    })
+}
+
+/// A mapping's keys other than `allowed`, as the first one found.
+fn unknown_key<'a>(map: &'a serde_yaml::Mapping, allowed: &[&str]) -> Option<&'a str> {
+    map.keys()
+        .map(|k| k.as_str().unwrap_or("<not a string>"))
+        .find(|k| !allowed.contains(k))
+}
+
+/// The optional `schedule` mapping: absent (or null) means constant.
+fn schedule(r: &Reader) -> Result<Schedule, String> {
+    let Some(value) = r.exp.get("schedule").filter(|v| !v.is_null()) else {
+        return Ok(Schedule::Constant);
+    };
+    let at = |key: &str| r.at(&format!("schedule.{key}"));
+    let map = value
+        .as_mapping()
+        .ok_or_else(|| format!("{}: expected a mapping with a kind", r.at("schedule")))?;
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("{}: missing or not a string", at("kind")))?;
+    let keys: &[&str] = match kind {
+        "constant" => &[],
+        "linear" => &["final_lr", "num_steps"],
+        "cosine" => &["min_lr", "num_steps"],
+        "exponential" => &["gamma"],
+        "step" => &["step_size", "gamma"],
+        other => {
+            return Err(format!(
+                "{}: unknown schedule kind '{other}' (known: constant, linear, cosine, exponential, step)",
+                at("kind")
+            ));
+        }
+    };
+    if let Some(key) = keys.iter().find(|k| value.get(**k).is_none()) {
+        return Err(format!("{}: missing for the {kind} schedule", at(key)));
+    }
+    if let Some(key) = unknown_key(map, &[&["kind"], keys].concat()) {
+        return Err(format!("{}: not a key of the {kind} schedule", at(key)));
+    }
+    let number = |key: &str| {
+        value
+            .get(key)
+            .and_then(Value::as_f64)
+            .ok_or_else(|| format!("{}: expected a number", at(key)))
+    };
+    let count = |key: &str| {
+        value
+            .get(key)
+            .and_then(Value::as_u64)
+            .map(|n| n as usize)
+            .ok_or_else(|| format!("{}: expected a non-negative integer", at(key)))
+    };
+    Ok(match kind {
+        "constant" => Schedule::Constant,
+        "linear" => Schedule::Linear {
+            final_lr: number("final_lr")?,
+            num_steps: count("num_steps")?,
+        },
+        "cosine" => Schedule::Cosine {
+            min_lr: number("min_lr")?,
+            num_steps: count("num_steps")?,
+        },
+        "exponential" => Schedule::Exponential {
+            gamma: number("gamma")?,
+        },
+        _ => Schedule::Step {
+            step_size: count("step_size")?,
+            gamma: number("gamma")?,
+        },
+    })
+}
+
+/// The optional `clip_grad` mapping: absent or null means no clipping.
+fn clip_grad(r: &Reader) -> Result<Option<ClipGrad>, String> {
+    let Some(value) = r.exp.get("clip_grad").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let at = r.at("clip_grad");
+    let map = value
+        .as_mapping()
+        .ok_or_else(|| format!("{at}: expected {{norm: x}} or {{value: x}}"))?;
+    if let Some(key) = unknown_key(map, &["norm", "value"]) {
+        return Err(format!(
+            "{at}.{key}: not a key of clip_grad (norm or value)"
+        ));
+    }
+    let (key, clip) = match (value.get("norm"), value.get("value")) {
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "{at}: give exactly one of norm and value (Burn clips by one of them), not both"
+            ));
+        }
+        (Some(x), None) => ("norm", x.as_f64().map(ClipGrad::Norm)),
+        (None, Some(x)) => ("value", x.as_f64().map(ClipGrad::Value)),
+        (None, None) => return Err(format!("{at}: expected {{norm: x}} or {{value: x}}")),
+    };
+    match clip {
+        Some(ClipGrad::Norm(x) | ClipGrad::Value(x)) if x > 0.0 && x.is_finite() => Ok(clip),
+        _ => Err(format!("{at}.{key}: expected a positive number")),
+    }
 }
 
 pub fn parse(config: &Value, experiment: &str) -> Result<Spec, String> {
@@ -64,7 +342,7 @@ pub fn parse(config: &Value, experiment: &str) -> Result<Spec, String> {
     let exp = experiments
         .get(experiment)
         .ok_or_else(|| format!("unknown experiment '{experiment}'"))?;
-    let at = |key: &str| format!("experiments.{experiment}.{key}");
+    let r = Reader { exp, experiment };
     let optimizer_name = exp
         .get("optimizer")
         .and_then(Value::as_str)
@@ -72,56 +350,29 @@ pub fn parse(config: &Value, experiment: &str) -> Result<Spec, String> {
     let keys: &[&str] = match optimizer_name {
         "sgd" => &SGD_KEYS,
         "adam" => &ADAM_KEYS,
+        "adamw" => &ADAMW_KEYS,
+        "adagrad" => &ADAGRAD_KEYS,
+        "rmsprop" => &RMSPROP_KEYS,
         other => {
             return Err(format!(
-                "{}: unknown optimizer '{other}' (known: sgd, adam)",
-                at("optimizer")
+                "{}: unknown optimizer '{other}' (known: sgd, adam, adamw, adagrad, rmsprop)",
+                r.at("optimizer")
             ));
         }
     };
     for key in keys {
-        if exp.get(*key).is_none() {
+        if exp.get(*key).is_none() && !OPTIONAL_KEYS.contains(&(optimizer_name, *key)) {
             return Err(format!(
                 "{}: missing hyperparameter for {optimizer_name}",
-                at(key)
+                r.at(key)
             ));
         }
     }
-    let number = |key: &str| -> Result<f64, String> {
-        exp.get(key)
-            .and_then(Value::as_f64)
-            .ok_or_else(|| format!("{}: expected a number", at(key)))
-    };
-    let optimizer = if optimizer_name == "sgd" {
-        Optimizer::Sgd {
-            lr: number("lr")?,
-            momentum: number("momentum")?,
-            dampening: number("dampening")?,
-            weight_decay: number("weight_decay")?,
-            nesterov: exp
-                .get("nesterov")
-                .and_then(Value::as_bool)
-                .ok_or_else(|| format!("{}: expected true or false", at("nesterov")))?,
-        }
-    } else {
-        let betas = exp
-            .get("betas")
-            .and_then(Value::as_sequence)
-            .filter(|s| s.len() == 2)
-            .and_then(|s| Some([s[0].as_f64()?, s[1].as_f64()?]))
-            .ok_or_else(|| format!("{}: expected two numbers", at("betas")))?;
-        Optimizer::Adam {
-            lr: number("lr")?,
-            betas,
-            eps: number("eps")?,
-            weight_decay: number("weight_decay")?,
-        }
-    };
-    let burn_defaults = match exp.get("keep_defaults").and_then(|k| k.get("burn")) {
+    let burn_defaults: Vec<String> = match exp.get("keep_defaults").and_then(|k| k.get("burn")) {
         None => Vec::new(),
         Some(list) => list
             .as_sequence()
-            .ok_or_else(|| format!("{}: expected a list", at("keep_defaults.burn")))?
+            .ok_or_else(|| format!("{}: expected a list", r.at("keep_defaults.burn")))?
             .iter()
             .map(|v| {
                 let key = v.as_str().unwrap_or_default();
@@ -130,12 +381,13 @@ pub fn parse(config: &Value, experiment: &str) -> Result<Spec, String> {
                 } else {
                     Err(format!(
                         "{}: '{key}' has no Burn default for {optimizer_name}",
-                        at("keep_defaults.burn")
+                        r.at("keep_defaults.burn")
                     ))
                 }
             })
             .collect::<Result<_, _>>()?,
     };
+    let optimizer = optimizer(&r, optimizer_name, &burn_defaults)?;
     let positive = |key: &str, default: Option<u64>| -> Result<usize, String> {
         match config.get(key).map(Value::as_u64) {
             None => default
@@ -149,6 +401,8 @@ pub fn parse(config: &Value, experiment: &str) -> Result<Spec, String> {
         name: experiment.to_string(),
         optimizer,
         burn_defaults,
+        schedule: schedule(&r)?,
+        clip_grad: clip_grad(&r)?,
         steps: positive("steps", None)?,
         batch_size: positive("batch_size", None)?,
         threads: positive("threads", Some(1))?,
@@ -178,7 +432,8 @@ mod tests {
                 lr: 0.01,
                 betas: [0.9, 0.999],
                 eps: 1e-8,
-                weight_decay: 0.0
+                weight_decay: 0.0,
+                amsgrad: false
             }
         );
         assert!(spec.keeps_default("eps"));
@@ -187,9 +442,9 @@ mod tests {
 
     #[test]
     fn refuses_an_unknown_optimizer_naming_it() {
-        let err = parse(&config("    optimizer: rmsprop\n    lr: 0.1\n"), "e").unwrap_err();
+        let err = parse(&config("    optimizer: lion\n    lr: 0.1\n"), "e").unwrap_err();
         assert!(
-            err.contains("experiments.e.optimizer") && err.contains("rmsprop"),
+            err.contains("experiments.e.optimizer") && err.contains("lion"),
             "{err}"
         );
     }
@@ -256,5 +511,224 @@ mod tests {
             );
         }
         assert_eq!(read("batch_size: 16\n").unwrap_err(), "steps: missing");
+    }
+
+    const ADAMW: &str = "    optimizer: adamw\n    lr: 0.01\n    betas: [0.9, 0.999]\n    eps: 1.0e-8\n    weight_decay: 0.01\n    amsgrad: true\n";
+    const ADAGRAD: &str = "    optimizer: adagrad\n    lr: 0.1\n    lr_decay: 0.01\n    eps: 1.0e-10\n    weight_decay: 0\n    initial_accumulator_value: 0\n";
+    const RMSPROP: &str = "    optimizer: rmsprop\n    lr: 0.01\n    alpha: 0.99\n    eps: 1.0e-8\n    weight_decay: 0\n    momentum: 0\n    centered: true\n";
+
+    #[test]
+    fn reads_the_new_optimizers() {
+        assert_eq!(
+            parse(&config(ADAMW), "e").unwrap().optimizer,
+            Optimizer::AdamW {
+                lr: 0.01,
+                betas: [0.9, 0.999],
+                eps: 1e-8,
+                weight_decay: 0.01,
+                amsgrad: true
+            }
+        );
+        assert_eq!(
+            parse(&config(ADAGRAD), "e").unwrap().optimizer,
+            Optimizer::AdaGrad {
+                lr: 0.1,
+                lr_decay: 0.01,
+                eps: 1e-10,
+                weight_decay: 0.0,
+                initial_accumulator_value: 0.0
+            }
+        );
+        let spec = parse(&config(RMSPROP), "e").unwrap();
+        assert_eq!(
+            spec.optimizer,
+            Optimizer::RmsProp {
+                lr: 0.01,
+                alpha: 0.99,
+                eps: 1e-8,
+                weight_decay: 0.0,
+                momentum: 0.0,
+                centered: true
+            }
+        );
+        assert_eq!((spec.lr(), spec.optimizer.name()), (0.01, "rmsprop"));
+        // No schedule and no clipping unless asked for.
+        assert_eq!((spec.schedule, spec.clip_grad), (Schedule::Constant, None));
+    }
+
+    #[test]
+    fn adam_amsgrad_is_optional_and_adamw_amsgrad_is_not() {
+        let adam = "    optimizer: adam\n    lr: 0.01\n    betas: [0.9, 0.999]\n    eps: 1.0e-8\n    weight_decay: 0\n";
+        for (extra, want) in [("", false), ("    amsgrad: true\n", true)] {
+            let spec = parse(&config(&format!("{adam}{extra}")), "e").unwrap();
+            assert!(matches!(spec.optimizer, Optimizer::Adam { amsgrad, .. } if amsgrad == want));
+        }
+        let err = parse(&config(&format!("{adam}    amsgrad: 1\n")), "e").unwrap_err();
+        assert_eq!(err, "experiments.e.amsgrad: expected true or false");
+        let adamw = ADAMW.replace("    amsgrad: true\n", "");
+        let err = parse(&config(&adamw), "e").unwrap_err();
+        assert_eq!(
+            err,
+            "experiments.e.amsgrad: missing hyperparameter for adamw"
+        );
+    }
+
+    #[test]
+    fn refuses_an_initial_accumulator_burn_cannot_hold() {
+        let c = config(&ADAGRAD.replace(
+            "initial_accumulator_value: 0",
+            "initial_accumulator_value: 0.1",
+        ));
+        let err = parse(&c, "e").unwrap_err();
+        assert!(
+            err.starts_with("experiments.e.initial_accumulator_value: Burn's AdaGrad has no initial accumulator value")
+                && err.ends_with("got 0.1")
+                && !err.contains('\n'),
+            "{err}"
+        );
+        // Left at Burn's default (no accumulator, i.e. 0), it is not passed and not refused.
+        let kept = config(&format!(
+            "{}    keep_defaults: {{burn: [initial_accumulator_value]}}\n",
+            ADAGRAD.replace(
+                "initial_accumulator_value: 0",
+                "initial_accumulator_value: 0.1"
+            )
+        ));
+        assert!(
+            parse(&kept, "e")
+                .unwrap()
+                .keeps_default("initial_accumulator_value")
+        );
+    }
+
+    #[test]
+    fn refuses_a_negative_rmsprop_momentum_burn_would_ignore() {
+        let c = config(&RMSPROP.replace("momentum: 0", "momentum: -0.5"));
+        let err = parse(&c, "e").unwrap_err();
+        assert!(
+            err.starts_with("experiments.e.momentum: Burn's RMSProp ignores"),
+            "{err}"
+        );
+    }
+
+    fn with(extra: &str) -> Result<Spec, String> {
+        parse(&config(&format!("{RMSPROP}{extra}")), "e")
+    }
+
+    #[test]
+    fn reads_every_schedule_kind() {
+        for (text, want) in [
+            ("{kind: constant}", Schedule::Constant),
+            ("null", Schedule::Constant),
+            (
+                "{kind: linear, final_lr: 0.001, num_steps: 10}",
+                Schedule::Linear {
+                    final_lr: 0.001,
+                    num_steps: 10,
+                },
+            ),
+            (
+                "{kind: cosine, min_lr: 0, num_steps: 4}",
+                Schedule::Cosine {
+                    min_lr: 0.0,
+                    num_steps: 4,
+                },
+            ),
+            (
+                "{kind: exponential, gamma: 0.9}",
+                Schedule::Exponential { gamma: 0.9 },
+            ),
+            (
+                "{kind: step, step_size: 2, gamma: 0.5}",
+                Schedule::Step {
+                    step_size: 2,
+                    gamma: 0.5,
+                },
+            ),
+        ] {
+            let spec = with(&format!("    schedule: {text}\n")).unwrap();
+            assert_eq!(spec.schedule, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn refuses_bad_schedules_naming_the_key() {
+        for (text, want) in [
+            (
+                "{kind: warmup}",
+                "experiments.e.schedule.kind: unknown schedule kind 'warmup' (known: constant, linear, cosine, exponential, step)",
+            ),
+            (
+                "{final_lr: 0.1}",
+                "experiments.e.schedule.kind: missing or not a string",
+            ),
+            (
+                "{kind: linear, final_lr: 0.001}",
+                "experiments.e.schedule.num_steps: missing for the linear schedule",
+            ),
+            (
+                "{kind: cosine, min_lr: 0}",
+                "experiments.e.schedule.num_steps: missing for the cosine schedule",
+            ),
+            (
+                "{kind: cosine, min_lr: 0, num_steps: 2.5}",
+                "experiments.e.schedule.num_steps: expected a non-negative integer",
+            ),
+            (
+                "{kind: exponential, gamma: 0.9, step_size: 3}",
+                "experiments.e.schedule.step_size: not a key of the exponential schedule",
+            ),
+            (
+                "cosine",
+                "experiments.e.schedule: expected a mapping with a kind",
+            ),
+        ] {
+            assert_eq!(
+                with(&format!("    schedule: {text}\n")).unwrap_err(),
+                want,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn reads_clip_grad_by_norm_or_value_and_refuses_both() {
+        assert_eq!(
+            with("    clip_grad: {norm: 1.5}\n").unwrap().clip_grad,
+            Some(ClipGrad::Norm(1.5))
+        );
+        assert_eq!(
+            with("    clip_grad: {value: 0.1}\n").unwrap().clip_grad,
+            Some(ClipGrad::Value(0.1))
+        );
+        assert_eq!(with("    clip_grad: null\n").unwrap().clip_grad, None);
+        for (text, want) in [
+            (
+                "{norm: 1.0, value: 0.1}",
+                "experiments.e.clip_grad: give exactly one of norm and value (Burn clips by one of them), not both",
+            ),
+            (
+                "{}",
+                "experiments.e.clip_grad: expected {norm: x} or {value: x}",
+            ),
+            (
+                "{max: 1.0}",
+                "experiments.e.clip_grad.max: not a key of clip_grad (norm or value)",
+            ),
+            (
+                "{norm: 0}",
+                "experiments.e.clip_grad.norm: expected a positive number",
+            ),
+            (
+                "{value: -1.0}",
+                "experiments.e.clip_grad.value: expected a positive number",
+            ),
+        ] {
+            assert_eq!(
+                with(&format!("    clip_grad: {text}\n")).unwrap_err(),
+                want,
+                "{text}"
+            );
+        }
     }
 }

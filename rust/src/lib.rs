@@ -5,6 +5,7 @@ pub mod config;
 pub mod dataset;
 pub mod fault;
 pub mod runfile;
+pub mod schedule;
 pub mod train;
 
 pub const BURN_VERSION: &str = env!("BURN_VERSION");

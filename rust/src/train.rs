@@ -1,20 +1,25 @@
 //! The seed's 1-D CNN trained with Burn, from the shared dataset file.
 
+use burn::grad_clipping::GradientClippingConfig;
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv1d, Conv1dConfig};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::{Linear, LinearConfig, Relu};
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer, SgdConfig};
+use burn::optim::{
+    AdaGradConfig, AdamConfig, AdamWConfig, GradientsParams, ModuleOptimizer, RmsPropConfig,
+    SgdConfig,
+};
 use burn::tensor::{Device, Int, Tensor, TensorData, s};
 use serde_json::{Map, Value, json};
 
-use crate::adam_factors::burn_adam_factors;
-use crate::config::{Optimizer, Spec};
+use crate::adam_factors::{burn_adam_factors, burn_adamw_bias_corrections};
+use crate::config::{ClipGrad, Optimizer, Spec};
 use crate::dataset::Dataset;
 use crate::fault::Fault;
 use crate::runfile::{float, floats};
+use crate::schedule;
 
 pub const PARAM_NAMES: [&str; 4] = ["conv.weight", "conv.bias", "fc.weight", "fc.bias"];
 
@@ -99,79 +104,336 @@ fn grad_values(m: &Cnn, grads: &GradientsParams) -> [Vec<f64>; 4] {
     ]
 }
 
+/// What the run records per step besides parameters and gradients: the scalars Burn
+/// computes in f32 inside its update (see adam_factors.rs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalars {
+    /// SGD: nothing.
+    None,
+    /// Adam: `adam_factors` (combined factor and ε·sqrt(1 − β₂^t)).
+    Adam {
+        beta_1: f32,
+        beta_2: f32,
+        epsilon: f32,
+    },
+    /// AdamW: `burn_scalars.{bias_correction1, bias_correction2}`.
+    AdamW { beta_1: f32, beta_2: f32 },
+    /// AdaGrad and RMSProp: `burn_scalars` is empty; their per-step scalars are f64
+    /// (AdaGrad's lr / (1 + (t − 1)·lr_decay), adagrad.rs:134) or constants.
+    Empty,
+}
+
+/// A Burn optimizer built from a spec, with what the run file records about it.
+pub struct Built {
+    pub optim: ModuleOptimizer,
+    /// `meta.hyperparameters`: every hyperparameter of the optimizer as Burn holds it.
+    pub held: Value,
+    /// `meta.clip_grad`: the clipping Burn's config holds, or null.
+    pub clip: Value,
+    pub scalars: Scalars,
+}
+
+/// An f32 field of a Burn config as it is applied to an f64 tensor: exactly widened.
+fn f32_held(x: f64) -> f64 {
+    x as f32 as f64
+}
+
+/// An f32 field read back from a config's serde form (serde_json writes the f32's shortest
+/// form, so widen it again).
+fn stored_f32(stored: &Value, key: &str) -> f64 {
+    f32_held(stored[key].as_f64().expect("f32 field"))
+}
+
+/// The penalty of an `Option<WeightDecayConfig>` field (f32), 0 when absent.
+fn stored_penalty(stored: &Value) -> f64 {
+    stored["weight_decay"]["penalty"]
+        .as_f64()
+        .map_or(0.0, f32_held)
+}
+
+/// Burn's clipping for the spec: a threshold stored as f32 (grad_clipping/base.rs:10–16).
+fn clipping(spec: &Spec) -> Option<GradientClippingConfig> {
+    spec.clip_grad.map(|clip| match clip {
+        ClipGrad::Norm(x) => GradientClippingConfig::Norm(x as f32),
+        ClipGrad::Value(x) => GradientClippingConfig::Value(x as f32),
+    })
+}
+
+/// `meta.clip_grad` from a config's serde form (`{"Norm": x}` / `{"Value": x}` / null).
+fn clip_held(stored: &Value) -> Value {
+    match stored.as_object().and_then(|o| o.iter().next()) {
+        Some((kind, x)) => json!({kind.to_lowercase(): f32_held(x.as_f64().expect("f32"))}),
+        None => Value::Null,
+    }
+}
+
+fn sgd(spec: &Spec) -> Built {
+    let Optimizer::Sgd {
+        lr,
+        momentum,
+        dampening,
+        weight_decay,
+        nesterov,
+    } = spec.optimizer
+    else {
+        unreachable!("an SGD spec")
+    };
+    let mut config = SgdConfig::new().with_gradient_clipping(clipping(spec));
+    if weight_decay != 0.0 && !spec.keeps_default("weight_decay") {
+        config = config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
+    }
+    // Burn's SGD has momentum only when given a MomentumConfig (default dampening 0.1).
+    if momentum != 0.0 && !spec.keeps_default("momentum") {
+        let mut m = MomentumConfig::new().with_momentum(momentum);
+        if !spec.keeps_default("dampening") {
+            m = m.with_dampening(dampening);
+        }
+        if !spec.keeps_default("nesterov") {
+            m = m.with_nesterov(nesterov);
+        }
+        config = config.with_momentum(Some(m));
+    }
+    // Read back what the config holds (defaults included) through its serde form.
+    let stored = serde_json::to_value(&config).expect("SgdConfig serialises");
+    let m = &stored["momentum"];
+    let held = json!({
+        "lr": lr,
+        // Burn's Momentum keeps the momentum factor as f32, the dampening as f64.
+        "momentum": m["momentum"].as_f64().map_or(0.0, f32_held),
+        "dampening": m["dampening"].as_f64().unwrap_or(0.0),
+        "nesterov": m["nesterov"].as_bool().unwrap_or(false),
+        "weight_decay": stored_penalty(&stored),
+    });
+    let clip = clip_held(&stored["gradient_clipping"]);
+    Built {
+        optim: config.init(),
+        held,
+        clip,
+        scalars: Scalars::None,
+    }
+}
+
+fn adam(spec: &Spec) -> Built {
+    let Optimizer::Adam {
+        lr,
+        betas,
+        eps,
+        weight_decay,
+        amsgrad,
+    } = spec.optimizer
+    else {
+        unreachable!("an Adam spec")
+    };
+    let mut config = AdamConfig::new().with_grad_clipping(clipping(spec));
+    if !spec.keeps_default("betas") {
+        config = config
+            .with_beta_1(betas[0] as f32)
+            .with_beta_2(betas[1] as f32);
+    }
+    if !spec.keeps_default("eps") {
+        config = config.with_epsilon(eps as f32);
+    }
+    // Coupled L2 decay, grad + penalty·p (decay.rs:46), only when asked for.
+    if weight_decay != 0.0 && !spec.keeps_default("weight_decay") {
+        config = config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
+    }
+    if !spec.keeps_default("amsgrad") {
+        config = config.with_amsgrad(amsgrad);
+    }
+    // Read back what the config holds (defaults included) through its serde form.
+    let stored = serde_json::to_value(&config).expect("AdamConfig serialises");
+    let get = |k: &str| stored_f32(&stored, k) as f32;
+    let (beta_1, beta_2, epsilon) = (get("beta_1"), get("beta_2"), get("epsilon"));
+    let held = json!({"lr": lr, "betas": [beta_1 as f64, beta_2 as f64],
+        "eps": epsilon as f64, "weight_decay": stored_penalty(&stored),
+        "amsgrad": stored["amsgrad"].as_bool().expect("bool field")});
+    let clip = clip_held(&stored["grad_clipping"]);
+    Built {
+        optim: config.init(),
+        held,
+        clip,
+        scalars: Scalars::Adam {
+            beta_1,
+            beta_2,
+            epsilon,
+        },
+    }
+}
+
+fn adamw(spec: &Spec) -> Built {
+    let Optimizer::AdamW {
+        lr,
+        betas,
+        eps,
+        weight_decay,
+        amsgrad,
+    } = spec.optimizer
+    else {
+        unreachable!("an AdamW spec")
+    };
+    let mut config = AdamWConfig::new().with_grad_clipping(clipping(spec));
+    if !spec.keeps_default("betas") {
+        config = config
+            .with_beta_1(betas[0] as f32)
+            .with_beta_2(betas[1] as f32);
+    }
+    if !spec.keeps_default("eps") {
+        config = config.with_epsilon(eps as f32);
+    }
+    // Decoupled decay p·(1 − lr·wd), a plain f32 field (default 1e-4), passed even when 0.
+    if !spec.keeps_default("weight_decay") {
+        config = config.with_weight_decay(weight_decay as f32);
+    }
+    if !spec.keeps_default("amsgrad") {
+        config = config.with_amsgrad(amsgrad);
+    }
+    let stored = serde_json::to_value(&config).expect("AdamWConfig serialises");
+    let get = |k: &str| stored_f32(&stored, k) as f32;
+    let (beta_1, beta_2) = (get("beta_1"), get("beta_2"));
+    let held = json!({"lr": lr, "betas": [beta_1 as f64, beta_2 as f64],
+        "eps": stored_f32(&stored, "epsilon"), "weight_decay": stored_f32(&stored, "weight_decay"),
+        "amsgrad": stored["amsgrad"].as_bool().expect("bool field")});
+    let clip = clip_held(&stored["grad_clipping"]);
+    Built {
+        optim: config.init(),
+        held,
+        clip,
+        scalars: Scalars::AdamW { beta_1, beta_2 },
+    }
+}
+
+fn adagrad(spec: &Spec) -> Built {
+    let Optimizer::AdaGrad {
+        lr,
+        lr_decay,
+        eps,
+        weight_decay,
+        ..
+    } = spec.optimizer
+    else {
+        unreachable!("an AdaGrad spec")
+    };
+    let mut config = AdaGradConfig::new().with_grad_clipping(clipping(spec));
+    if !spec.keeps_default("lr_decay") {
+        config = config.with_lr_decay(lr_decay);
+    }
+    if !spec.keeps_default("eps") {
+        config = config.with_epsilon(eps as f32);
+    }
+    if weight_decay != 0.0 && !spec.keeps_default("weight_decay") {
+        config = config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
+    }
+    let stored = serde_json::to_value(&config).expect("AdaGradConfig serialises");
+    let held = json!({"lr": lr,
+        // lr_decay is an f64 field; the clr lr / (1 + (t − 1)·lr_decay) is f64 (adagrad.rs:134).
+        "lr_decay": stored["lr_decay"].as_f64().expect("f64 field"),
+        "eps": stored_f32(&stored, "epsilon"), "weight_decay": stored_penalty(&stored),
+        // No such field: the sum of squares starts at the first g² (adagrad.rs:131), i.e. 0.
+        "initial_accumulator_value": 0.0});
+    let clip = clip_held(&stored["grad_clipping"]);
+    Built {
+        optim: config.init(),
+        held,
+        clip,
+        scalars: Scalars::Empty,
+    }
+}
+
+fn rmsprop(spec: &Spec) -> Built {
+    let Optimizer::RmsProp {
+        lr,
+        alpha,
+        eps,
+        weight_decay,
+        momentum,
+        centered,
+    } = spec.optimizer
+    else {
+        unreachable!("an RMSProp spec")
+    };
+    let mut config = RmsPropConfig::new().with_grad_clipping(clipping(spec));
+    if !spec.keeps_default("alpha") {
+        config = config.with_alpha(alpha as f32);
+    }
+    if !spec.keeps_default("eps") {
+        config = config.with_epsilon(eps as f32);
+    }
+    // Burn's default momentum is 0.9 (PyTorch: 0): passed even when 0.
+    if !spec.keeps_default("momentum") {
+        config = config.with_momentum(momentum as f32);
+    }
+    if !spec.keeps_default("centered") {
+        config = config.with_centered(centered);
+    }
+    if weight_decay != 0.0 && !spec.keeps_default("weight_decay") {
+        config = config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
+    }
+    let stored = serde_json::to_value(&config).expect("RmsPropConfig serialises");
+    let held = json!({"lr": lr, "alpha": stored_f32(&stored, "alpha"),
+        "eps": stored_f32(&stored, "epsilon"), "weight_decay": stored_penalty(&stored),
+        "momentum": stored_f32(&stored, "momentum"),
+        "centered": stored["centered"].as_bool().expect("bool field")});
+    let clip = clip_held(&stored["grad_clipping"]);
+    Built {
+        optim: config.init(),
+        held,
+        clip,
+        scalars: Scalars::Empty,
+    }
+}
+
 /// The Burn optimizer for a spec, and the hyperparameters as Burn holds them.
 ///
-/// Burn stores Adam's betas and epsilon, the weight-decay penalty and the momentum as f32:
-/// the recorded values are those f32 values widened to f64. Hyperparameters listed in
-/// `keep_defaults.burn` are not passed, so Burn's own defaults apply.
-pub fn optimizer(spec: &Spec) -> (ModuleOptimizer, Value, Option<[f32; 3]>) {
-    let f32_held = |x: f64| x as f32 as f64;
+/// Burn stores betas, epsilon, alpha, the RMSProp and SGD momentum and the weight-decay
+/// penalty as f32: the recorded values are those f32 values widened to f64. Hyperparameters
+/// listed in `keep_defaults.burn` are not passed, so Burn's own defaults apply. Clipping is
+/// attached through the config (`with_grad_clipping`), which only `init()` applies.
+pub fn optimizer(spec: &Spec) -> Built {
     match spec.optimizer {
-        Optimizer::Sgd {
-            lr,
-            momentum,
-            dampening,
-            weight_decay,
-            nesterov,
-        } => {
-            let mut config = SgdConfig::new();
-            if weight_decay != 0.0 && !spec.keeps_default("weight_decay") {
-                config =
-                    config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
-            }
-            // Burn's SGD has momentum only when given a MomentumConfig (default dampening 0.1).
-            if momentum != 0.0 && !spec.keeps_default("momentum") {
-                let mut m = MomentumConfig::new().with_momentum(momentum);
-                if !spec.keeps_default("dampening") {
-                    m = m.with_dampening(dampening);
-                }
-                if !spec.keeps_default("nesterov") {
-                    m = m.with_nesterov(nesterov);
-                }
-                config = config.with_momentum(Some(m));
-            }
-            // Read back what the config holds (defaults included) through its serde form.
-            let stored = serde_json::to_value(&config).expect("SgdConfig serialises");
-            let m = &stored["momentum"];
-            let held = json!({
-                "lr": lr,
-                // Burn's Momentum keeps the momentum factor as f32, the dampening as f64.
-                "momentum": m["momentum"].as_f64().map_or(0.0, f32_held),
-                "dampening": m["dampening"].as_f64().unwrap_or(0.0),
-                "nesterov": m["nesterov"].as_bool().unwrap_or(false),
-                "weight_decay": stored["weight_decay"]["penalty"].as_f64().map_or(0.0, f32_held),
-            });
-            (config.init(), held, None)
-        }
-        Optimizer::Adam {
-            lr,
-            betas,
-            eps,
-            weight_decay,
-        } => {
-            let mut config = AdamConfig::new();
-            if !spec.keeps_default("betas") {
-                config = config
-                    .with_beta_1(betas[0] as f32)
-                    .with_beta_2(betas[1] as f32);
-            }
-            if !spec.keeps_default("eps") {
-                config = config.with_epsilon(eps as f32);
-            }
-            if weight_decay != 0.0 && !spec.keeps_default("weight_decay") {
-                config =
-                    config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
-            }
-            // Read back what the config holds (defaults included) through its serde form.
-            let stored = serde_json::to_value(&config).expect("AdamConfig serialises");
-            let get = |k: &str| stored[k].as_f64().expect("f32 field") as f32;
-            let (beta_1, beta_2, epsilon) = (get("beta_1"), get("beta_2"), get("epsilon"));
-            let penalty = stored["weight_decay"]["penalty"]
-                .as_f64()
-                .map_or(0.0, |p| p as f32);
-            let held = json!({"lr": lr, "betas": [beta_1 as f64, beta_2 as f64],
-                "eps": epsilon as f64, "weight_decay": penalty as f64});
-            (config.init(), held, Some([beta_1, beta_2, epsilon]))
+        Optimizer::Sgd { .. } => sgd(spec),
+        Optimizer::Adam { .. } => adam(spec),
+        Optimizer::AdamW { .. } => adamw(spec),
+        Optimizer::AdaGrad { .. } => adagrad(spec),
+        Optimizer::RmsProp { .. } => rmsprop(spec),
+    }
+}
+
+/// Per-step series of the f32 scalars of `Scalars`, in the run file's form.
+#[derive(Default)]
+struct ScalarSeries {
+    first: Vec<f64>,
+    second: Vec<f64>,
+}
+
+impl ScalarSeries {
+    fn push(&mut self, scalars: Scalars, time: i32) {
+        let (a, b) = match scalars {
+            Scalars::Adam {
+                beta_1,
+                beta_2,
+                epsilon,
+            } => burn_adam_factors(beta_1, beta_2, epsilon, time),
+            Scalars::AdamW { beta_1, beta_2 } => burn_adamw_bias_corrections(beta_1, beta_2, time),
+            Scalars::None | Scalars::Empty => return,
+        };
+        self.first.push(a as f64);
+        self.second.push(b as f64);
+    }
+
+    /// `(key, value)` for the run block: `adam_factors` or `burn_scalars`, or nothing (SGD).
+    fn into_json(self, scalars: Scalars) -> Option<(&'static str, Value)> {
+        let (first, second) = (floats(&self.first), floats(&self.second));
+        match scalars {
+            Scalars::None => None,
+            Scalars::Adam { .. } => Some((
+                "adam_factors",
+                json!({"combined_factor": first, "epsilon_bias_correction2_sqrt": second}),
+            )),
+            Scalars::AdamW { .. } => Some((
+                "burn_scalars",
+                json!({"bias_correction1": first, "bias_correction2": second}),
+            )),
+            Scalars::Empty => Some(("burn_scalars", json!({}))),
         }
     }
 }
@@ -193,15 +455,26 @@ pub fn train(
             spec.batch_size
         ));
     }
+    // Burn's refusals of a schedule come before any step.
+    let (mut scheduler, schedule_held) = schedule::scheduler(spec)?;
     let ce = CrossEntropyLossConfig::new().init(device);
     let mut model = build(data, device)?;
-    let (mut optim, held, adam) = optimizer(spec);
-    let lr = spec.lr();
+    let Built {
+        mut optim,
+        held,
+        clip,
+        scalars,
+    } = optimizer(spec);
     let mut losses = Vec::with_capacity(spec.steps);
+    let mut lrs = Vec::with_capacity(spec.steps);
     let mut traj_params: [Vec<Value>; 4] = Default::default();
     let mut traj_grads: [Vec<Value>; 4] = Default::default();
-    let (mut combined, mut eps_term) = (Vec::new(), Vec::new());
+    let mut series = ScalarSeries::default();
     for step in 0..spec.steps {
+        // As Burn's Learner: one scheduler step per iteration, before the optimizer step,
+        // whose result that step uses (the first call gives the initial lr).
+        let lr = scheduler.step();
+        lrs.push(lr.base());
         let i = (step % batches) * spec.batch_size; // no shuffling: the batches in rotation
         let xb = x.clone().slice(s![i..i + spec.batch_size]);
         let yb = y.clone().slice(s![i..i + spec.batch_size]);
@@ -218,11 +491,7 @@ pub fn train(
         for (k, p) in param_values(&model).iter().enumerate() {
             traj_params[k].push(floats(p));
         }
-        if let Some([b1, b2, eps]) = adam {
-            let (c, e) = burn_adam_factors(b1, b2, eps, step as i32 + 1);
-            combined.push(c as f64);
-            eps_term.push(e as f64);
-        }
+        series.push(scalars, step as i32 + 1);
     }
     // Evaluation without autodiff, like model.eval() under torch.no_grad().
     let eval = model.valid();
@@ -253,14 +522,20 @@ pub fn train(
         .map(|n| n.to_string())
         .zip(param_values(&model).iter().map(|p| floats(p)))
         .collect();
+    // Burn clips each parameter tensor on its own (module_optimizer.rs:453).
+    let clip_scope = (!clip.is_null()).then_some("per parameter tensor");
     let mut block = json!({
         "losses": floats(&losses),
+        "lrs": floats(&lrs),
         "final": {"loss": float(loss), "correct": correct, "predictions": predictions},
         "params": final_params,
         "trajectory": {"params": named(traj_params), "grads": named(traj_grads)},
         "meta": {
-            "optimizer": match spec.optimizer { Optimizer::Sgd { .. } => "sgd", Optimizer::Adam { .. } => "adam" },
+            "optimizer": spec.optimizer.name(),
             "hyperparameters": held,
+            "schedule": schedule_held,
+            "clip_grad": &clip,
+            "clip_scope": clip_scope,
             "kept_defaults": spec.burn_defaults,
             "steps": spec.steps,
             "batch_size": spec.batch_size,
@@ -271,11 +546,8 @@ pub fn train(
     if let Some(f) = fault {
         block["meta"]["fault"] = f.to_json();
     }
-    if adam.is_some() {
-        block["adam_factors"] = json!({
-            "combined_factor": floats(&combined),
-            "epsilon_bias_correction2_sqrt": floats(&eps_term),
-        });
+    if let Some((key, value)) = series.into_json(scalars) {
+        block[key] = value;
     }
     Ok(block)
 }

@@ -35,6 +35,8 @@ from parity_config import (  # noqa: E402
 from sweeps import SweepError, expand_all  # noqa: E402
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+# Experiment keys a sweep axis may not vary: a schedule and clipping are mappings of their own.
+UNSWEPT_KEYS = ("schedule", "clip_grad")
 
 # Other names people give a hyperparameter: long forms, and Burn's own field names
 # (AdamConfig.beta_1/beta_2/epsilon, WeightDecayConfig.penalty).
@@ -50,6 +52,24 @@ ALIASES = {
     "penalty": "weight_decay",
     "decay": "weight_decay",
     "optimiser": "optimizer",
+    "ams_grad": "amsgrad",
+    "rho": "alpha",  # RMSProp's smoothing constant as Keras names it
+    "initial_accumulator": "initial_accumulator_value",
+    # schedules: the names of PyTorch's and Burn's schedulers
+    "scheduler": "schedule",
+    "lr_scheduler": "schedule",
+    "lr_schedule": "schedule",
+    "eta_min": "min_lr",
+    "t_max": "num_steps",
+    "total_iters": "num_steps",
+    "num_iters": "num_steps",
+    "end_lr": "final_lr",
+    # clipping: PyTorch's and Burn's names
+    "grad_clipping": "clip_grad",
+    "gradient_clipping": "clip_grad",
+    "clip_grad_norm": "clip_grad",
+    "max_norm": "norm",
+    "clip_value": "value",
 }
 
 TYPE_NAMES = {
@@ -230,7 +250,7 @@ def _unknown(config: Any, path: Path_, key: str, known: list[str]) -> tuple[Prob
         noun = "unknown key"
     others = [o for o, keys in HYPERPARAMETERS.items() if key in keys and o != optimizer]
     if _is_experiment(path) and optimizer and others and suggestion is None:
-        message = f"{noun} ({key} is a hyperparameter of {others[0]})"
+        message = f"{noun} ({key} is a hyperparameter of {', '.join(others)})"
     elif suggestion:
         message = f"{noun}; did you mean {suggestion!r}?"
     else:
@@ -290,6 +310,10 @@ def _line(error: ValidationError, config: Any) -> Problem | None:
         return Problem(path, f"expected {count} {n} item{'s' if n != 1 else ''}, got {len(value)}")
     if kind == "minProperties":
         return Problem(path, f"expected at least {error.validator_value} entry, got none")
+    if kind == "maxProperties":
+        n = error.validator_value
+        entries = "entries" if n != 1 else "entry"
+        return Problem(path, f"expected at most {n} {entries}, got {len(value)}")
     if kind == "pattern":
         what = schema.get("description") or f"matching {error.validator_value}"
         return Problem(path, f"{show(value)} is not of the expected form ({what})")
@@ -381,7 +405,21 @@ def describe_source(configfiles: list, overrides: Any = None) -> str:
 
 def sweep_problems(config: dict[str, Any], schema: dict[str, Any]) -> list[Problem]:
     """Each sweep point checked like an experiment of its own, its problems named at the
-    sweep: `sweeps.g.eps: 0 is out of range (… ) at point g__eps_0`."""
+    sweep: `sweeps.g.eps: 0 is out of range (… ) at point g__eps_0`. A schedule or clipping
+    is set in the base, not swept: an axis of one is refused."""
+    fixed = [
+        Problem(
+            ("sweeps", sweep, "axes", key),
+            f"{key} cannot be an axis (axes vary the optimizer's hyperparameters and"
+            " keep_defaults): set it in the base, or write one sweep per value",
+        )
+        for sweep, body in (config.get("sweeps") or {}).items()
+        if isinstance(body, dict) and isinstance(body.get("axes"), dict)
+        for key in body["axes"]
+        if key in UNSWEPT_KEYS
+    ]
+    if fixed:
+        return fixed
     try:
         expanded = expand_all(config, HYPERPARAMETERS)
     except SweepError as exc:

@@ -6,10 +6,16 @@ one to their framework explicitly, except the ones an experiment lists under
 ``meta`` records the value it actually used. Both trainers refuse an experiment with an
 unknown optimizer or a missing hyperparameter, naming it.
 
+An experiment may also give a learning-rate ``schedule`` (absent: ``{kind: constant}``) and
+gradient clipping ``clip_grad`` (absent or null: none; ``{norm: x}`` or ``{value: x}``).
+``experiment_spec`` fills in what an experiment leaves out (Adam's ``amsgrad``: PyTorch's
+default, false; the constant schedule; no clipping), so the spec always carries them.
+
 The semantic checks below (``semantic_problems``) find what the config's JSON schema cannot
 express and a trainer would crash on: a batch larger than the dataset, Nesterov momentum
-PyTorch refuses, a probe index outside its parameter. The pipeline runs them, with the
-schema, before any job (workflow/scripts/check_config.py).
+PyTorch refuses, a probe index outside its parameter, a schedule or an initial learning
+rate one framework's scheduler refuses, an AdaGrad initial accumulator Burn cannot take.
+The pipeline runs them, with the schema, before any job (workflow/scripts/check_config.py).
 """
 
 from __future__ import annotations
@@ -32,22 +38,79 @@ DTYPES = ("f32", "f64")
 # Every hyperparameter each optimizer needs, in the order runs record them.
 HYPERPARAMETERS = {
     "sgd": ("lr", "momentum", "dampening", "weight_decay", "nesterov"),
-    "adam": ("lr", "betas", "eps", "weight_decay"),
+    "adam": ("lr", "betas", "eps", "weight_decay", "amsgrad"),
+    "adamw": ("lr", "betas", "eps", "weight_decay", "amsgrad"),
+    "adagrad": ("lr", "lr_decay", "eps", "weight_decay", "initial_accumulator_value"),
+    "rmsprop": ("lr", "alpha", "eps", "weight_decay", "momentum", "centered"),
 }
+# Hyperparameters an experiment may leave out, and the value the spec then carries (PyTorch's
+# default): Adam's amsgrad came after the first configs were written.
+OPTIONAL_HYPERPARAMETERS = {"adam": {"amsgrad": False}}
+# Hyperparameters that are true or false; `betas` is two numbers, the others a number.
+BOOLEAN_HYPERPARAMETERS = ("nesterov", "amsgrad", "centered")
 
-# What each framework uses when it is not told (PyTorch 2.x and Burn 0.22 source).
+# What each framework uses when it is not told (PyTorch 2.15 and Burn 0.22.1 source).
 # Burn's SGD has no momentum unless given a MomentumConfig, whose dampening defaults to 0.1;
-# Burn's AdamConfig defaults epsilon to 1e-5 where PyTorch uses 1e-8.
+# Burn's Adam, AdamW, AdaGrad and RMSProp default epsilon to 1e-5 (PyTorch: 1e-8, AdaGrad
+# 1e-10); Burn's AdamW weight decay is 1e-4 (PyTorch: 1e-2); Burn's RMSProp momentum is 0.9
+# (PyTorch: 0). Burn's AdaGrad has no initial accumulator value: its sum starts at 0.
+# No framework default is listed for lr: Burn has none (it is passed to every step).
 FRAMEWORK_DEFAULTS = {
     "torch": {
         "sgd": {"momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False},
-        "adam": {"betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0},
+        "adam": {"betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False},
+        "adamw": {"betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 1e-2, "amsgrad": False},
+        "adagrad": {
+            "lr_decay": 0.0,
+            "eps": 1e-10,
+            "weight_decay": 0.0,
+            "initial_accumulator_value": 0.0,
+        },
+        "rmsprop": {
+            "alpha": 0.99,
+            "eps": 1e-8,
+            "weight_decay": 0.0,
+            "momentum": 0.0,
+            "centered": False,
+        },
     },
     "burn": {
         "sgd": {"momentum": 0.0, "dampening": 0.1, "weight_decay": 0.0, "nesterov": False},
-        "adam": {"betas": [0.9, 0.999], "eps": 1e-5, "weight_decay": 0.0},
+        "adam": {"betas": [0.9, 0.999], "eps": 1e-5, "weight_decay": 0.0, "amsgrad": False},
+        "adamw": {"betas": [0.9, 0.999], "eps": 1e-5, "weight_decay": 1e-4, "amsgrad": False},
+        "adagrad": {
+            "lr_decay": 0.0,
+            "eps": 1e-5,
+            "weight_decay": 0.0,
+            "initial_accumulator_value": 0.0,
+        },
+        "rmsprop": {
+            "alpha": 0.99,
+            "eps": 1e-5,
+            "weight_decay": 0.0,
+            "momentum": 0.9,
+            "centered": False,
+        },
     },
 }
+
+# Learning-rate schedules: each kind's keys besides `kind` (the initial lr is the
+# optimizer's). PyTorch runs them with torch.optim.lr_scheduler, Burn with its lr_scheduler.
+SCHEDULES = {
+    "constant": (),
+    "linear": ("final_lr", "num_steps"),
+    "cosine": ("min_lr", "num_steps"),
+    "exponential": ("gamma",),
+    "step": ("step_size", "gamma"),
+}
+DEFAULT_SCHEDULE = {"kind": "constant"}
+# Burn 0.22.1 (burn-optim src/lr_scheduler/{linear,cosine,exponential}.rs) refuses an initial
+# lr outside (0, 1] for these kinds; its step schedule only warns, constant takes any lr.
+SCHEDULES_LR_AT_MOST_1 = ("linear", "cosine", "exponential")
+# Gradient clipping: exactly one of these, a positive number.
+CLIP_MODES = ("norm", "value")
+# How PyTorch applies each mode (torch.nn.utils.clip_grad_norm_ / clip_grad_value_).
+CLIP_SCOPES = {"norm": "all parameters (one norm)", "value": "elementwise"}
 
 
 # The shape of every model parameter, from the dataset's initial weights.
@@ -182,6 +245,171 @@ def nesterov_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
     ]
 
 
+def _suggest(key: Any, known: list[str]) -> str | None:
+    """The config check's closest known key (check_config imports this module)."""
+    from check_config import closest_key
+
+    return closest_key(key, known) if isinstance(key, str) else None
+
+
+def _unknown_keys(at: tuple, keys: list, known: list[str], what: str) -> tuple[list, set]:
+    """A problem per key of `keys` not in `known`, with the closest known key; and the known
+    keys suggested (a missing key an unknown one suggests needs no line of its own)."""
+    problems, suggested = [], set()
+    for key in keys:
+        if key in known:
+            continue
+        close = _suggest(key, known)
+        suggested.add(close)
+        hint = f"; did you mean {close!r}?" if close else f" (known: {', '.join(known)})"
+        problems.append(Problem((*at, key), f"unknown key of {what}{hint}"))
+    return problems, suggested
+
+
+def _show(value: Any) -> str:
+    """A value as the config spells it."""
+    spelled = {True: "true", False: "false", None: "null"}
+    return spelled[value] if value is None or isinstance(value, bool) else repr(value)
+
+
+def _bound_problem(at: tuple, key: str, value: Any, low: str, high: str = "") -> Problem | None:
+    """The schema's line for a bound, for a value the trainer run by hand would crash on:
+    low is '>0', '>=0' or '>=1' (integers), high '' or '<=1'."""
+    integer = low == ">=1"
+    if not (_integer(value) if integer else _number(value)) or (
+        isinstance(value, float) and not math.isfinite(value)
+    ):
+        kind = "an integer" if integer else "a number"
+        return Problem((*at, key), f"expected {kind}, got {_show(value)}")
+    below = value <= 0 if low == ">0" else value < 0 if low == ">=0" else value < 1
+    above = high == "<=1" and value > 1
+    if not (below or above):
+        return None
+    shown = {">0": "0 < ", ">=0": "0 ≤ ", ">=1": "1 ≤ "}[low]
+    if high:
+        bounds = f"{shown}{key} ≤ 1"
+    else:
+        bounds = f"{key} {'>' if low == '>0' else '≥'} {shown.split()[0]}"
+    return Problem((*at, key), f"{_show(value)} is out of range ({bounds})")
+
+
+# Each schedule key's bounds: (low, high) as _bound_problem takes them.
+SCHEDULE_BOUNDS = {
+    "final_lr": (">=0", ""),
+    "min_lr": (">=0", ""),
+    "num_steps": (">=1", ""),
+    "step_size": (">=1", ""),
+    "gamma": (">0", ""),
+}
+
+
+def schedule_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
+    """A schedule either framework refuses, or one of an unknown kind or with keys missing or
+    of another kind: one problem per key."""
+    if "schedule" not in exp:
+        return []
+    schedule, where = exp["schedule"], (*at, "schedule")
+    example = "{kind: cosine, min_lr: 0.0, num_steps: 100}"
+    if not isinstance(schedule, dict):
+        return [Problem(where, f"expected a mapping like {example}, got {_show(schedule)}")]
+    kinds = list(SCHEDULES)
+    if "kind" not in schedule:
+        return [Problem((*where, "kind"), f"missing (one of: {', '.join(kinds)})")]
+    kind = schedule["kind"]
+    if kind not in SCHEDULES:
+        close = _suggest(kind, kinds)
+        hint = f"; did you mean {close!r}?" if close else ""
+        return [
+            Problem(
+                (*where, "kind"),
+                f"unknown schedule kind {_show(kind)} (known: {', '.join(kinds)}){hint}",
+            )
+        ]
+    needed = SCHEDULES[kind]
+    takes = f"{kind} takes {', '.join(needed)}" if needed else f"{kind} takes no other key"
+    problems, suggested = [], set()
+    for key in schedule:
+        if key == "kind" or key in needed:
+            continue
+        owners = [k for k, keys in SCHEDULES.items() if key in keys]
+        if owners:
+            message = f"a key of kind {' and '.join(owners)}, not of {kind} ({takes})"
+            problems.append(Problem((*where, key), message))
+        else:
+            found, close = _unknown_keys(where, [key], ["kind", *needed], f"kind {kind}")
+            problems += found
+            suggested |= close
+    for key in needed:
+        if key not in schedule:
+            if key not in suggested:
+                problems.append(Problem((*where, key), f"required for kind {kind}"))
+            continue
+        problem = _bound_problem(where, key, schedule[key], *SCHEDULE_BOUNDS[key])
+        if problem:
+            problems.append(problem)
+    if problems:
+        return problems
+    lr = exp.get("lr")
+    if kind == "exponential" and schedule["gamma"] > 1:
+        message = (
+            f"{_show(schedule['gamma'])} is out of range (0 < gamma ≤ 1):"
+            " Burn's exponential schedule refuses a gamma above 1"
+        )
+        problems.append(Problem((*where, "gamma"), message))
+    if kind in SCHEDULES_LR_AT_MOST_1 and _number(lr) and not 0 < lr <= 1:
+        message = (
+            f"{_show(lr)} is out of range (0 < lr ≤ 1):"
+            f" Burn's {kind} schedule refuses an initial lr outside (0, 1]"
+        )
+        problems.append(Problem((*at, "lr"), message))
+    elif _number(lr) and lr > 0:
+        if kind == "linear" and schedule["final_lr"] > lr:
+            message = (
+                f"{_show(schedule['final_lr'])} is above lr ({_show(lr)}): PyTorch's LinearLR"
+                " refuses an end factor (final_lr / lr) above 1"
+            )
+            problems.append(Problem((*where, "final_lr"), message))
+        if kind == "cosine" and schedule["min_lr"] > lr:
+            message = (
+                f"{_show(schedule['min_lr'])} is above lr ({_show(lr)}):"
+                " Burn's cosine schedule refuses a min_lr above the initial lr"
+            )
+            problems.append(Problem((*where, "min_lr"), message))
+    return problems
+
+
+def clip_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
+    """clip_grad: null, or exactly one of norm and value, a positive number."""
+    clip, where = exp.get("clip_grad"), (*at, "clip_grad")
+    if clip is None:
+        return []
+    if not isinstance(clip, dict):
+        return [Problem(where, f"expected null, {{norm: x}} or {{value: x}}, got {_show(clip)}")]
+    problems, suggested = _unknown_keys(where, list(clip), list(CLIP_MODES), "clip_grad")
+    modes = [m for m in CLIP_MODES if m in clip]
+    if len(modes) == 2:
+        problems.append(Problem(where, "give exactly one of norm or value, not both"))
+    elif not modes and not suggested & set(CLIP_MODES):
+        problems.append(Problem(where, "give exactly one of norm or value (e.g. {norm: 1.0})"))
+    for mode in modes:
+        problem = _bound_problem(where, mode, clip[mode], ">0")
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def accumulator_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
+    """Burn's AdaGrad has no initial accumulator value: only PyTorch's default, 0, compares."""
+    value = exp.get("initial_accumulator_value")
+    if not _number(value) or value == 0:
+        return []
+    message = (
+        f"{_show(value)} is refused (only 0): Burn's AdaGrad has no initial accumulator value,"
+        " its sum of squared gradients starts at 0"
+    )
+    return [Problem((*at, "initial_accumulator_value"), message)]
+
+
 def experiment_problems(name: str, exp: Any) -> list[Problem]:
     """What the schema cannot see in one experiment and a trainer would crash on."""
     if not isinstance(exp, dict):
@@ -193,6 +421,10 @@ def experiment_problems(name: str, exp: Any) -> list[Problem]:
         problems += keep_default_problems(at, exp, optimizer)
     if optimizer == "sgd":
         problems += nesterov_problems(at, exp)
+    if optimizer == "adagrad":
+        problems += accumulator_problems(at, exp)
+    problems += schedule_problems(at, exp)
+    problems += clip_problems(at, exp)
     probe = exp.get("probe")
     if isinstance(probe, str) and (message := probe_problem(probe)):
         problems.append(Problem((*at, "probe"), message))
@@ -225,8 +457,15 @@ def load_config(path: str | Path) -> dict[str, Any]:
     return config
 
 
+def filled_schedule(exp: dict[str, Any]) -> dict[str, Any]:
+    """The experiment's schedule, its keys in a fixed order; the constant one when absent."""
+    schedule = exp.get("schedule", DEFAULT_SCHEDULE)
+    return {"kind": schedule["kind"], **{k: schedule[k] for k in SCHEDULES[schedule["kind"]]}}
+
+
 def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
-    """The checked spec of experiment ``name``: optimizer, hyperparameters, run settings."""
+    """The checked spec of experiment ``name``: optimizer, hyperparameters (optional ones
+    filled in), schedule (constant when absent), clip_grad (None when absent), run settings."""
     experiments = config.get("experiments") or {}
     if name not in experiments:
         raise ConfigError(f"unknown experiment {name!r} (config has {sorted(experiments)})")
@@ -237,23 +476,19 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
             f"experiments.{name}.optimizer: unknown optimizer {optimizer!r}"
             f" (known: {', '.join(HYPERPARAMETERS)})"
         )
+    optional = OPTIONAL_HYPERPARAMETERS.get(optimizer, {})
     for key in HYPERPARAMETERS[optimizer]:
         if key not in exp:
+            if key in optional:
+                continue
             raise ConfigError(f"experiments.{name}.{key}: missing hyperparameter for {optimizer}")
         value = exp[key]
         values = value if key == "betas" else [value]
-        wanted = bool if key == "nesterov" else (int, float)
-        wrong = isinstance(value, bool) != (key == "nesterov") or not all(
-            isinstance(v, wanted) for v in values
-        )
+        boolean = key in BOOLEAN_HYPERPARAMETERS
+        wanted = bool if boolean else (int, float)
+        wrong = isinstance(value, bool) != boolean or not all(isinstance(v, wanted) for v in values)
         if wrong or (key == "betas" and len(values) != 2):
-            kind = (
-                "true or false"
-                if key == "nesterov"
-                else "two numbers"
-                if key == "betas"
-                else "a number"
-            )
+            kind = "true or false" if boolean else "two numbers" if key == "betas" else "a number"
             raise ConfigError(f"experiments.{name}.{key}: expected {kind}, got {value!r}")
     keep = exp.get("keep_defaults") or {}
     for framework, keys in keep.items():
@@ -274,8 +509,10 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
     return {
         "name": name,
         "optimizer": optimizer,
-        "hyperparameters": {k: exp[k] for k in HYPERPARAMETERS[optimizer]},
+        "hyperparameters": {k: exp.get(k, optional.get(k)) for k in HYPERPARAMETERS[optimizer]},
         "keep_defaults": {f: list(keep.get(f, [])) for f in FRAMEWORKS},
+        "schedule": filled_schedule(exp),
+        "clip_grad": dict(exp["clip_grad"]) if exp.get("clip_grad") is not None else None,
         "steps": config["steps"],
         "batch_size": config["batch_size"],
         "threads": config.get("threads", 1),

@@ -6,6 +6,11 @@
 
 Data and initial weights come from the shared dataset file (f32). An f64 run widens them
 exactly, so precision is the only thing that differs between the f32 and f64 runs.
+
+The optimizer is torch.optim's; a schedule is torch.optim.lr_scheduler's, stepped after each
+optimizer step; clipping (clip_grad_norm_ / clip_grad_value_) acts between backward and step.
+The run file's `lrs` holds the lr each step used, `trajectory.grads` the gradients of
+backward (before clipping).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from parity_config import (  # noqa: E402
+    CLIP_SCOPES,
     DTYPES,
     ConfigError,
     experiment_spec,
@@ -64,15 +70,79 @@ def inputs(arrays: dict, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor
     return x, torch.tensor(arrays["y"][1], dtype=torch.int64)
 
 
+OPTIMIZERS = {
+    "sgd": torch.optim.SGD,
+    "adam": torch.optim.Adam,
+    "adamw": torch.optim.AdamW,
+    "adagrad": torch.optim.Adagrad,
+    "rmsprop": torch.optim.RMSprop,
+}
+
+
 def make_optimizer(spec: dict[str, Any], params) -> torch.optim.Optimizer:
     """Pass every hyperparameter explicitly, except those the experiment leaves to PyTorch."""
     kept = set(spec["keep_defaults"]["torch"])
     given = {k: v for k, v in spec["hyperparameters"].items() if k not in kept}
     if "betas" in given:
         given["betas"] = tuple(given["betas"])
-    if spec["optimizer"] == "sgd":
-        return torch.optim.SGD(params, **given)
-    return torch.optim.Adam(params, **given)
+    return OPTIMIZERS[spec["optimizer"]](params, **given)
+
+
+def held_hyperparameters(spec: dict[str, Any], optimizer: torch.optim.Optimizer) -> dict:
+    """Every hyperparameter of the experiment's optimizer as PyTorch holds it, read back before
+    a schedule changes the learning rate (the initial lr is recorded)."""
+    group = optimizer.param_groups[0]
+    return {k: (list(group[k]) if k == "betas" else group[k]) for k in spec["hyperparameters"]}
+
+
+def make_scheduler(
+    spec: dict[str, Any], optimizer: torch.optim.Optimizer
+) -> tuple[torch.optim.lr_scheduler.LRScheduler | None, dict[str, Any]]:
+    """PyTorch's scheduler for the experiment's schedule (None for a constant lr), and what it
+    holds: its class and settings as read back from it, its base lr."""
+    schedule = spec["schedule"]
+    kind = schedule["kind"]
+    sched = torch.optim.lr_scheduler
+    if kind == "constant":
+        return None, {"kind": kind}
+    if kind == "linear":
+        # LinearLR takes factors of the initial lr: from 1 to final_lr / lr over num_steps.
+        lr = spec["hyperparameters"]["lr"]
+        scheduler = sched.LinearLR(
+            optimizer,
+            start_factor=1.0,
+            end_factor=schedule["final_lr"] / lr,
+            total_iters=schedule["num_steps"],
+        )
+        held = ("start_factor", "end_factor", "total_iters")
+    elif kind == "cosine":
+        scheduler = sched.CosineAnnealingLR(
+            optimizer, T_max=schedule["num_steps"], eta_min=schedule["min_lr"]
+        )
+        held = ("T_max", "eta_min")
+    elif kind == "exponential":
+        scheduler = sched.ExponentialLR(optimizer, gamma=schedule["gamma"])
+        held = ("gamma",)
+    else:
+        scheduler = sched.StepLR(
+            optimizer, step_size=schedule["step_size"], gamma=schedule["gamma"]
+        )
+        held = ("step_size", "gamma")
+    meta = {"kind": kind, "class": type(scheduler).__name__}
+    meta.update({key: getattr(scheduler, key) for key in held})
+    meta["base_lr"] = scheduler.base_lrs[0]
+    return scheduler, meta
+
+
+def clip_gradients(clip: dict[str, float] | None, params: list[torch.Tensor]) -> None:
+    """PyTorch's clipping between backward and step: one norm over all parameters, or each
+    gradient value clamped."""
+    if clip is None:
+        return
+    if "norm" in clip:
+        torch.nn.utils.clip_grad_norm_(params, clip["norm"])
+    else:
+        torch.nn.utils.clip_grad_value_(params, clip["value"])
 
 
 def flat(t: torch.Tensor) -> list[float]:
@@ -84,10 +154,14 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
     x, y = inputs(arrays, torch_dtype)
     model = build_model(arrays, torch_dtype)
     optimizer = make_optimizer(spec, model.parameters())
+    used = held_hyperparameters(spec, optimizer)
+    scheduler, schedule = make_scheduler(spec, optimizer)
+    clip = spec["clip_grad"]
     params = dict(model.named_parameters())
     n, batch = x.shape[0], spec["batch_size"]
     batches = n // batch
     losses: list[float] = []
+    lrs: list[float] = []  # the lr of each step, as the optimizer step read it
     traj_params: dict[str, list] = {name: [] for name in PARAM_NAMES}
     traj_grads: dict[str, list] = {name: [] for name in PARAM_NAMES}
     for step in range(spec["steps"]):
@@ -96,9 +170,13 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
         losses.append(loss.item())
         optimizer.zero_grad()
         loss.backward()
-        for name in PARAM_NAMES:
+        for name in PARAM_NAMES:  # the gradients of backward, before any clipping
             traj_grads[name].append(flat(params[name].grad))
+        clip_gradients(clip, list(model.parameters()))
+        lrs.append(optimizer.param_groups[0]["lr"])
         optimizer.step()
+        if scheduler is not None:
+            scheduler.step()  # after optimizer.step(), as PyTorch documents
         for name in PARAM_NAMES:
             traj_params[name].append(flat(params[name]))
     with torch.no_grad():
@@ -108,10 +186,9 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
             "correct": int((out.argmax(1) == y).sum().item()),
             "predictions": out.argmax(1).tolist(),
         }
-    group = optimizer.param_groups[0]
-    used = {k: (list(group[k]) if k == "betas" else group[k]) for k in spec["hyperparameters"]}
     return {
         "losses": losses,
+        "lrs": lrs,
         "final": final,
         "params": {name: flat(params[name]) for name in PARAM_NAMES},
         "trajectory": {"params": traj_params, "grads": traj_grads},
@@ -122,6 +199,9 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
             "optimizer": spec["optimizer"],
             "hyperparameters": used,
             "kept_defaults": spec["keep_defaults"]["torch"],
+            "schedule": schedule,
+            "clip_grad": clip,
+            "clip_scope": CLIP_SCOPES[next(iter(clip))] if clip else None,
             "steps": spec["steps"],
             "batch_size": batch,
             "threads": torch.get_num_threads(),
