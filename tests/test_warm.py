@@ -101,7 +101,8 @@ def test_the_server_is_reused_and_an_edited_script_takes_effect(tmp_path, env):
 def test_failures_exit_non_zero_with_their_message(tmp_path, env):
     raised = run([script(tmp_path, "raise ValueError('boom')", "raises.py")], env, tmp_path)
     assert raised.returncode == 1 and "ValueError: boom" in raised.stderr
-    refused = run([script(tmp_path, "import sys; sys.exit('error: bad')", "exits.py")], env, tmp_path)
+    exits = script(tmp_path, "import sys; sys.exit('error: bad')", "exits.py")
+    refused = run([exits], env, tmp_path)
     assert refused.returncode == 1 and refused.stderr.startswith("error: bad\n")
     missing = run([tmp_path / "nowhere.py"], env, tmp_path)
     assert missing.returncode == 1 and "nowhere.py: no such script" in missing.stderr
@@ -109,7 +110,10 @@ def test_failures_exit_non_zero_with_their_message(tmp_path, env):
 
 def test_a_killed_client_takes_its_child_with_it(tmp_path, env):
     pid_file = tmp_path / "pid"
-    job = script(tmp_path, f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)")
+    job = script(
+        tmp_path,
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)",
+    )
     client = subprocess.Popen([sys.executable, str(WARM), str(job)], env=env, cwd=tmp_path)
     deadline = time.monotonic() + 60
     while not pid_file.exists() or not pid_file.read_text():
@@ -119,9 +123,17 @@ def test_a_killed_client_takes_its_child_with_it(tmp_path, env):
     client.send_signal(signal.SIGTERM)
     client.wait(timeout=10)
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{child}").exists() and "Z" not in Path(f"/proc/{child}/stat").read_text().split()[2]:
+    while alive(child):
         assert time.monotonic() < deadline, "the child outlived its client"
         time.sleep(0.1)
+
+
+def alive(pid: int) -> bool:
+    """A process that exists and is not a zombie waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
 
 
 def test_parity_warm_0_runs_cold_without_a_server(tmp_path, env):

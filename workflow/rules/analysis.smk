@@ -73,35 +73,35 @@ rule analyse:
         """
         # The seed's compare output: torch vs burn at each dtype, with its tolerance.
         {PYTHON} {SCRIPTS}/compare.py {input.torch_f32} {input.burn_f32} \
-            --tol {params.tol_f32} --out {output.compare[0]} > {log.compare} 2>&1
+            --tol {params.tol_f32} --out {output.compare[0]} >{log.compare} 2>&1
         {PYTHON} {SCRIPTS}/compare.py {input.torch_f64} {input.burn_f64} \
-            --tol {params.tol_f64} --out {output.compare[1]} >> {log.compare} 2>&1
+            --tol {params.tol_f64} --out {output.compare[1]} >>{log.compare} 2>&1
         # Per-step gaps with the precision ladder (f32 gap, each side's f32-vs-f64, f64-f64).
         {PYTHON} {SCRIPTS}/steps_table.py --experiment {wildcards.experiment} \
             --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
             --report-steps {params.report_steps} \
-            --csv {output.steps_csv} --md {output.steps_md} > {log.steps} 2>&1
+            --csv {output.steps_csv} --md {output.steps_md} >{log.steps} 2>&1
         # What each framework does with the experiment's settings.
         {PYTHON} {SCRIPTS}/config_diff.py --spec {input.spec} \
             --csv {output.config_diff_csv} --md {output.config_diff_md} \
-            > {log.config_diff} 2>&1
+            >{log.config_diff} 2>&1
         # Burn's update rule replayed on the PyTorch side in f64, and its counterfactual.
         {PYTHON} {SCRIPTS}/replay.py --experiment {wildcards.experiment} \
             --data {input.data} --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
             --report-steps {params.report_steps} \
             --replay-csv {output.replay_csv} --replay-md {output.replay_md} \
             --counterfactual-csv {output.counterfactual_csv} \
-            --counterfactual-md {output.counterfactual_md} > {log.replay} 2>&1
+            --counterfactual-md {output.counterfactual_md} >{log.replay} 2>&1
         # Step-1 gradient and update of the least accurate (or the configured) parameter.
         {PYTHON} {SCRIPTS}/probe.py --experiment {wildcards.experiment} \
             --data {input.data} --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} {params.probe} \
-            --csv {output.probe_csv} --md {output.probe_md} > {log.probe} 2>&1
+            --csv {output.probe_csv} --md {output.probe_md} >{log.probe} 2>&1
         # Gap curves against the rounding floor, and |Δloss| on a log scale.
         {PYTHON} {SCRIPTS}/plots.py --experiment {wildcards.experiment} \
             --steps {output.steps_csv} --tol {params.tol_f32} --tol-f64 {params.tol_f64} \
-            --gaps {output.gaps} --losses {output.losses} > {log.plots} 2>&1
+            --gaps {output.gaps} --losses {output.losses} >{log.plots} 2>&1
         """
 
 

@@ -21,6 +21,7 @@ would outlive its allocation and run other jobs outside theirs.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import gc
 import hashlib
@@ -217,11 +218,91 @@ def run_child(conn: socket.socket, listener: socket.socket, job: dict, fds: list
         status = 1
     finally:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(Exception):
                 stream.flush()
-            except Exception:
-                pass
         os._exit(status)
+
+
+class Server:
+    """Forks a child per request; reports its exit status; kills it if the client leaves.
+
+    One thread and a selector: no lock can be held by another thread at a fork.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        staging = f"{path}.{os.getpid()}"
+        self.listener.bind(staging)
+        self.listener.listen(64)
+        os.replace(staging, path)  # clients see the socket only once it listens
+        self.inode = os.stat(path).st_ino
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
+        self.children: dict[int, tuple[socket.socket, int]] = {}  # pidfd → (client, pid)
+
+    def accept(self) -> None:
+        conn, _ = self.listener.accept()
+        try:
+            message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+            job = json.loads(message)
+        except (OSError, ValueError):
+            conn.close()
+            return
+        pid = os.fork()
+        if pid == 0:
+            run_child(conn, self.listener, job, fds)
+        for fd in fds:
+            os.close(fd)
+        pidfd = os.pidfd_open(pid)
+        self.children[pidfd] = (conn, pid)
+        self.selector.register(pidfd, selectors.EVENT_READ, ("child", pidfd))
+        self.selector.register(conn, selectors.EVENT_READ, ("client", pidfd))
+        conn.sendall(STARTED)
+
+    def client_gone(self, conn: socket.socket, pidfd: int) -> None:
+        """The client hung up (its job was killed) before its child ended."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.children[pidfd][1], signal.SIGKILL)
+        self.selector.unregister(conn)
+
+    def child_done(self, pidfd: int) -> None:
+        conn, pid = self.children.pop(pidfd)
+        _, wait_status, usage = os.wait4(pid, 0)
+        self.selector.unregister(pidfd)
+        os.close(pidfd)
+        with contextlib.suppress(KeyError):
+            self.selector.unregister(conn)
+        code = os.waitstatus_to_exitcode(wait_status)
+        cpu_seconds = usage.ru_utime + usage.ru_stime
+        status = code if code >= 0 else 128 - code  # killed by a signal: 128 + its number
+        with contextlib.suppress(OSError):
+            conn.sendall(FINISHED + struct.pack("<idq", status, cpu_seconds, usage.ru_maxrss))
+        conn.close()
+
+    def run(self) -> None:
+        idle_since = time.monotonic()
+        while True:
+            timeout = None
+            if not self.children:
+                timeout = max(0.0, idle_since + IDLE_SECONDS - time.monotonic())
+            events = self.selector.select(timeout)
+            if not events and not self.children:
+                break
+            for key, _ in events:
+                kind, pidfd = key.data
+                if kind == "accept":
+                    self.accept()
+                elif kind == "client":
+                    self.client_gone(key.fileobj, pidfd)
+                else:
+                    self.child_done(pidfd)
+                    idle_since = time.monotonic()
+        # Idle: stop taking work (a client connecting now gets no STARTED and starts anew).
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(self.path).st_ino == self.inode:
+                self.path.unlink()
+        self.listener.close()
 
 
 def serve(path: Path) -> None:
@@ -229,77 +310,7 @@ def serve(path: Path) -> None:
     # The preloaded libraries hold about a million objects: without this every garbage
     # collection in a child walks them all (0.1-0.2 s each) and copies their pages.
     gc.freeze()
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    staging = f"{path}.{os.getpid()}"
-    listener.bind(staging)
-    listener.listen(64)
-    os.replace(staging, path)  # clients see the socket only once it listens
-    inode = os.stat(path).st_ino
-    selector = selectors.DefaultSelector()
-    selector.register(listener, selectors.EVENT_READ, "accept")
-    children: dict[int, tuple[socket.socket, int]] = {}  # pidfd → (client, pid)
-    idle_since = time.monotonic()
-    while True:
-        timeout = None if children else max(0.0, idle_since + IDLE_SECONDS - time.monotonic())
-        events = selector.select(timeout)
-        if not events and not children:
-            break
-        for key, _ in events:
-            if key.data == "accept":
-                conn, _ = listener.accept()
-                try:
-                    message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
-                    job = json.loads(message)
-                except (OSError, ValueError):
-                    conn.close()
-                    continue
-                pid = os.fork()
-                if pid == 0:
-                    run_child(conn, listener, job, fds)
-                for fd in fds:
-                    os.close(fd)
-                pidfd = os.pidfd_open(pid)
-                children[pidfd] = (conn, pid)
-                selector.register(pidfd, selectors.EVENT_READ, ("child", pidfd))
-                selector.register(conn, selectors.EVENT_READ, ("client", pidfd))
-                conn.sendall(STARTED)
-            elif key.data[0] == "client":  # the client hung up before its child ended
-                pidfd = key.data[1]
-                try:
-                    os.killpg(children[pidfd][1], signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                selector.unregister(key.fileobj)
-            else:
-                pidfd = key.data[1]
-                conn, pid = children.pop(pidfd)
-                _, wait_status, usage = os.wait4(pid, 0)
-                selector.unregister(pidfd)
-                os.close(pidfd)
-                if conn in (key.fileobj for key in selector.get_map().values()):
-                    selector.unregister(conn)
-                code = os.waitstatus_to_exitcode(wait_status)
-                try:
-                    conn.sendall(
-                        FINISHED
-                        + struct.pack(
-                            "<idq",
-                            code if code >= 0 else 128 - code,  # killed: 128 + signal
-                            usage.ru_utime + usage.ru_stime,
-                            usage.ru_maxrss,
-                        )
-                    )
-                except OSError:
-                    pass
-                conn.close()
-                idle_since = time.monotonic()
-    # Idle: stop taking work (a client connecting now gets no STARTED and starts anew).
-    try:
-        if os.stat(path).st_ino == inode:
-            path.unlink()
-    except FileNotFoundError:
-        pass
-    listener.close()
+    Server(path).run()
 
 
 def main(argv: list[str] | None = None) -> None:
