@@ -78,9 +78,11 @@ def copy_project(dest: Path, config: dict) -> Path:
     return dest
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, *args: str, check: bool = True, env: dict | None = None
+) -> subprocess.CompletedProcess:
     # Share the project's cargo target dir: only the crate itself is recompiled for the copy.
-    env = dict(os.environ, CARGO_TARGET_DIR=str(ROOT / "rust" / "target"))
+    env = dict(os.environ, CARGO_TARGET_DIR=str(ROOT / "rust" / "target"), **(env or {}))
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", *args],
         cwd=workdir,

@@ -1,106 +1,128 @@
-# The stages that explain the differences: config diff, replay, gradient probe, plots,
-# provenance.
+# The stages that explain the differences: everything computed from one experiment's four
+# runs, the Adam bias-correction table over all Adam experiments, and provenance.
 
 
-rule config_diff:
-    """What each framework will do for one experiment, from its settings, before training."""
+rule analyse:
+    """One experiment's compare outputs, steps table, config diff, replay and
+    counterfactual, gradient probe and plots.
+
+    One job running each script in turn (each a warm start, see PYTHON in common.smk):
+    these steps take a fraction of a second each, and as separate jobs Snakemake's own
+    cost per job outweighed them. Each script keeps its own log.
+    """
     input:
-        script=f"{SCRIPTS}/config_diff.py",
-        modules=[IO_MODULE, *CONFIG_MODULES],
-        spec="results/specs/{experiment}.json",
-    output:
-        csv="results/tables/config_diff_{experiment}.csv",
-        md="results/tables/config_diff_{experiment}.md",
-    log:
-        "results/logs/tables/config_diff_{experiment}.log",
-    shell:
-        "python {input.script} --spec {input.spec} --csv {output.csv} --md {output.md}"
-        " > {log} 2>&1"
-
-
-rule replay:
-    """Burn's update rule replayed on the PyTorch side in f64 (and its counterfactual)."""
-    input:
-        script=f"{SCRIPTS}/replay.py",
+        unpack(lambda w: run_files(w.experiment)),
+        scripts=[
+            f"{SCRIPTS}/{name}.py"
+            for name in (
+                "compare",
+                "steps_table",
+                "config_diff",
+                "replay",
+                "probe",
+                "plots",
+            )
+        ],
         modules=[
             IO_MODULE,
             GAPS_MODULE,
+            VERDICT_MODULE,
             *CONFIG_MODULES,
             PROVENANCE_MODULE,
             TORCH_TRAINER,
         ],
+        spec="results/specs/{experiment}.json",
         data="results/data/dataset.bin",
-        torch_f64="results/runs/{experiment}/torch-f64.json",
-        burn_f64="results/runs/{experiment}/burn-f64.json",
     output:
+        compare=expand("results/compare/{{experiment}}-{dtype}.txt", dtype=DTYPES),
+        steps_csv="results/tables/steps_{experiment}.csv",
+        steps_md="results/tables/steps_{experiment}.md",
+        config_diff_csv="results/tables/config_diff_{experiment}.csv",
+        config_diff_md="results/tables/config_diff_{experiment}.md",
         replay_csv="results/tables/replay_{experiment}.csv",
         replay_md="results/tables/replay_{experiment}.md",
         counterfactual_csv="results/tables/counterfactual_{experiment}.csv",
         counterfactual_md="results/tables/counterfactual_{experiment}.md",
-    log:
-        "results/logs/tables/replay_{experiment}.log",
-    benchmark:
-        "results/benchmarks/replay/{experiment}.tsv"
-    params:
-        report_steps=config["report_steps"],
-    shell:
-        "python {input.script} --experiment {wildcards.experiment} --data {input.data}"
-        " --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64}"
-        " --report-steps {params.report_steps}"
-        " --replay-csv {output.replay_csv} --replay-md {output.replay_md}"
-        " --counterfactual-csv {output.counterfactual_csv}"
-        " --counterfactual-md {output.counterfactual_md} > {log} 2>&1"
-
-
-rule probe:
-    """Step-1 gradient and update of the least accurate (or the configured) parameter."""
-    input:
-        unpack(lambda w: run_files(w.experiment)),
-        script=f"{SCRIPTS}/probe.py",
-        modules=[IO_MODULE, GAPS_MODULE],
-        data="results/data/dataset.bin",
-    output:
-        csv="results/tables/probe_{experiment}.csv",
-        md="results/tables/probe_{experiment}.md",
-    log:
-        "results/logs/tables/probe_{experiment}.log",
-    params:
-        parameter=lambda w: probe_option(w.experiment),
-    shell:
-        "python {input.script} --experiment {wildcards.experiment} --data {input.data}"
-        " --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32}"
-        " --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} {params.parameter}"
-        " --csv {output.csv} --md {output.md} > {log} 2>&1"
-
-
-rule plots:
-    """Gap curves against the rounding floor and |Δloss| (log scale) of one experiment."""
-    input:
-        script=f"{SCRIPTS}/plots.py",
-        modules=[IO_MODULE, VERDICT_MODULE],
-        steps="results/tables/steps_{experiment}.csv",
-    output:
-        gaps=report(
+        probe_csv="results/tables/probe_{experiment}.csv",
+        probe_md="results/tables/probe_{experiment}.md",
+        gaps=mark_for_report(
             "results/plots/gaps_{experiment}.png",
             caption="../report/plots.rst",
             category="{experiment}",
             subcategory="plots",
         ),
-        losses=report(
+        losses=mark_for_report(
             "results/plots/losses_{experiment}.png",
             caption="../report/plots.rst",
             category="{experiment}",
             subcategory="plots",
         ),
     log:
-        "results/logs/plots/{experiment}.log",
+        compare="results/logs/analyse/{experiment}/compare.log",
+        steps="results/logs/analyse/{experiment}/steps_table.log",
+        config_diff="results/logs/analyse/{experiment}/config_diff.log",
+        replay="results/logs/analyse/{experiment}/replay.log",
+        probe="results/logs/analyse/{experiment}/probe.log",
+        plots="results/logs/analyse/{experiment}/plots.log",
     params:
-        tol=lambda w: tolerance(w.experiment, "f32"),
+        tol_f32=lambda w: tolerance(w.experiment, "f32"),
         tol_f64=lambda w: tolerance(w.experiment, "f64"),
+        probe=lambda w: probe_option(w.experiment),
+        report_steps=config["report_steps"],
     shell:
-        "python {input.script} --experiment {wildcards.experiment} --steps {input.steps}"
-        " --tol {params.tol} --tol-f64 {params.tol_f64}"
-        " --gaps {output.gaps} --losses {output.losses} > {log} 2>&1"
+        """
+        # The seed's compare output: torch vs burn at each dtype, with its tolerance.
+        {PYTHON} {SCRIPTS}/compare.py {input.torch_f32} {input.burn_f32} \
+            --tol {params.tol_f32} --out {output.compare[0]} >{log.compare} 2>&1
+        {PYTHON} {SCRIPTS}/compare.py {input.torch_f64} {input.burn_f64} \
+            --tol {params.tol_f64} --out {output.compare[1]} >>{log.compare} 2>&1
+        # Per-step gaps with the precision ladder (f32 gap, each side's f32-vs-f64, f64-f64).
+        {PYTHON} {SCRIPTS}/steps_table.py --experiment {wildcards.experiment} \
+            --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
+            --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
+            --report-steps {params.report_steps} \
+            --csv {output.steps_csv} --md {output.steps_md} >{log.steps} 2>&1
+        # What each framework does with the experiment's settings.
+        {PYTHON} {SCRIPTS}/config_diff.py --spec {input.spec} \
+            --csv {output.config_diff_csv} --md {output.config_diff_md} \
+            >{log.config_diff} 2>&1
+        # Burn's update rule replayed on the PyTorch side in f64, and its counterfactual.
+        {PYTHON} {SCRIPTS}/replay.py --experiment {wildcards.experiment} \
+            --data {input.data} --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
+            --report-steps {params.report_steps} \
+            --replay-csv {output.replay_csv} --replay-md {output.replay_md} \
+            --counterfactual-csv {output.counterfactual_csv} \
+            --counterfactual-md {output.counterfactual_md} >{log.replay} 2>&1
+        # Step-1 gradient and update of the least accurate (or the configured) parameter.
+        {PYTHON} {SCRIPTS}/probe.py --experiment {wildcards.experiment} \
+            --data {input.data} --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
+            --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} {params.probe} \
+            --csv {output.probe_csv} --md {output.probe_md} >{log.probe} 2>&1
+        # Gap curves against the rounding floor, and |Δloss| on a log scale.
+        {PYTHON} {SCRIPTS}/plots.py --experiment {wildcards.experiment} \
+            --steps {output.steps_csv} --tol {params.tol_f32} --tol-f64 {params.tol_f64} \
+            --gaps {output.gaps} --losses {output.losses} >{log.plots} 2>&1
+        """
+
+
+rule bias_correction_table:
+    """Burn's f32 Adam factor against the same formula in f64, for every Adam experiment."""
+    input:
+        script=f"{SCRIPTS}/bias_correction.py",
+        modules=[IO_MODULE, GAPS_MODULE],
+        runs=expand(
+            "results/runs/{experiment}/burn-f32.json", experiment=adam_experiments()
+        ),
+    output:
+        csv="results/tables/bias_correction.csv",
+        md="results/tables/bias_correction.md",
+    log:
+        "results/logs/tables/bias_correction.log",
+    params:
+        report_steps=config["report_steps"],
+    shell:
+        "{PYTHON} {input.script} {input.runs} --report-steps {params.report_steps}"
+        " --csv {output.csv} --md {output.md} > {log} 2>&1"
 
 
 rule provenance:
@@ -115,5 +137,5 @@ rule provenance:
     log:
         "results/logs/provenance.log",
     shell:
-        "python {input.script} --config {input.config} --runs {input.runs} --out {output}"
+        "{PYTHON} {input.script} --config {input.config} --runs {input.runs} --out {output}"
         " > {log} 2>&1"

@@ -1,33 +1,42 @@
+# Each framework's two runs of an experiment (f32, then f64) are one job: one start-up for
+# both, and either framework can rerun without the other (editing a Rust source reruns no
+# PyTorch training).
+
+
 rule train_torch:
-    """One PyTorch run: experiment × dtype."""
+    """PyTorch runs of one experiment, f32 and f64."""
     input:
         script=TORCH_TRAINER,
         modules=[IO_MODULE, *CONFIG_MODULES, PROVENANCE_MODULE],
         spec="results/specs/{experiment}.json",
         data="results/data/dataset.bin",
     output:
-        "results/runs/{experiment}/torch-{dtype}.json",
+        expand("results/runs/{{experiment}}/torch-{dtype}.json", dtype=DTYPES),
     log:
-        "results/logs/train/{experiment}/torch-{dtype}.log",
-    benchmark:
-        "results/benchmarks/train/{experiment}/torch-{dtype}.tsv"
+        "results/logs/train/{experiment}/torch.log",
     shell:
-        "python {input.script} --experiment {wildcards.experiment} --dtype {wildcards.dtype}"
-        " --config {input.spec} --data {input.data} --out {output} > {log} 2>&1"
+        "for dtype in f32 f64; do"
+        " {PYTHON} {input.script} --experiment {wildcards.experiment} --dtype $dtype"
+        " --config {input.spec} --data {input.data}"
+        " --out results/runs/{wildcards.experiment}/torch-$dtype.json;"
+        " done > {log} 2>&1"
 
 
 rule train_burn:
-    """One Burn run: experiment × dtype (Flex device configured for the dtype)."""
+    """Burn runs of one experiment, f32 and f64 (Flex device configured for the dtype)."""
     input:
         binary="results/bin/parity-train",
         spec="results/specs/{experiment}.json",
         data="results/data/dataset.bin",
     output:
-        "results/runs/{experiment}/burn-{dtype}.json",
+        expand("results/runs/{{experiment}}/burn-{dtype}.json", dtype=DTYPES),
     log:
-        "results/logs/train/{experiment}/burn-{dtype}.log",
+        "results/logs/train/{experiment}/burn.log",
     benchmark:
-        "results/benchmarks/train/{experiment}/burn-{dtype}.tsv"
+        "results/benchmarks/train_burn/{experiment}.tsv"
     shell:
-        "{input.binary} --experiment {wildcards.experiment} --dtype {wildcards.dtype}"
-        " --config {input.spec} --data {input.data} --out {output} > {log} 2>&1"
+        "for dtype in f32 f64; do"
+        " {input.binary} --experiment {wildcards.experiment} --dtype $dtype"
+        " --config {input.spec} --data {input.data}"
+        " --out results/runs/{wildcards.experiment}/burn-$dtype.json;"
+        " done > {log} 2>&1"

@@ -1,0 +1,168 @@
+"""workflow/scripts/warm.py: a script run through the warm server behaves as `python SCRIPT`.
+
+Each test gets its own server (its own XDG_RUNTIME_DIR) that idles out after a few seconds.
+The pipeline-level check — every output byte-identical with and without the server — is
+test_warm_and_cold_pipelines_write_identical_results.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from pipeline_helpers import copy_project, small_pipeline_config, snakemake
+
+WARM = ROOT / "workflow/scripts/warm.py"
+
+SHOW = """
+import os, sys
+print("argv", sys.argv[1:])
+print("cwd", os.getcwd())
+print("env", os.environ.get("WARM_TEST_VALUE"))
+print("stdin", sys.stdin.read().strip())
+print("to stderr", file=sys.stderr)
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.fixture
+def env(tmp_path):
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    return dict(os.environ, XDG_RUNTIME_DIR=str(runtime), PARITY_WARM_IDLE_SECONDS="5")
+
+
+def script(tmp_path: Path, text: str, name: str = "job.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def run(args, env, cwd, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(WARM), *map(str, args)],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
+    )
+
+
+def server_pids(env) -> set[int]:
+    folder = Path(env["XDG_RUNTIME_DIR"])
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"--serve" in cmd and any(str(folder).encode() in c for c in cmd):
+                found.add(int(proc.name))
+    return found
+
+
+def test_a_script_sees_what_python_would_give_it(tmp_path, env):
+    job = script(tmp_path, SHOW)
+    env["WARM_TEST_VALUE"] = "42"
+    warm = run([job, 3, "two words"], env, tmp_path, input="from stdin\n")
+    cold = subprocess.run(
+        [sys.executable, str(job), "3", "two words"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, input="from stdin\n",
+    )  # fmt: skip
+    assert warm.returncode == cold.returncode == 3
+    assert warm.stdout == cold.stdout
+    assert "argv ['3', 'two words']" in warm.stdout and "env 42" in warm.stdout
+    assert warm.stderr.startswith("to stderr\n")
+    # the one line the client adds: the child's own cost, for the job's log
+    assert "warm: job.py exit 3, cpu" in warm.stderr
+    assert len(server_pids(env)) == 1, "the script did not run through a server"
+
+
+def test_the_server_is_reused_and_an_edited_script_takes_effect(tmp_path, env):
+    job = script(tmp_path, "print('first')")
+    assert run([job], env, tmp_path).stdout == "first\n"
+    first = server_pids(env)
+    job.write_text("print('second')")
+    assert run([job], env, tmp_path).stdout == "second\n"
+    assert server_pids(env) == first and len(first) == 1
+
+
+def test_failures_exit_non_zero_with_their_message(tmp_path, env):
+    raised = run([script(tmp_path, "raise ValueError('boom')", "raises.py")], env, tmp_path)
+    assert raised.returncode == 1 and "ValueError: boom" in raised.stderr
+    exits = script(tmp_path, "import sys; sys.exit('error: bad')", "exits.py")
+    refused = run([exits], env, tmp_path)
+    assert refused.returncode == 1 and refused.stderr.startswith("error: bad\n")
+    missing = run([tmp_path / "nowhere.py"], env, tmp_path)
+    assert missing.returncode == 1 and "nowhere.py: no such script" in missing.stderr
+
+
+def test_a_killed_client_takes_its_child_with_it(tmp_path, env):
+    pid_file = tmp_path / "pid"
+    job = script(
+        tmp_path,
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)",
+    )
+    client = subprocess.Popen([sys.executable, str(WARM), str(job)], env=env, cwd=tmp_path)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline, "the script never started"
+        time.sleep(0.1)
+    child = int(pid_file.read_text())
+    client.send_signal(signal.SIGTERM)
+    client.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while alive(child):
+        assert time.monotonic() < deadline, "the child outlived its client"
+        time.sleep(0.1)
+
+
+def alive(pid: int) -> bool:
+    """A process that exists and is not a zombie waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_parity_warm_0_runs_cold_without_a_server(tmp_path, env):
+    env["PARITY_WARM"] = "0"
+    done = run([script(tmp_path, "print('cold')")], env, tmp_path)
+    assert done.stdout == "cold\n" and "warm:" not in done.stderr
+    assert not server_pids(env)
+
+
+def test_the_server_leaves_when_idle(tmp_path, env):
+    run([script(tmp_path, "pass")], env, tmp_path)
+    assert server_pids(env)
+    deadline = time.monotonic() + 60
+    while server_pids(env):
+        assert time.monotonic() < deadline, "the server did not leave after its idle time"
+        time.sleep(0.5)
+    assert not list(Path(env["XDG_RUNTIME_DIR"]).rglob("*.sock"))
+
+
+def test_warm_and_cold_pipelines_write_identical_results(pipeline, tmp_path_factory):
+    """The `pipeline` fixture ran through the warm server; the same config run cold must
+    write the same bytes to every result (logs and benchmark timings aside)."""
+    cold = copy_project(tmp_path_factory.mktemp("cold"), small_pipeline_config())
+    snakemake(cold, "--cores", "2", env={"PARITY_WARM": "0"})
+    compared = 0
+    for path in sorted((pipeline / "results").rglob("*")):
+        relative = path.relative_to(pipeline / "results")
+        if path.is_dir() or relative.parts[0] in ("logs", "benchmarks"):
+            continue
+        assert (cold / "results" / relative).read_bytes() == path.read_bytes(), relative
+        compared += 1
+    assert compared > 100
