@@ -19,7 +19,7 @@ from conftest import ADAM, ROOT, SGD
 
 PROJECT_FILES = ("Snakefile", "config.yaml", "workflow", "rust", "profiles")
 EXPERIMENTS = ("sgd", "adam", "momentum", "pitfall")  # those of small_pipeline_config()
-TABLES = ("steps", "config_diff", "replay", "counterfactual", "probe")
+TABLES = ("steps", "config_diff", "replay", "counterfactual", "probe", "lrs")
 EXPECTED = [
     "results/data/dataset.bin",
     "results/bin/parity-train",

@@ -189,3 +189,95 @@ def test_a_replay_that_went_non_finite_leaves_an_unknown_gap():
         assert result.label == v.UNEXPLAINED and np.isnan(result.replay_gap)
     closes = v.classify(f64_gap, F32_NOISE, F32_NOISE, [np.full(STEPS, 1e-16)])
     assert closes.replay_gap == 1e-16
+
+
+# --------------------------------------------------------------- schedule and clipping
+
+SCHEDULE = "the schedule: PyTorch's recursive LinearLR vs Burn's closed form differ by up to 2e-14 relative"  # noqa: E501
+SCOPE = ("the clipping scope: Burn clips each parameter tensor by its own norm, PyTorch all"
+         " parameters by one norm (plus 1e-6)")  # fmt: skip
+
+
+def run_block(lrs, schedule=None, clip=None) -> dict:
+    return {"lrs": lrs, "meta": {"schedule": schedule or {"kind": "constant"}, "clip_grad": clip}}
+
+
+def test_the_schedule_is_named_when_it_is_the_only_difference():
+    # Burn's values change nothing (held gap 0); Burn's lrs account for the whole gap.
+    found = v.causes(2e-15, 0.0, [], [], ARITHMETIC, [(SCHEDULE, 2e-15)])
+    assert found == [(SCHEDULE, 1.0, "measured")]
+    assert v.cause_text(found) == f"{SCHEDULE} (100.0% of the gap, measured)"
+
+
+def test_the_clipping_scope_is_named_when_it_is_the_only_difference():
+    found = v.causes(0.15, 0.0, [], [], ARITHMETIC, [(SCHEDULE, 1e-18), (SCOPE, 0.15)])
+    assert found == [(SCOPE, 1.0, "measured")]
+
+
+def test_further_causes_take_what_each_adds_to_the_chain():
+    # Distances from PyTorch of: Burn's values (0.2), + its lrs (0.2: nothing added),
+    # + its clipping (0.9); the replay reaches 1.0, the rest is Burn's arithmetic.
+    found = v.causes(1.0, 0.2, [], ["eps"], ARITHMETIC, [(SCHEDULE, 0.2), (SCOPE, 0.9)])
+    assert found == [
+        (SCOPE, pytest.approx(0.7), "measured"),
+        ("Burn's f32 storage of eps", 0.2, "measured"),
+        (ARITHMETIC, pytest.approx(0.1), "the remainder"),
+    ]
+
+
+def test_a_step_of_the_chain_that_moves_closer_to_pytorch_gets_no_share():
+    found = v.causes(1.0, 0.5, [], ["eps"], ARITHMETIC, [(SCHEDULE, 0.3), (SCOPE, 0.8)])
+    assert found == [
+        ("Burn's f32 storage of eps", 0.5, "measured"),
+        (SCOPE, pytest.approx(0.3), "measured"),
+        (ARITHMETIC, pytest.approx(0.2), "the remainder"),
+    ]
+    # Capped at the whole gap: nothing is left for the arithmetic.
+    found = v.causes(1.0, 0.5, [], ["eps"], ARITHMETIC, [(SCOPE, 3.0)])
+    assert found == [("Burn's f32 storage of eps", 0.5, "measured"), (SCOPE, 0.5, "measured")]
+
+
+def test_schedule_and_scope_rows_are_not_named_as_config_diff_values():
+    rows = [{"hyperparameter": "clip_grad.norm scope", "torch": "one norm", "burn": "each"},
+            {"hyperparameter": "schedule", "torch": "LinearLR", "burn": "Linear"},
+            {"hyperparameter": "eps", "torch": "1e-08", "burn": "1e-05"}]  # fmt: skip
+    found = v.causes(1.0, 1.0, rows, [], ARITHMETIC, [(SCOPE, 1.0)])
+    assert found == [("config diff: eps (torch 1e-08, burn 1e-05)", 1.0, "measured")]
+    found = v.causes(1.0, 0.0, rows[:2], ["clip_grad.norm"], ARITHMETIC, [(SCOPE, 1.0)])
+    assert found == [(SCOPE, 1.0, "measured")]
+
+
+def test_the_schedule_cause_says_how_far_the_lr_sequences_differ():
+    schedule = {"kind": "linear", "class": "LinearLR", "start_factor": 1.0}
+    torch_run = run_block([0.5, 0.29, 0.05], schedule)
+    burn_run = run_block([0.5, 0.29000000000000004, 0.05], {"kind": "linear"})
+    rel = (0.29000000000000004 - 0.29) / 0.29000000000000004
+    assert v.lr_difference(torch_run["lrs"], burn_run["lrs"]) == pytest.approx(rel)
+    assert v.schedule_cause(torch_run, burn_run) == (
+        "the schedule: PyTorch's recursive LinearLR vs Burn's closed form differ by up to"
+        f" {rel:.2g} relative"
+    )
+    exponential = {"kind": "exponential", "class": "ExponentialLR"}
+    same = run_block([0.01, 0.009], exponential)
+    assert v.schedule_cause(same, same) == (
+        "the schedule: PyTorch's recursive ExponentialLR and Burn's recursion seeded with"
+        " initial/γ give the same lrs"
+    )
+
+
+def test_further_causes_come_from_the_counterfactual_tables_columns():
+    torch_run = run_block([0.5, 0.25], {"kind": "step", "class": "StepLR"}, {"norm": 1.0})
+    burn_run = run_block([0.5, 0.25], {"kind": "step"}, {"norm": 1.0})
+    table = {"dparam_burn_lrs": [1e-16, 2e-16], "dparam_burn_clipping": [0.1, 0.3]}
+    assert v.further_causes(table, torch_run, burn_run) == [
+        ("the schedule: PyTorch's recursive StepLR and Burn's closed form give the same lrs",
+         2e-16),
+        (SCOPE, 0.3),
+    ]  # fmt: skip
+    value = run_block([0.5, 0.5], clip={"value": 0.01})
+    assert v.further_causes({"dparam_burn_clipping": [0.0, 0.0]}, value, value) == [
+        ("the clipping: both clamp each gradient element", 0.0)
+    ]
+    assert v.further_causes({"dparam_held_f64": [1.0]}, value, value) == []
+    nan = v.further_causes({"dparam_burn_clipping": [0.1, float("nan")]}, value, value)
+    assert math.isnan(nan[0][1])

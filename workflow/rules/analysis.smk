@@ -4,7 +4,7 @@
 
 rule analyse:
     """One experiment's compare outputs, steps table, config diff, replay and
-    counterfactual, gradient probe and plots.
+    counterfactual, gradient probe, learning rates and plots.
 
     One job running each script in turn (each a warm start, see PYTHON in common.smk):
     these steps take a fraction of a second each, and as separate jobs Snakemake's own
@@ -21,6 +21,7 @@ rule analyse:
                 "replay",
                 "probe",
                 "plots",
+                "lrs_table",
             )
         ],
         modules=[
@@ -45,6 +46,8 @@ rule analyse:
         counterfactual_md="results/tables/counterfactual_{experiment}.md",
         probe_csv="results/tables/probe_{experiment}.csv",
         probe_md="results/tables/probe_{experiment}.md",
+        lrs_csv="results/tables/lrs_{experiment}.csv",
+        lrs_md="results/tables/lrs_{experiment}.md",
         gaps=mark_for_report(
             "results/plots/gaps_{experiment}.png",
             caption="../report/plots.rst",
@@ -64,6 +67,7 @@ rule analyse:
         replay="results/logs/analyse/{experiment}/replay.log",
         probe="results/logs/analyse/{experiment}/probe.log",
         plots="results/logs/analyse/{experiment}/plots.log",
+        lrs="results/logs/analyse/{experiment}/lrs_table.log",
     params:
         tol_f32=lambda w: tolerance(w.experiment, "f32"),
         tol_f64=lambda w: tolerance(w.experiment, "f64"),
@@ -98,6 +102,11 @@ rule analyse:
             --data {input.data} --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} {params.probe} \
             --csv {output.probe_csv} --md {output.probe_md} >{log.probe} 2>&1
+        # The lr each framework's scheduler gave at every step, and where they part.
+        {PYTHON} {SCRIPTS}/lrs_table.py --experiment {wildcards.experiment} \
+            --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
+            --report-steps {params.report_steps} \
+            --csv {output.lrs_csv} --md {output.lrs_md} >{log.lrs} 2>&1
         # Gap curves against the rounding floor, and |Δloss| on a log scale.
         {PYTHON} {SCRIPTS}/plots.py --experiment {wildcards.experiment} \
             --steps {output.steps_csv} --tol {params.tol_f32} --tol-f64 {params.tol_f64} \

@@ -123,6 +123,8 @@ def report_inputs(wildcards):
         "results/tables/counterfactual_{experiment}.md",
         "results/tables/probe_{experiment}.csv",
         "results/tables/probe_{experiment}.md",
+        "results/tables/lrs_{experiment}.csv",
+        "results/tables/lrs_{experiment}.md",
         "results/plots/gaps_{experiment}.png",
         "results/plots/losses_{experiment}.png",
     ]
@@ -151,6 +153,7 @@ def html_tables():
         "replay": "replay",
         "counterfactual": "replay",
         "probe": "probe",
+        "lrs": "lrs",
     }
     pages = [
         (f"results/tables/{kind}_{e}.csv", f"results/html/{e}/{kind}.html", caption, e)
@@ -220,10 +223,16 @@ def sweep_spec(sweep):
 
 
 def sweep_tables(sweep):
-    """The tables of every experiment of one sweep (the summary judges each)."""
+    """The tables and f64 runs of every experiment of one sweep (the summary judges each)."""
     kinds = ["steps", "replay", "counterfactual", "config_diff"]
-    return [
+    tables = [
         f"results/tables/{kind}_{name}.csv"
         for name, _, _ in SWEEPS[sweep]
         for kind in kinds
     ]
+    runs = [
+        f"results/runs/{name}/{fw}-f64.json"
+        for name, _, _ in SWEEPS[sweep]
+        for fw in FRAMEWORKS
+    ]
+    return tables + runs

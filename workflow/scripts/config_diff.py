@@ -4,15 +4,23 @@
         --csv results/tables/config_diff_adam.csv --md results/tables/config_diff_adam.md
 
 From the experiment's settings and what is known of the two frameworks (parity_config's
-FRAMEWORK_DEFAULTS; Burn 0.22 stores Adam's betas and epsilon, the weight-decay penalty and
-the momentum factor as f32, and computes Adam's bias-correction factors in f32), one row
-per hyperparameter or numeric detail, with a status:
+FRAMEWORK_DEFAULTS and the facts below, read from burn-optim 0.22.1 and PyTorch 2.15), one
+row per hyperparameter or numeric detail, then the learning-rate schedule and the gradient
+clipping when the experiment has them, with a status:
 
   same         both frameworks use the same value
   f32 storage  Burn holds the f32 rounding of PyTorch's value
-  differs      the values differ (e.g. a framework default kept on one side)
+  differs      the values differ (e.g. a framework default kept on one side), or the rule does
   precision    the same formula evaluated at different precision
+  formula      the same quantity at the same precision by different arithmetic (e.g. a
+               recursive vs a closed-form schedule, both in f64): apart by rounding only
   unused       not used by this configuration (e.g. dampening without momentum)
+
+Burn 0.22.1 holds its learning rate, SGD dampening and AdaGrad lr_decay as f64 and every
+other number below as f32 (AdamConfig, AdamWConfig, AdaGradConfig, RmsPropConfig fields,
+WeightDecayConfig.penalty, Momentum's momentum, GradientClippingConfig's threshold). A
+schedule gives step k the schedule's value at k − 1 in both frameworks (PyTorch steps its
+scheduler after the optimizer step, Burn before, its first call giving the initial lr).
 """
 
 from __future__ import annotations
@@ -35,9 +43,85 @@ from parity_config import (  # noqa: E402
 from parity_io import write_text_atomic  # noqa: E402
 
 COLUMNS = ["hyperparameter", "torch", "burn", "status", "note"]
-# Hyperparameters Burn 0.22 keeps as f32 (AdamConfig fields, WeightDecayConfig.penalty,
-# Momentum::momentum); Burn's learning rate and SGD dampening are f64.
-BURN_F32 = {"betas", "eps", "weight_decay", "momentum"}
+# Hyperparameters Burn 0.22.1 keeps as f32, whichever optimizer has them; its lr, SGD
+# dampening and AdaGrad lr_decay are f64; amsgrad, nesterov and centered are booleans.
+BURN_F32 = {"betas", "eps", "weight_decay", "momentum", "alpha"}
+# Hyperparameters Burn has no setting for: the value it always uses, and why.
+BURN_FIXED = {"initial_accumulator_value": (0.0, "Burn has no such setting: its sum starts at 0")}
+
+
+def fact(name: str, torch: str, burn: str, status: str, note: str = "") -> dict:
+    return {"hyperparameter": name, "torch": torch, "burn": burn, "status": status, "note": note}
+
+
+# ---------------------------------------------------------------- facts per optimizer
+
+L2 = "L2 (grad += wd·p)"
+DECOUPLED = "decoupled (p ·= 1 − lr·wd)"
+# How each optimizer applies weight decay, in both frameworks (shown when either has some).
+WEIGHT_DECAY_STYLE = {"sgd": L2, "adam": L2, "adamw": DECOUPLED, "adagrad": L2, "rmsprop": L2}
+STERBENZ = "exact in both for 0.5 ≤ {0} ≤ 1 (Sterbenz): only {0}'s value counts"
+ONE_MINUS_BETA = fact("1 − β in moment updates", "f64", "f32", "precision", STERBENZ.format("β"))
+# Numbers an optimizer's update computes from its hyperparameters at another precision.
+NUMERIC_DETAILS = {
+    "sgd": [],
+    "adam": [
+        fact("bias-correction factors", "f64 (Python floats)", "f32", "precision",
+             "sqrt(1-β₂^t)/(1-β₁^t) and ε·sqrt(1-β₂^t)"),
+        ONE_MINUS_BETA,
+    ],
+    "adamw": [
+        fact("bias-correction factors", "f64 (Python floats)", "f32", "precision",
+             "1-β₁^t dividing m and 1-β₂^t dividing v"),
+        ONE_MINUS_BETA,
+    ],
+    "adagrad": [],
+    "rmsprop": [fact("1 − α in the square average", "f64", "f32", "precision",
+                     STERBENZ.format("α"))],
+}  # fmt: skip
+CENTERED = fact("centered gradient average", "lerp(ḡ, g, 1 − α)", "α·ḡ + (1 − α)·g", "formula",
+                "the running mean of the gradient, by different arithmetic")  # fmt: skip
+
+# ---------------------------------------------------------------- schedules and clipping
+
+# Each schedule kind as PyTorch (torch/optim/lr_scheduler.py) and Burn (burn-optim
+# src/lr_scheduler/*.rs) compute it: torch, burn, note; {names} are the spec's values, lr the
+# initial lr, end_factor final_lr / lr as train_torch.py passes it. k counts from 0.
+SCHEDULE_FACTS = {
+    "linear": (
+        "LinearLR(start_factor=1.0, end_factor={end_factor}, total_iters={num_steps}), recursive",
+        "Linear(initial_lr={lr}, final_lr={final_lr}, num_iters={num_steps}), closed form",
+        "PyTorch: previous lr·(1 + Δ/(N + (k−1)·Δ)), Δ = end_factor − 1;"
+        " Burn: final − (final − initial)/N·(N − k), which at k = 0 can be an ulp off initial",
+    ),
+    "cosine": (
+        "CosineAnnealingLR(T_max={num_steps}, eta_min={min_lr}), recursive",
+        "CosineAnnealing(initial_lr={lr}, min_lr={min_lr}, num_iters={num_steps}), closed form",
+        "PyTorch: previous lr − min scaled by (1 + cos(πk/N))/(1 + cos(π(k−1)/N)), plus min;"
+        " Burn: min + (initial − min)·(1 + cos(k/N·π))/2",
+    ),
+    "exponential": (
+        "ExponentialLR(gamma={gamma}), recursive",
+        "Exponential(initial_lr={lr}, gamma={gamma}), recursive from initial/γ",
+        "both: previous lr·γ; Burn's first lr is (initial/γ)·γ, which can be an ulp off initial",
+    ),
+    "step": (
+        "StepLR(step_size={step_size}, gamma={gamma}), recursive",
+        "Step(initial_lr={lr}, step_size={step_size}, gamma={gamma}), closed form",
+        "PyTorch: previous lr·γ every step_size steps; Burn: initial·γ.powi(⌊k/step_size⌋)",
+    ),
+}
+# How each clipping mode is applied (torch.nn.utils.clip_grad_norm_ / clip_grad_value_;
+# burn-optim src/grad_clipping/base.rs): torch, burn, status, note.
+CLIP_SCOPE = {
+    "norm": (
+        "one norm over all parameters: max/(‖g‖ + 1e-6)",
+        "each parameter tensor alone: max/(‖g‖ + smallest positive normal)",
+        "differs",
+        "the same only while the total norm stays below the threshold (nothing clipped)",
+    ),
+    "value": ("each element clamped to [−v, v]", "each element clamped to [−v, v]", "same", ""),
+}
 
 
 def f32(x):
@@ -55,49 +139,80 @@ def show(x, as_f32: bool = False) -> str:
     return json.dumps(x)
 
 
-def diff_rows(spec: dict) -> list[dict]:
+def value_row(name: str, t, requested, in_f32: bool, notes: list[str], unused: bool = False):
+    """One value as PyTorch holds it (t) and as Burn holds what it is asked for (requested)."""
+    b = f32(requested) if in_f32 else requested
+    if unused:
+        status = "unused"
+    elif t == b:
+        status = "same"
+    elif b == f32(t) and requested == t:
+        status = "f32 storage"
+    else:
+        status = "differs"
+    if in_f32 and t != b:
+        notes.append(f"Burn holds the f32 value {json.dumps(b)}")
+    return fact(name, show(t), show(b, in_f32), status, "; ".join(notes))
+
+
+def hyperparameter_rows(spec: dict) -> list[dict]:
     torch_values = requested_hyperparameters(spec, "torch")
     burn_requested = requested_hyperparameters(spec, "burn")
-    rows = []
     momentum_used = spec["optimizer"] == "sgd" and (
         torch_values["momentum"] or burn_requested["momentum"]
     )
+    rows = []
     for key in spec["hyperparameters"]:
-        t = torch_values[key]
-        b = f32(burn_requested[key]) if key in BURN_F32 else burn_requested[key]
-        notes = [
-            f"{fw} keeps its default"
-            for fw in ("torch", "burn")
-            if key in spec["keep_defaults"][fw]
-        ]
-        if key in ("dampening", "nesterov") and not momentum_used:
-            status = "unused"
+        notes = [f"{fw} keeps its default" for fw in ("torch", "burn")
+                 if key in spec["keep_defaults"][fw]]  # fmt: skip
+        unused = key in ("dampening", "nesterov") and not momentum_used
+        if unused:
             notes.append("no momentum")
-        elif t == b:
-            status = "same"
-        elif b == f32(t) and burn_requested[key] == t:
-            status = "f32 storage"
-        else:
-            status = "differs"
-        if key in BURN_F32 and t != b:
-            notes.append(f"Burn holds the f32 value {json.dumps(b)}")
-        rows.append({"hyperparameter": key, "torch": show(t), "burn": show(b, key in BURN_F32),
-                     "status": status, "note": "; ".join(notes)})  # fmt: skip
-    if spec["hyperparameters"]["weight_decay"] or burn_requested["weight_decay"]:
-        rows.append({"hyperparameter": "weight decay style", "torch": "L2 (grad += wd·p)",
-                     "burn": "L2 (grad += wd·p)", "status": "same", "note": ""})  # fmt: skip
-    if spec["optimizer"] == "adam":
-        rows.append({"hyperparameter": "bias-correction factors", "torch": "f64 (Python floats)",
-                     "burn": "f32", "status": "precision",
-                     "note": "sqrt(1-β₂^t)/(1-β₁^t) and ε·sqrt(1-β₂^t)"})  # fmt: skip
-        exact = "exact in both for 0.5 ≤ β ≤ 1 (Sterbenz): only β's value counts"
-        rows.append({"hyperparameter": "1 − β in moment updates", "torch": "f64", "burn": "f32",
-                     "status": "precision", "note": exact})  # fmt: skip
-    return rows
+        requested = burn_requested[key]
+        if key in BURN_FIXED:
+            requested, why = BURN_FIXED[key]
+            notes.append(why)
+        rows.append(value_row(key, torch_values[key], requested, key in BURN_F32, notes, unused))
+    optimizer = spec["optimizer"]
+    if torch_values["weight_decay"] or burn_requested["weight_decay"]:
+        style = WEIGHT_DECAY_STYLE[optimizer]
+        rows.append(fact("weight decay style", style, style, "same"))
+    if optimizer == "rmsprop" and (torch_values["centered"] or burn_requested["centered"]):
+        rows.append(CENTERED)
+    return rows + NUMERIC_DETAILS[optimizer]
+
+
+def schedule_rows(spec: dict) -> list[dict]:
+    """The schedule as each framework computes it; none for a constant lr (the lr row)."""
+    schedule = spec["schedule"]
+    if schedule["kind"] == "constant":
+        return []
+    lr = spec["hyperparameters"]["lr"]
+    values = {**schedule, "lr": lr, "end_factor": schedule.get("final_lr", lr) / lr}
+    shown = {key: json.dumps(value) for key, value in values.items()}
+    torch, burn, note = SCHEDULE_FACTS[schedule["kind"]]
+    return [fact("schedule", torch.format(**shown), burn.format(**shown), "formula", note)]
+
+
+def clip_rows(spec: dict) -> list[dict]:
+    """The clipping threshold (Burn: f32) and how each framework applies it."""
+    if not spec["clip_grad"]:
+        return []
+    ((mode, threshold),) = spec["clip_grad"].items()
+    return [
+        value_row(f"clip_grad.{mode}", threshold, threshold, True, []),
+        fact(f"clip_grad.{mode} scope", *CLIP_SCOPE[mode]),
+    ]
+
+
+def diff_rows(spec: dict) -> list[dict]:
+    return hyperparameter_rows(spec) + schedule_rows(spec) + clip_rows(spec)
 
 
 def render_md(frame: pd.DataFrame, experiment: str) -> str:
-    return f"### Config diff: {experiment}\n\n" + frame.to_markdown(index=False) + "\n"
+    # Values as written (0.0 stays 0.0, 1e-10 stays 1e-10): no number parsing by tabulate.
+    table = frame.to_markdown(index=False, disable_numparse=True)
+    return f"### Config diff: {experiment}\n\n" + table + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:

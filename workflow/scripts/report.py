@@ -104,8 +104,11 @@ def judge(
     replay: pd.DataFrame,
     counterfactual: pd.DataFrame,
     config_diff: pd.DataFrame,
+    torch_f64: dict,
+    burn_f64: dict,
 ) -> tuple[vd.Verdict, list]:
-    """The verdict of one experiment and its causes with their shares, from its tables.
+    """The verdict of one experiment and its causes with their shares, from its tables and
+    its two f64 run blocks (their schedules, lrs and clipping name the further causes).
 
     A NaN gap (a run went non-finite) makes the verdict `diverged`.
     """
@@ -119,6 +122,7 @@ def judge(
         "Burn's f32 evaluation of its per-step Adam factors"
         if has_factors(config_diff)
         else "Burn's f32 arithmetic in its update",
+        vd.further_causes(counterfactual, torch_f64, burn_f64),
     )
     verdict = vd.classify(
         steps["f64_f64"],
@@ -167,9 +171,10 @@ class Experiment:
         pairs = set(zip(self.probe["framework"], self.probe["dtype"], strict=True))
         if pairs != set(RUNS):
             raise FormatError(f"{tables / f'probe_{name}.csv'}: expected one row per run")
+        self.lrs = read_table(tables / f"lrs_{name}.csv")
         self.md = {
             key: read_text(tables / f"{key}_{name}.md")
-            for key in ("steps", "config_diff", "replay", "counterfactual", "probe")
+            for key in ("steps", "config_diff", "replay", "counterfactual", "probe", "lrs")
         }
         self.compare = {dt: read_text(results / "compare" / f"{name}-{dt}.txt") for dt in DTYPES}
         self.runs = {
@@ -177,7 +182,12 @@ class Experiment:
             for fw, dt in RUNS
         }
         self.verdict, self.causes = judge(
-            self.steps, self.replay, self.counterfactual, self.config_diff
+            self.steps,
+            self.replay,
+            self.counterfactual,
+            self.config_diff,
+            self.runs["torch", "f64"],
+            self.runs["burn", "f64"],
         )
         if self.divergence():
             self.verdict.label = vd.DIVERGED
@@ -188,7 +198,34 @@ class Experiment:
 
     def share_sentence(self, held: float) -> str:
         """How the measured shares split the f64 gap (the verdict's causes, in words)."""
-        gap = self.verdict.f64_gap
+        gap, c = self.verdict.f64_gap, self.counterfactual
+        further = [
+            (label, float(c[column].max()))
+            for column, label in (
+                ("dparam_burn_lrs", "with Burn's lrs as well"),
+                ("dparam_burn_clipping", "with Burn's clipping as well"),
+            )
+            if column in c
+        ]
+        if further:
+            last = further[-1][1]
+            measured = "; ".join(f"{label} {e(gap_)}" for label, gap_ in further)
+            return (
+                "Shares: Burn's choices added one at a time to the counterfactual (every scalar"
+                f" in f64) move the run from PyTorch's by {e(held)} with Burn's held values;"
+                f" {measured} — of the {e(gap)} gap (measured)."
+                + (
+                    f" The remaining {1 - min(last / gap, 1.0):.1%} is attributed to what"
+                    " separates the last of these from the replay that reproduces Burn: "
+                    + (
+                        "the per-step factors Burn evaluated in f32."
+                        if self.has_factors
+                        else "Burn's f32 arithmetic in its update."
+                    )
+                    if 1 - min(last / gap, 1.0) >= vd.MIN_SHARE
+                    else ""
+                )
+            )
         return (
             f"Shares: Burn's held values alone (every scalar in f64) move the run {e(held)} from"
             f" PyTorch's, {min(held / gap, 1.0):.1%} of the {e(gap)} gap (measured)."
@@ -203,6 +240,30 @@ class Experiment:
                 if 1 - min(held / gap, 1.0) >= vd.MIN_SHARE
                 else ""
             )
+        )
+
+    @property
+    def is_plain(self) -> bool:
+        """The same values passed to both, no schedule, no clipping: the atlas's baseline."""
+        schedule = (self.spec.get("schedule") or {}).get("kind", "constant")
+        return (
+            not any(self.spec.get("keep_defaults", {}).values())
+            and schedule == "constant"
+            and not self.spec.get("clip_grad")
+        )
+
+    def diff_names(self, status: str) -> str:
+        """The config-diff rows with this status, by name ('none' if there are none)."""
+        rows = self.config_diff[self.config_diff["status"] == status]
+        return ", ".join(rows["hyperparameter"]) or "none"
+
+    def defaults_that_differ(self) -> str:
+        """Kept defaults of Burn that differ from PyTorch's, with both values."""
+        d = self.config_diff
+        rows = d[(d["status"] == "differs") & d["note"].str.contains("keeps its default")]
+        return (
+            ", ".join(f"{r.hyperparameter} ({r.torch} vs {r.burn})" for r in rows.itertuples())
+            or "none"
         )
 
     @property
@@ -318,6 +379,17 @@ class Experiment:
         )
         out += [f"Divergence: {line}." for line in self.divergence()]
         return out
+
+    def lr_reading(self) -> str:
+        """The schedule each framework ran and where their lr sequences part (lrs table)."""
+        schedule = self.spec.get("schedule") or {"kind": "constant"}
+        if schedule["kind"] == "constant":
+            text = "Schedule: constant. "
+        else:
+            text = f"Schedule: {setting('schedule', schedule)}, each framework's own scheduler. "
+        if (self.lrs["rel_diff"] == 0).all():  # the sentence says so; the table would repeat it
+            return text + body(self.md["lrs"]).split("\n\n")[0]
+        return text + body(self.md["lrs"]) + f"\n\nEvery step: `tables/lrs_{self.name}.csv`."
 
     def probe_reading(self) -> str:
         """What the step-1 probe shows, computed from its rows; names both frameworks.
@@ -470,6 +542,8 @@ class Experiment:
             else:
                 shown[table] = name
                 parts.append(f"{label}, {shown_steps} of {n} steps:\n\n{table}\n")
+        parts.append("### Learning rate\n")
+        parts.append(self.lr_reading() + "\n")
         parts.append(f"### Gradient probe at step 1: `{self.probe['parameter'].iloc[0]}`\n")
         parts.append(body(self.md["probe"]) + "\n")
         parts.append(self.probe_reading() + "\n")
@@ -482,6 +556,11 @@ def setting(key: str, value) -> str:
         return "; ".join(f"{fw}: {', '.join(keys)}" for fw, keys in value.items()) or "none"
     if key == "tolerance":
         return ", ".join(f"{dt} {tol:g}" for dt, tol in value.items())
+    if key == "schedule":
+        rest = ", ".join(f"{k} {v:g}" for k, v in value.items() if k != "kind")
+        return f"{value['kind']} ({rest})" if rest else value["kind"]
+    if key == "clip_grad":
+        return "none" if value is None else ", ".join(f"{k} {v:g}" for k, v in value.items())
     if isinstance(value, list):
         return "[" + ", ".join(f"{v:g}" for v in value) + "]"
     return value if isinstance(value, str) else json.dumps(value)
@@ -490,7 +569,7 @@ def setting(key: str, value) -> str:
 def hyperparameter_table(config: dict, tolerances: dict, skip: set[str]) -> str:
     """The experiments as configured (those of large sweeps are in their sweep's summary).
     Empty cells say why they are empty."""
-    rows = []
+    by_optimizer: dict[str, list[dict]] = {}
     for name, exp in config["experiments"].items():
         if name in skip:
             continue
@@ -499,12 +578,60 @@ def hyperparameter_table(config: dict, tolerances: dict, skip: set[str]) -> str:
         row.setdefault("keep_defaults", "none")
         row.setdefault("tolerance", "default: " + setting("tolerance", tolerances[name]))
         row.setdefault("probe", "automatic")
-        rows.append(row)
-    if not rows:
+        by_optimizer.setdefault(exp["optimizer"], []).append(row)
+    if not by_optimizer:
         return "Every experiment belongs to a sweep: see the sweep sections."
-    frame = pd.DataFrame(rows).fillna("—")
-    table = md_table(frame)
-    return table + "\n\n—: not an option of that experiment's optimizer."
+    unset = {"schedule": "constant", "clip_grad": "none", "amsgrad": "false (default)"}
+    tables = [
+        md_table(pd.DataFrame(rows).drop(columns="optimizer").fillna(unset).fillna("—"))
+        for rows in by_optimizer.values()
+    ]
+    if len(tables) == 1:
+        return tables[0]
+    return "\n\n".join(
+        f"**{optimizer}**\n\n{table}" for optimizer, table in zip(by_optimizer, tables, strict=True)
+    )
+
+
+def atlas_section(experiments: list[Experiment]) -> str:
+    """Optimizer by optimizer: where Burn's defaults differ from PyTorch's, what Burn holds
+    and computes in f32, and the verdicts with the same values and with Burn's defaults.
+
+    Read from the experiments of this run: for each optimizer the first experiment with
+    neither kept defaults, a schedule nor clipping ("same values"), and the first that
+    keeps some of Burn's defaults ("Burn's defaults").
+    """
+    by_optimizer: dict[str, list[Experiment]] = {}
+    for x in experiments:
+        by_optimizer.setdefault(x.optimizer, []).append(x)
+    rows = []
+    for optimizer, members in by_optimizer.items():
+        plain = next((x for x in members if x.is_plain), None)
+        kept = next((x for x in members if x.spec.get("keep_defaults", {}).get("burn")), None)
+        rows.append(
+            {
+                "optimizer": optimizer,
+                "defaults that differ (PyTorch vs Burn)": kept.defaults_that_differ()
+                if kept
+                else "no experiment keeps Burn's defaults",
+                "Burn holds in f32 (value changes)": plain.diff_names("f32 storage")
+                if plain
+                else "—",
+                "Burn computes in f32": plain.diff_names("precision") if plain else "—",
+                "verdict, same values": f"`{plain.name}`: {plain.verdict.label}" if plain else "—",
+                "verdict, Burn's defaults": f"`{kept.name}`: {kept.verdict.label}" if kept else "—",
+            }
+        )
+    return (
+        "## Atlas\n\n"
+        "Each optimizer as this run found it: the hyperparameters whose defaults differ"
+        " between the frameworks (from the config diff of the experiment that keeps Burn's"
+        " defaults), the values Burn stores in f32 and the arithmetic it does in f32 (from the"
+        " config diff of the experiment that passes the same values to both), and the two"
+        " experiments' verdicts. Causes are in the verdict table below.\n\n"
+        + md_table(pd.DataFrame(rows))
+        + "\n"
+    )
 
 
 def threads(info: dict, framework: str) -> str:
@@ -775,6 +902,7 @@ def build(args: argparse.Namespace) -> str:
             if faults
             else []
         ),
+        atlas_section(experiments) if len({x.optimizer for x in experiments}) > 1 else "",
         "## Verdicts\n",
         summary + "\n",
         "How to read this: the f64 runs of the two frameworks should differ only by f64"

@@ -31,7 +31,7 @@ import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import verdict as vd  # noqa: E402
-from parity_io import write_atomic, write_text_atomic  # noqa: E402
+from parity_io import experiment_block, write_atomic, write_text_atomic  # noqa: E402
 from report import axis_order, compact, e, judge, unexplained_start  # noqa: E402
 
 MARKERS = {vd.EQUIVALENT: "o", vd.EXPLAINED: "s", vd.UNEXPLAINED: "X", vd.DIVERGED: "^"}
@@ -46,11 +46,14 @@ def axis_text(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def summary_row(tables: Path, name: str, tol32: float) -> dict:
+def summary_row(results: Path, name: str, tol32: float) -> dict:
+    tables = results / "tables"
     read = lambda kind: pd.read_csv(tables / f"{kind}_{name}.csv")  # noqa: E731
     steps, replay, counterfactual = read("steps"), read("replay"), read("counterfactual")
     config_diff = pd.read_csv(tables / f"config_diff_{name}.csv", keep_default_na=False)
-    verdict, _ = judge(steps, replay, counterfactual, config_diff)
+    runs = [experiment_block(results / "runs" / name / f"{fw}-f64.json", name)
+            for fw in ("torch", "burn")]  # fmt: skip
+    verdict, _ = judge(steps, replay, counterfactual, config_diff, *runs)
     cause = verdict.cause or ""
     if verdict.label == vd.UNEXPLAINED:
         cause = unexplained_start(steps, replay, counterfactual) or ""
@@ -121,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
         axes = list(points[0]["axes"]) if points else []
         rows = [
             {"experiment": p["experiment"], **{a: axis_text(v) for a, v in p["axes"].items()},
-             **summary_row(args.results / "tables", p["experiment"], p["tolerance_f32"])}
+             **summary_row(args.results, p["experiment"], p["tolerance_f32"])}
             for p in points
         ]  # fmt: skip
     except (OSError, KeyError, ValueError, json.JSONDecodeError) as exc:

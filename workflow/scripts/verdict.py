@@ -17,6 +17,7 @@ The rule, in one place:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,33 +106,114 @@ def classify(
 MIN_SHARE = 0.01
 
 
+# Config-diff rows that are not hyperparameter values: the schedule and the clipping scope
+# are measured by variants of their own (see further_causes), not by the held-values replay.
+def measured_apart(row: dict) -> bool:
+    name = str(row["hyperparameter"])
+    return name == "schedule" or name.endswith(" scope")
+
+
 def causes(
     f64_gap: float,
     held_gap: float,
     differing: list[dict],
     f32_stored: list[str],
     arithmetic: str,
+    further: Sequence[tuple[str, float]] = (),
 ) -> list[tuple[str, float, str]]:
     """The candidate causes of an f64 gap with the share each accounts for, largest first.
 
     The evidence is the replay's `held_f64` variant: Burn's rule with the values Burn held,
     every scalar in f64. Its distance from PyTorch's f64 run (held_gap) is what the values
-    alone do — differing config lines if any, else their f32 storage. The only other thing
-    separating it from the replay that reproduces Burn is Burn's f32 arithmetic, so that
-    takes the rest of the gap. Shares are of the largest per-step gap; each cause comes with
-    how its share was found ("measured" or "the remainder").
+    alone do — differing config lines if any, else their f32 storage. `further` continues
+    that chain (see further_causes): (name, distance from PyTorch's f64 run) of variants that
+    each add one more of Burn's choices to the previous one — its lr sequence, its clipping —
+    and each is given the increase of the distance (at least 0) as its share. The only thing
+    separating the last variant from the replay that reproduces Burn is Burn's f32
+    arithmetic, so that takes the rest of the gap. Shares are of the largest per-step gap,
+    capped at the whole gap; each cause comes with how its share was found ("measured" or
+    "the remainder").
     """
     values_share = min(held_gap / f64_gap, 1.0) if f64_gap > 0 else 0.0
     stored = "f32 storage of " + ", ".join(f32_stored) if f32_stored else ""
+    differing = [r for r in differing if not measured_apart(r)]
     if differing:
         lines = [f"{r['hyperparameter']} (torch {r['torch']}, burn {r['burn']})" for r in differing]
         values = "config diff: " + "; ".join(lines) + (f", with {stored}" if stored else "")
     else:
         values = "Burn's " + (stored or "held hyperparameters")
-    found = [(values, values_share, "measured"), (arithmetic, 1.0 - values_share, "the remainder")]
+    found = [(values, values_share, "measured")]
+    reached = values_share  # the share of the gap the chain of variants has reached so far
+    for name, gap in further:
+        share = min(gap / f64_gap, 1.0) if f64_gap > 0 else 0.0
+        found.append((name, max(share - reached, 0.0), "measured"))
+        reached = max(reached, share)
+    found.append((arithmetic, 1.0 - reached, "the remainder"))
     return sorted((c for c in found if c[1] >= MIN_SHARE), key=lambda c: -c[1])
 
 
 def cause_text(found: list[tuple[str, float, str]]) -> str:
     """'config diff: eps (torch 1e-08, burn 1e-05) (100.0% of the gap, measured)'."""
     return "; ".join(f"{name} ({share:.1%} of the gap, {how})" for name, share, how in found)
+
+
+# How Burn 0.22 computes each schedule kind (burn-optim src/lr_scheduler/*.rs); PyTorch's
+# schedulers (torch.optim.lr_scheduler) all scale the previous lr, recursively.
+BURN_SCHEDULE_FORM = {
+    "linear": "closed form",
+    "cosine": "closed form",
+    "step": "closed form",
+    "exponential": "recursion seeded with initial/γ",
+}
+
+
+def lr_difference(torch_lrs, burn_lrs) -> float:
+    """The largest relative difference between the two lr sequences, step by step."""
+    t, b = np.asarray(torch_lrs, float), np.asarray(burn_lrs, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(t == b, 0.0, np.abs(t - b) / np.maximum(np.abs(t), np.abs(b)))
+    return float(np.max(rel, initial=0.0))
+
+
+def schedule_cause(torch_run: dict, burn_run: dict) -> str:
+    """'the schedule: PyTorch's recursive LinearLR vs Burn's closed form differ by up to …'."""
+    schedule = torch_run["meta"].get("schedule") or {}
+    kind = schedule.get("kind") or (burn_run["meta"].get("schedule") or {}).get("kind", "")
+    name = schedule.get("class") or f"{kind} schedule"
+    form = BURN_SCHEDULE_FORM.get(kind, "schedule")
+    rel = lr_difference(torch_run["lrs"], burn_run["lrs"])
+    if rel == 0:
+        return f"the schedule: PyTorch's recursive {name} and Burn's {form} give the same lrs"
+    return (
+        f"the schedule: PyTorch's recursive {name} vs Burn's {form} differ by up to"
+        f" {rel:.2g} relative"
+    )
+
+
+def clipping_cause(torch_run: dict, burn_run: dict) -> str:
+    """The clipping as the two frameworks apply it, by its mode."""
+    clip = torch_run["meta"].get("clip_grad") or burn_run["meta"].get("clip_grad") or {}
+    if "norm" in clip:
+        return (
+            "the clipping scope: Burn clips each parameter tensor by its own norm, PyTorch all"
+            " parameters by one norm (plus 1e-6)"
+        )
+    return "the clipping: both clamp each gradient element"
+
+
+def further_causes(counterfactual, torch_run: dict, burn_run: dict) -> list[tuple[str, float]]:
+    """The causes replay.py measured after the values, as (name, gap) for causes(): its
+    counterfactual table's `dparam_burn_lrs` (with a schedule) and `dparam_burn_clipping`
+    (with clipping) columns, the largest distances from PyTorch's f64 run of its variants
+    with Burn's values and Burn's lrs, then also Burn's clipping; the names come from the
+    two f64 run blocks (`meta.schedule`, `lrs`, `meta.clip_grad`)."""
+    found = []
+    for column, name in (
+        ("dparam_burn_lrs", schedule_cause),
+        ("dparam_burn_clipping", clipping_cause),
+    ):
+        if column in counterfactual:
+            gaps = np.asarray(counterfactual[column], float)
+            gap = float("nan") if np.isnan(gaps).any() else float(np.max(gaps, initial=0.0))
+            found.append((name(torch_run, burn_run), gap))
+    return found
