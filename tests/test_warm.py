@@ -187,10 +187,10 @@ def test_warm_and_cold_pipelines_write_identical_results(pipeline, tmp_path_fact
     cold = copy_project(tmp_path_factory.mktemp("cold"), small_pipeline_config())
     snakemake(cold, "--cores", "2", env={"PARITY_WARM": "0"})
     compared = 0
-    for path in sorted((pipeline / "results").rglob("*")):
-        relative = path.relative_to(pipeline / "results")
+    for path in sorted((cold / "results").rglob("*")):
+        relative = path.relative_to(cold / "results")
         if path.is_dir() or relative.parts[0] in ("logs", "benchmarks"):
             continue
-        assert (cold / "results" / relative).read_bytes() == path.read_bytes(), relative
+        assert (pipeline / "results" / relative).read_bytes() == path.read_bytes(), relative
         compared += 1
     assert compared > 100
