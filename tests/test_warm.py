@@ -8,9 +8,11 @@ test_warm_and_cold_pipelines_write_identical_results.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -34,10 +36,11 @@ sys.exit(int(sys.argv[1]))
 
 
 @pytest.fixture
-def env(tmp_path):
-    runtime = tmp_path / "runtime"
-    runtime.mkdir()
-    return dict(os.environ, XDG_RUNTIME_DIR=str(runtime), PARITY_WARM_IDLE_SECONDS="5")
+def env():
+    # Short: a Unix socket's path has at most 107 bytes (pytest's tmp_path is too long).
+    runtime = tempfile.mkdtemp(prefix="warm-", dir="/tmp")
+    yield dict(os.environ, XDG_RUNTIME_DIR=runtime, PARITY_WARM_IDLE_SECONDS="5")
+    shutil.rmtree(runtime, ignore_errors=True)
 
 
 def script(tmp_path: Path, text: str, name: str = "job.py") -> Path:
@@ -153,16 +156,41 @@ def test_the_server_leaves_when_idle(tmp_path, env):
     assert not list(Path(env["XDG_RUNTIME_DIR"]).rglob("*.sock"))
 
 
+def test_a_long_runtime_folder_falls_back_to_tmp(tmp_path, env):
+    env["XDG_RUNTIME_DIR"] = str(tmp_path / ("long" * 30))
+    Path(env["XDG_RUNTIME_DIR"]).mkdir()
+    done = run([script(tmp_path, "print('ran')")], env, tmp_path)
+    assert done.returncode == 0 and done.stdout == "ran\n"
+    assert "warm: " in done.stderr and "cold" not in done.stderr
+
+
+def test_a_server_that_cannot_start_leaves_the_script_to_run_cold(tmp_path, env):
+    """A server that dies at start (here: a library it preloads fails to import) is noticed
+    at once, and the script still runs, cold, with a line saying so."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "numpy.py").write_text("raise ImportError('a broken numpy')\n")
+    env["PYTHONPATH"] = str(broken)
+    start = time.monotonic()
+    done = run([script(tmp_path, "print('ran')")], env, tmp_path)
+    assert done.returncode == 0 and done.stdout == "ran\n"
+    assert "the server did not start" in done.stderr
+    assert "running the script cold" in done.stderr
+    assert time.monotonic() - start < 60, "the client waited out its start timeout"
+    log = next(Path(env["XDG_RUNTIME_DIR"]).rglob("*.log")).read_text()
+    assert "a broken numpy" in log
+
+
 def test_warm_and_cold_pipelines_write_identical_results(pipeline, tmp_path_factory):
     """The `pipeline` fixture ran through the warm server; the same config run cold must
     write the same bytes to every result (logs and benchmark timings aside)."""
     cold = copy_project(tmp_path_factory.mktemp("cold"), small_pipeline_config())
     snakemake(cold, "--cores", "2", env={"PARITY_WARM": "0"})
     compared = 0
-    for path in sorted((pipeline / "results").rglob("*")):
-        relative = path.relative_to(pipeline / "results")
+    for path in sorted((cold / "results").rglob("*")):
+        relative = path.relative_to(cold / "results")
         if path.is_dir() or relative.parts[0] in ("logs", "benchmarks"):
             continue
-        assert (cold / "results" / relative).read_bytes() == path.read_bytes(), relative
+        assert (pipeline / "results" / relative).read_bytes() == path.read_bytes(), relative
         compared += 1
     assert compared > 100

@@ -6,24 +6,19 @@ rule analyse:
     """One experiment's compare outputs, steps table, config diff, replay and
     counterfactual, gradient probe, learning rates and plots.
 
-    One job running each script in turn (each a warm start, see PYTHON in common.smk):
-    these steps take a fraction of a second each, and as separate jobs Snakemake's own
-    cost per job outweighed them. Each script keeps its own log.
+    One job running each script in turn (each a warm start: see warm.py in common.smk):
+    each takes a fraction of a second, and one job per experiment keeps Snakemake's
+    bookkeeping to one job where it was seven. Each script keeps its own log.
     """
     input:
         unpack(lambda w: run_files(w.experiment)),
-        scripts=[
-            f"{SCRIPTS}/{name}.py"
-            for name in (
-                "compare",
-                "steps_table",
-                "config_diff",
-                "replay",
-                "probe",
-                "plots",
-                "lrs_table",
-            )
-        ],
+        compare_script=f"{SCRIPTS}/compare.py",
+        steps_table_script=f"{SCRIPTS}/steps_table.py",
+        config_diff_script=f"{SCRIPTS}/config_diff.py",
+        replay_script=f"{SCRIPTS}/replay.py",
+        probe_script=f"{SCRIPTS}/probe.py",
+        plots_script=f"{SCRIPTS}/plots.py",
+        lrs_table_script=f"{SCRIPTS}/lrs_table.py",
         modules=[
             IO_MODULE,
             GAPS_MODULE,
@@ -76,39 +71,40 @@ rule analyse:
     shell:
         """
         # The seed's compare output: torch vs burn at each dtype, with its tolerance.
-        {PYTHON} {SCRIPTS}/compare.py {input.torch_f32} {input.burn_f32} \
+        python workflow/scripts/warm.py {input.compare_script} {input.torch_f32} {input.burn_f32} \
             --tol {params.tol_f32} --out {output.compare[0]} >{log.compare} 2>&1
-        {PYTHON} {SCRIPTS}/compare.py {input.torch_f64} {input.burn_f64} \
+        python workflow/scripts/warm.py {input.compare_script} {input.torch_f64} {input.burn_f64} \
             --tol {params.tol_f64} --out {output.compare[1]} >>{log.compare} 2>&1
         # Per-step gaps with the precision ladder (f32 gap, each side's f32-vs-f64, f64-f64).
-        {PYTHON} {SCRIPTS}/steps_table.py --experiment {wildcards.experiment} \
+        python workflow/scripts/warm.py {input.steps_table_script} --experiment {wildcards.experiment} \
             --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
             --report-steps {params.report_steps} \
             --csv {output.steps_csv} --md {output.steps_md} >{log.steps} 2>&1
         # What each framework does with the experiment's settings.
-        {PYTHON} {SCRIPTS}/config_diff.py --spec {input.spec} \
+        python workflow/scripts/warm.py {input.config_diff_script} --spec {input.spec} \
             --csv {output.config_diff_csv} --md {output.config_diff_md} \
             >{log.config_diff} 2>&1
         # Burn's update rule replayed on the PyTorch side in f64, and its counterfactual.
-        {PYTHON} {SCRIPTS}/replay.py --experiment {wildcards.experiment} \
+        python workflow/scripts/warm.py {input.replay_script} --experiment {wildcards.experiment} \
             --data {input.data} --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
             --report-steps {params.report_steps} \
             --replay-csv {output.replay_csv} --replay-md {output.replay_md} \
             --counterfactual-csv {output.counterfactual_csv} \
             --counterfactual-md {output.counterfactual_md} >{log.replay} 2>&1
         # Step-1 gradient and update of the least accurate (or the configured) parameter.
-        {PYTHON} {SCRIPTS}/probe.py --experiment {wildcards.experiment} \
+        python workflow/scripts/warm.py {input.probe_script} --experiment {wildcards.experiment} \
             --data {input.data} --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} {params.probe} \
             --csv {output.probe_csv} --md {output.probe_md} >{log.probe} 2>&1
         # The lr each framework's scheduler gave at every step, and where they part.
-        {PYTHON} {SCRIPTS}/lrs_table.py --experiment {wildcards.experiment} \
+        python workflow/scripts/warm.py {input.lrs_table_script} \
+            --experiment {wildcards.experiment} \
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
             --report-steps {params.report_steps} \
             --csv {output.lrs_csv} --md {output.lrs_md} >{log.lrs} 2>&1
         # Gap curves against the rounding floor, and |Δloss| on a log scale.
-        {PYTHON} {SCRIPTS}/plots.py --experiment {wildcards.experiment} \
+        python workflow/scripts/warm.py {input.plots_script} --experiment {wildcards.experiment} \
             --steps {output.steps_csv} --tol {params.tol_f32} --tol-f64 {params.tol_f64} \
             --gaps {output.gaps} --losses {output.losses} >{log.plots} 2>&1
         """
@@ -130,7 +126,7 @@ rule bias_correction_table:
     params:
         report_steps=config["report_steps"],
     shell:
-        "{PYTHON} {input.script} {input.runs} --report-steps {params.report_steps}"
+        "python workflow/scripts/warm.py {input.script} {input.runs} --report-steps {params.report_steps}"
         " --csv {output.csv} --md {output.md} > {log} 2>&1"
 
 
@@ -146,5 +142,5 @@ rule provenance:
     log:
         "results/logs/provenance.log",
     shell:
-        "{PYTHON} {input.script} --config {input.config} --runs {input.runs} --out {output}"
+        "python workflow/scripts/warm.py {input.script} --config {input.config} --runs {input.runs} --out {output}"
         " > {log} 2>&1"

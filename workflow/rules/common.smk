@@ -41,11 +41,10 @@ VERDICT_MODULE = f"{SCRIPTS}/verdict.py"
 PROVENANCE_MODULE = f"{SCRIPTS}/provenance.py"
 TORCH_TRAINER = f"{SCRIPTS}/train_torch.py"
 REPORT_SCRIPT = f"{SCRIPTS}/report.py"
-# How rules run their Python scripts: `{PYTHON} script args` does what `python script
-# args` does, in a process forked from a warm interpreter that has already imported
-# PyTorch, pandas and matplotlib (workflow/scripts/warm.py): 0.05 s to start a job instead
-# of 2-3 s. PARITY_WARM=0 runs every script cold; under SLURM cold is the default.
-PYTHON = f"python {SCRIPTS}/warm.py"
+# Rules run their Python scripts as `python workflow/scripts/warm.py script args`, which
+# does what `python script args` does in a process forked from a warm interpreter that has
+# already imported PyTorch, pandas and matplotlib (see warm.py): 0.05 s to start a job
+# instead of 2-4 s. PARITY_WARM=0 runs every script cold; under SLURM cold is the default.
 
 DEFAULT_TOLERANCE = {"f32": 1e-6, "f64": 1e-12}
 

@@ -8,7 +8,7 @@ rule make_data:
     log:
         "results/logs/make_data.log",
     shell:
-        "{PYTHON} {input.script} --out {output} > {log} 2>&1"
+        "python workflow/scripts/warm.py {input.script} --out {output} > {log} 2>&1"
 
 
 rule experiment_spec:

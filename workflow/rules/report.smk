@@ -14,7 +14,7 @@ rule report:
     log:
         "results/logs/report.log",
     shell:
-        "{PYTHON} {input.script} --config {input.config} --results results"
+        "python workflow/scripts/warm.py {input.script} --config {input.config} --results results"
         " --data {input.data} --out {output}"
         " > {log} 2>&1"
 
@@ -61,6 +61,6 @@ rule html_report:
     log:
         "results/logs/html_report.log",
     shell:
-        "{PYTHON} {input.script} --report {input.report} --out {output.html}"
+        "python workflow/scripts/warm.py {input.script} --report {input.report} --out {output.html}"
         " --verdicts {output.verdicts} --tables {input.tables}"
         " --tables-out {output.pages} > {log} 2>&1"

@@ -32,5 +32,5 @@ rule sweep_summary:
     log:
         "results/logs/sweeps/{sweep}.log",
     shell:
-        "{PYTHON} {input.script} --spec {input.spec} --results results"
+        "python workflow/scripts/warm.py {input.script} --spec {input.spec} --results results"
         " --out-dir results/sweeps/{wildcards.sweep} > {log} 2>&1"

@@ -16,7 +16,7 @@ rule train_torch:
         "results/logs/train/{experiment}/torch.log",
     shell:
         "for dtype in f32 f64; do"
-        " {PYTHON} {input.script} --experiment {wildcards.experiment} --dtype $dtype"
+        " python workflow/scripts/warm.py {input.script} --experiment {wildcards.experiment} --dtype $dtype"
         " --config {input.spec} --data {input.data}"
         " --out results/runs/{wildcards.experiment}/torch-$dtype.json;"
         " done > {log} 2>&1"

@@ -50,6 +50,7 @@ START_TIMEOUT_SECONDS = 180
 # started under other values would run scripts differently, so they are part of its key.
 IMPORT_TIME_ENV = ("OMP_", "MKL_", "OPENBLAS_", "KMP_", "TORCH", "CUDA", "MPL", "PYTHON", "LD_")
 STARTED, FINISHED = b"S", b"F"
+MAX_SOCKET_PATH = 107
 
 
 def server_key() -> str:
@@ -67,10 +68,17 @@ def server_key() -> str:
 
 
 def socket_path() -> Path:
-    base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
-    folder = base / f"parity-warm-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return folder / f"{server_key()}.sock"
+    """The server's socket, in a folder only this user can enter (the server runs any
+    script it is sent). A Unix socket's path is limited to 107 bytes: under a long
+    XDG_RUNTIME_DIR or TMPDIR the folder goes to /tmp instead."""
+    name = f"parity-warm-{os.getuid()}/{server_key()}.sock"
+    path = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / name
+    if len(str(path)) + 16 > MAX_SOCKET_PATH:  # room for the server's staging suffix
+        path = Path("/tmp") / name
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    if path.parent.stat().st_uid != os.getuid():
+        raise OSError(f"{path.parent} belongs to another user")
+    return path
 
 
 # --- the client ------------------------------------------------------------------------
@@ -99,8 +107,8 @@ def start_server(path: Path) -> socket.socket | None:
         if sock:
             return sock
         path.unlink(missing_ok=True)  # a server that died leaves its socket file
-        with open(f"{path}.log", "ab") as log:
-            subprocess.Popen(
+        with open(f"{path}.log", "wb") as log:
+            server = subprocess.Popen(
                 [sys.executable, __file__, "--serve", str(path)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -108,11 +116,12 @@ def start_server(path: Path) -> socket.socket | None:
                 start_new_session=True,  # not in the job's process group: it outlives it
             )
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and server.poll() is None:
             sock = connect(path)
             if sock:
                 return sock
             time.sleep(0.05)
+    print(f"warm: the server did not start (its log: {path}.log)", file=sys.stderr)
     return None
 
 
@@ -316,16 +325,26 @@ def serve(path: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--serve"]:
-        serve(Path(argv[1]))
-        os._exit(0)  # skip interpreter teardown: the frozen objects are never freed
+        status = 0
+        try:
+            serve(Path(argv[1]))
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        sys.stderr.flush()
+        os._exit(status)  # skip interpreter teardown: the frozen objects are never freed
     if not argv:
         sys.exit("usage: warm.py SCRIPT [ARG ...]")
     if not os.path.isfile(argv[0]):
         sys.exit(f"warm.py: {argv[0]}: no such script")
-    status = run_warm(argv) if warm_wanted() else None
+    try:
+        status = run_warm(argv) if warm_wanted() else None
+    except OSError as error:
+        print(f"warm: {error}", file=sys.stderr)
+        status = None
     if status is None:
         if warm_wanted():
-            print("warm: no server could be started; running cold", file=sys.stderr)
+            print("warm: running the script cold instead", file=sys.stderr)
         run_cold(argv)
     else:
         sys.exit(status)
