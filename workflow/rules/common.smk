@@ -34,8 +34,13 @@ DTYPES = ["f32", "f64"]
 SCRIPTS = "workflow/scripts"
 # Modules imported by the scripts: inputs of every rule whose script imports them.
 IO_MODULE = f"{SCRIPTS}/parity_io.py"
-# parity_config.py takes the dataset size and shapes from make_data.py: both are inputs.
-CONFIG_MODULES = [f"{SCRIPTS}/parity_config.py", f"{SCRIPTS}/make_data.py"]
+# parity_config.py takes the dataset size and shapes from make_data.py and its key
+# suggestions from suggest.py: all three are inputs.
+CONFIG_MODULES = [
+    f"{SCRIPTS}/parity_config.py",
+    f"{SCRIPTS}/make_data.py",
+    f"{SCRIPTS}/suggest.py",
+]
 GAPS_MODULE = f"{SCRIPTS}/gaps.py"
 VERDICT_MODULE = f"{SCRIPTS}/verdict.py"
 PROVENANCE_MODULE = f"{SCRIPTS}/provenance.py"

@@ -31,6 +31,7 @@ import yaml
 
 from make_data import N as DATASET_SIZE
 from make_data import initial_weights
+from suggest import closest_key
 
 FRAMEWORKS = ("torch", "burn")
 DTYPES = ("f32", "f64")
@@ -246,9 +247,7 @@ def nesterov_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
 
 
 def _suggest(key: Any, known: list[str]) -> str | None:
-    """The config check's closest known key (check_config imports this module)."""
-    from check_config import closest_key
-
+    """The closest known key, as the config check suggests it."""
     return closest_key(key, known) if isinstance(key, str) else None
 
 

@@ -21,6 +21,8 @@ import itertools
 import math
 from typing import Any
 
+from suggest import closest_key
+
 DEFAULT_MAX_EXPERIMENTS = 1000
 # Keys an axis may vary besides the optimizer's hyperparameters.
 RUN_KEYS = ("keep_defaults",)
@@ -88,8 +90,6 @@ def expand_sweep(
     keys = known_keys(base, hyperparameters)
     for key, values in axes.items():
         if key not in keys:
-            from check_config import closest_key  # the config check's suggestions
-
             close = closest_key(key, keys)
             hint = f"; did you mean {close!r}?" if close else f" (known: {', '.join(keys)})"
             raise SweepError(
