@@ -89,7 +89,7 @@ def test_a_linear_schedule_is_a_few_ulps_apart_from_step_1(runs, tmp_path, capsy
     assert md.startswith(
         "### Learning rates: linear (linear schedule)\n\n"
         "The lr first differs at step 1 (PyTorch 0.5, Burn 0.49999999999999994); it differs at 8"
-        " of 8 steps, by at most 2 f64 ulps (largest relative difference 2.41e-16, at step 4).\n\n"
+        " of 8 steps, by at most 2 f64 ulps (at step 4, relative difference 2.41e-16).\n\n"
     )
     assert "\n   1  0.5                     0.49999999999999994     1.11e-16\n" in md
     assert "\n   6  0.05000000000000001     0.05                    1.39e-16\n" in md
@@ -103,7 +103,8 @@ def test_an_exponential_schedule_carries_burns_first_ulp_on(runs, tmp_path, caps
     assert frame["lr_burn"].tolist() == pytest.approx(0.5 * 0.95 ** np.arange(STEPS), rel=1e-15)
     assert md.splitlines()[2] == (
         "The lr first differs at step 1 (PyTorch 0.5, Burn 0.49999999999999994); it differs at"
-        " 7 of 8 steps, by at most 1 f64 ulp (largest relative difference 1.51e-16, at step 7)."
+        " 7 of 8 steps, by at most 1 f64 ulp (at step 1; the largest relative difference,"
+        " 1.51e-16, is at step 7)."
     )
 
 
@@ -258,5 +259,5 @@ def test_the_markdown_shows_the_report_steps_and_the_last_one():
     ]
     assert (
         "The lr first differs at step 3 (PyTorch 0.01, Burn 0.010000000000000002); it differs"
-        " at 1 of 4 steps, by at most 1 f64 ulp (largest relative difference 1.73e-16, at step 3)."
+        " at 1 of 4 steps, by at most 1 f64 ulp (at step 3, relative difference 1.73e-16)."
     ) in md

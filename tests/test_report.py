@@ -151,7 +151,7 @@ def test_the_sgd_probe_says_the_f32_update_is_quantized(pipeline, report_md):
 
 def test_verdict_table_names_its_gap_measures(report_md):
     header = next(line for line in report_md.splitlines() if line.startswith("| experiment |"))
-    assert "f64 gap (max over steps)" in header and "compare f64 (final values)" in header
+    assert "f64 gap (max over steps)" in header and "compare f64 (worst key)" in header
     assert "`f64 gap (max over steps)` is the largest" in report_md
 
 

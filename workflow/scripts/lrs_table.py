@@ -77,7 +77,8 @@ def summary(frame: pd.DataFrame) -> dict:
     (relative, and its step; in f64 ulps)."""
     differ = frame[frame["lr_torch"] != frame["lr_burn"]]
     if differ.empty:
-        return {"first": None, "count": 0, "max_rel": 0.0, "max_step": None, "max_ulps": 0}
+        return {"first": None, "count": 0, "max_rel": 0.0, "max_step": None, "max_ulps": 0,
+                "max_ulps_step": None}  # fmt: skip
     worst = differ.loc[differ["rel_diff"].idxmax()]
     ulps = ulp_distance(differ["lr_torch"].to_numpy(), differ["lr_burn"].to_numpy())
     return {
@@ -86,12 +87,24 @@ def summary(frame: pd.DataFrame) -> dict:
         "max_rel": float(worst["rel_diff"]),
         "max_step": int(worst["step"]),
         "max_ulps": float(ulps.max()),
+        "max_ulps_step": int(differ["step"].iloc[int(ulps.argmax())]),
     }
 
 
 def exact(x: float) -> str:
     """The shortest digits that identify the f64 (0.01, 0.010000000000000002)."""
     return repr(float(x))
+
+
+def where(facts: dict) -> str:
+    """The steps of the largest difference in ulps and relative, said once if the same."""
+    rel = f"{facts['max_rel']:.2e}"
+    if facts["max_ulps_step"] == facts["max_step"]:
+        return f"at step {facts['max_step']}, relative difference {rel}"
+    return (
+        f"at step {facts['max_ulps_step']}; the largest relative difference, {rel},"
+        f" is at step {facts['max_step']}"
+    )
 
 
 def sentence(frame: pd.DataFrame, facts: dict) -> str:
@@ -107,8 +120,7 @@ def sentence(frame: pd.DataFrame, facts: dict) -> str:
     return (
         f"The lr first differs at step {facts['first']} (PyTorch {exact(first.lr_torch)},"
         f" Burn {exact(first.lr_burn)}); it differs at {facts['count']} of {steps} steps,"
-        f" by at most {ulps} (largest relative difference {facts['max_rel']:.2e},"
-        f" at step {facts['max_step']})."
+        f" by at most {ulps} ({where(facts)})."
     )
 
 

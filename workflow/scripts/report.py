@@ -202,7 +202,7 @@ class Experiment:
         further = [
             (label, float(c[column].max()))
             for column, label in (
-                ("dparam_burn_lrs", "with Burn's lrs as well"),
+                ("dparam_burn_lrs", "with Burn's learning rates as well"),
                 ("dparam_burn_clipping", "with Burn's clipping as well"),
             )
             if column in c
@@ -213,7 +213,8 @@ class Experiment:
             return (
                 "Shares: Burn's choices added one at a time to the counterfactual (every scalar"
                 f" in f64) move the run from PyTorch's by {e(held)} with Burn's held values;"
-                f" {measured} — of the {e(gap)} gap (measured)."
+                f" {measured} — of the {e(gap)} gap (measured; each choice's share in the"
+                " verdict is how much further it moves the run)."
                 + (
                     f" The remaining {1 - min(last / gap, 1.0):.1%} is attributed to what"
                     " separates the last of these from the replay that reproduces Burn: "
@@ -243,12 +244,22 @@ class Experiment:
         )
 
     @property
+    def has_schedule(self) -> bool:
+        return (self.spec.get("schedule") or {}).get("kind", "constant") != "constant"
+
+    def short_verdict(self) -> str:
+        """`name`: verdict, and for an explained one its largest cause."""
+        text = f"`{self.name}`: {self.verdict.label}"
+        if self.verdict.label == vd.EXPLAINED and self.causes:
+            text += f" — {self.causes[0][0]}"
+        return text
+
+    @property
     def is_plain(self) -> bool:
         """The same values passed to both, no schedule, no clipping: the atlas's baseline."""
-        schedule = (self.spec.get("schedule") or {}).get("kind", "constant")
         return (
             not any(self.spec.get("keep_defaults", {}).values())
-            and schedule == "constant"
+            and not self.has_schedule
             and not self.spec.get("clip_grad")
         )
 
@@ -334,8 +345,9 @@ class Experiment:
             )
         else:
             first = v.first_above_floor
+            far = "far above" if v.f64_gap > 10 * v.floor else "above"
             out.append(
-                f"In f64 a gap of {e(v.f64_gap)} remains, far above the rounding floor of"
+                f"In f64 a gap of {e(v.f64_gap)} remains, {far} the rounding floor of"
                 f" {e(v.floor)} at that step. It leaves the floor at step {first}"
                 f" (at `{self.where_f64(first)}`) and {trend(s['f64_f64'])}: a difference in the"
                 " arithmetic, not f64 rounding."
@@ -364,18 +376,31 @@ class Experiment:
             out.append(self.share_sentence(held))
         tol32 = self.tolerances["f32"]
         first32 = vd.first_step_above(s["dparam"], tol32)
+        own = max(s["torch_f64"].max(), s["burn_f64"].max())
+        rounding = (
+            f" Each framework's own f32-vs-f64 gap reaches {e(s['torch_f64'].max())} (PyTorch)"
+            f" and {e(s['burn_f64'].max())} (Burn), over the tolerance too and of the order of"
+            " the f32 gap: f32 rounding alone exceeds this tolerance."
+            if first32
+            and own > tol32
+            and own >= 0.1 * s["dparam"].max()
+            and v.label != vd.EQUIVALENT
+            else ""
+        )
         out.append(
             f"The f32 parameter gap first exceeds the f32 tolerance {tol32:g} at step {first32}"
-            f" and {trend(s['dparam'])}."
+            f" and {trend(s['dparam'])}.{rounding}"
             if first32
             else f"The f32 parameter gap stays within the f32 tolerance {tol32:g} at every step."
         )
         preds = {fw: self.runs[fw, "f32"]["final"]["predictions"] for fw in ("torch", "burn")}
         same = sum(a == b for a, b in zip(preds["torch"], preds["burn"], strict=True))
+        final = {fw: self.runs[fw, "f32"]["final"] for fw in ("torch", "burn")}
         out.append(
-            f"After training the two f32 models classify {same} of {len(preds['torch'])} samples"
-            f" the same way (correct: PyTorch {self.runs['torch', 'f32']['final']['correct']},"
-            f" Burn {self.runs['burn', 'f32']['final']['correct']})."
+            f"After training the two f32 models agree on {same} of {len(preds['torch'])}"
+            f" predictions; PyTorch's gets {final['torch']['correct']} right (final loss"
+            f" {final['torch']['loss']:.4g}), Burn's {final['burn']['correct']} (final loss"
+            f" {final['burn']['loss']:.4g})."
         )
         out += [f"Divergence: {line}." for line in self.divergence()]
         return out
@@ -424,11 +449,24 @@ class Experiment:
             return " ".join(text)
         hp = self.runs["torch", "f64"]["meta"]["hyperparameters"]
         lr, g = hp["lr"], abs(float(row["torch", "f64"]["grad"]))
-        if "eps" in hp and abs(abs(u["torch", "f64"]) - lr) <= 0.05 * lr:
+        clip = self.spec.get("clip_grad")
+        if clip:
+            text.append(
+                f"These are the gradients before clipping ({setting('clip_grad', clip)}); the"
+                " update uses the clipped ones, and the frameworks clip differently (the"
+                " config diff's clipping scope)."
+            )
+        adam_like = self.optimizer in ("adam", "adamw")
+        if adam_like and not clip and abs(abs(u["torch", "f64"]) - lr) <= 0.05 * lr:
+            decay = (
+                " (AdamW first decays the parameter by lr·weight_decay·p, included here)"
+                if self.optimizer == "adamw" and hp.get("weight_decay")
+                else ""
+            )
             text.append(
                 f"That is {abs(u['torch', 'f64']) / lr:.3f} of a full step of lr = {lr:g} although"
-                " the gradient is tiny: Adam's first update is −lr·g/(|g| + ε), which depends on"
-                f" |g| only through |g|/ε (here {g / hp['eps']:.3g})."
+                f" the gradient is tiny: {self.optimizer}'s first update is −lr·g/(|g| + ε){decay},"
+                f" which depends on |g| only through |g|/ε (here {g / hp['eps']:.3g})."
             )
         if u["torch", "f64"] != u["burn", "f64"]:
             d = u["burn", "f64"] - u["torch", "f64"]
@@ -488,7 +526,7 @@ class Experiment:
             gaps, tol = self.steps[column], self.tolerances[dtype]
             first = vd.first_step_above(gaps, tol)
             rows.append({"gap": label, "max": e(gaps.max()), "tolerance": f"{tol:g} ({dtype})",
-                         "first step above": str(first) if first else "never",
+                         "first step above tolerance": str(first) if first else "never",
                          "growth (last / step 1)": f"{vd.growth(gaps):.3g}"})  # fmt: skip
         return md_table(pd.DataFrame(rows))
 
@@ -501,10 +539,10 @@ class Experiment:
             "cause, or where it starts": self.verdict_detail() or "—",
             "f64 gap (max over steps)": e(v.f64_gap),
             "rounding floor there": e(v.floor),
-            "replay leaves": e(v.replay_gap) if v.replay_gap is not None else "",
+            "replays leave (worst of both)": e(v.replay_gap) if v.replay_gap is not None else "",
             "f32 gap (max over steps)": e(s["dparam"].max()),
             **{
-                f"compare {dt} (final values)": " ".join(compare_verdict(self.compare[dt]))
+                f"compare {dt} (worst key)": " ".join(compare_verdict(self.compare[dt]))
                 for dt in DTYPES
             },
         }
@@ -608,18 +646,20 @@ def atlas_section(experiments: list[Experiment]) -> str:
     for optimizer, members in by_optimizer.items():
         plain = next((x for x in members if x.is_plain), None)
         kept = next((x for x in members if x.spec.get("keep_defaults", {}).get("burn")), None)
+        recipe = next((x for x in members if x.spec.get("clip_grad") or x.has_schedule), None)
         rows.append(
             {
                 "optimizer": optimizer,
                 "defaults that differ (PyTorch vs Burn)": kept.defaults_that_differ()
                 if kept
                 else "no experiment keeps Burn's defaults",
-                "Burn holds in f32 (value changes)": plain.diff_names("f32 storage")
+                "Burn holds in f32 (rounded value)": plain.diff_names("f32 storage")
                 if plain
                 else "—",
                 "Burn computes in f32": plain.diff_names("precision") if plain else "—",
-                "verdict, same values": f"`{plain.name}`: {plain.verdict.label}" if plain else "—",
-                "verdict, Burn's defaults": f"`{kept.name}`: {kept.verdict.label}" if kept else "—",
+                "verdict, same values": plain.short_verdict() if plain else "—",
+                "verdict, Burn's defaults": kept.short_verdict() if kept else "—",
+                "verdict, with a schedule or clipping": recipe.short_verdict() if recipe else "—",
             }
         )
     return (
@@ -627,8 +667,9 @@ def atlas_section(experiments: list[Experiment]) -> str:
         "Each optimizer as this run found it: the hyperparameters whose defaults differ"
         " between the frameworks (from the config diff of the experiment that keeps Burn's"
         " defaults), the values Burn stores in f32 and the arithmetic it does in f32 (from the"
-        " config diff of the experiment that passes the same values to both), and the two"
-        " experiments' verdicts. Causes are in the verdict table below.\n\n"
+        " config diff of the experiment that passes the same values to both), and the verdicts"
+        " of those experiments and of one with a schedule or clipping, each with its largest"
+        " cause (all causes and their shares are in the verdict table below).\n\n"
         + md_table(pd.DataFrame(rows))
         + "\n"
     )
@@ -708,15 +749,19 @@ def bias_section(results: Path, report_steps: list[int]) -> str:
 # How to read the tables of an experiment's section: said once, true of every section.
 READING_GUIDE = """## How to read an experiment's section
 
-- **Config diff**: each hyperparameter as the framework will hold it: `same`, `f32 storage`
-  (Burn keeps the f32 rounding of the value), `differs` (a different value), `precision`
-  (the same formula evaluated at another precision), `unused` (not used by this setting).
+- **Config diff**: each hyperparameter as the framework will hold it, the schedule as each
+  computes it and the clipping scope: `same`, `f32 storage` (Burn keeps the f32 rounding of
+  the value), `differs` (a different value or rule), `precision` (the same formula evaluated
+  at another precision), `formula` (the same quantity at the same precision by different
+  arithmetic, e.g. a recursive and a closed-form schedule: apart by rounding only), `unused`
+  (not used by this setting).
 - **Compare (losses and final values)**: the original `compare` script's output, side by
   side for f32 and f64: `max|diff|` between PyTorch and Burn for every step's loss, the
   final loss and correct count, and each final parameter tensor, then the worst against the
   tolerance of that dtype.
 - **Gaps step by step**: each gap is max |Δ| over all parameters after the step; `first step
-  above` is the first step over that dtype's tolerance, growth the last step over step 1.
+  above tolerance` is the first step over that dtype's tolerance (not the rounding floor),
+  growth the last step over step 1.
   In the per-step table, `|dloss|` = |torch loss − burn loss| (f32 batch losses),
   `max|dparam|` torch f32 vs burn f32, `torch-f64` torch f32 vs torch f64, `burn-f64` burn
   f32 vs burn f64, `f64-f64` torch f64 vs burn f64.
@@ -907,16 +952,17 @@ def build(args: argparse.Namespace) -> str:
         summary + "\n",
         "How to read this: the f64 runs of the two frameworks should differ only by f64"
         " rounding. `f64 gap (max over steps)` is the largest torch-f64 vs burn-f64 parameter"
-        " gap after any step; `compare … (final values)` is the original `compare` script's"
-        " worst difference over the per-step losses, the final loss and correct count and the"
-        " final parameters. The `rounding floor` is an estimate of what f64"
+        " gap after any step; `compare … (worst key)` is the original `compare` script's"
+        " worst difference over its keys: the per-step losses, the final loss, the correct count"
+        " (a difference in samples, not in values) and the final parameters. The `rounding"
+        " floor` is an estimate of what f64"
         f" rounding can explain: f64 rounds 2²⁹ times more finely than f32, so {vd.SAFETY:g} ×"
         " 2⁻²⁹ × the larger of the two frameworks' own f32-vs-f64 gaps (a running maximum), the"
         f" factor {vd.SAFETY:g} leaving room for the frameworks' different order of operations,"
         f" and never below {vd.ABSOLUTE_FLOOR:.2g} (64 f64 ulps of 1). A gap above the floor is"
         " an algorithmic difference; it is *explained* when the replays of Burn's update rule"
-        " (`replay leaves`: the largest gap they leave) close it, and its causes are shared out"
-        " by measurement (see each experiment).\n",
+        " (`replays leave`: the largest gap the replay and the counterfactual leave) close it,"
+        " and its causes are shared out by measurement (see each experiment).\n",
         "## What was run\n",
         *provenance_lines(info, experiments),
         "",
