@@ -4,7 +4,7 @@
 
 rule analyse:
     """One experiment's compare outputs, steps table, config diff, replay and
-    counterfactual, gradient probe, learning rates and plots.
+    counterfactual, gradient probe, learning rates, plots, and its tables as HTML pages.
 
     One job running each script in turn (each a warm start: see warm.py in common.smk):
     each takes a fraction of a second, and one job per experiment keeps Snakemake's
@@ -19,6 +19,7 @@ rule analyse:
         probe_script=f"{SCRIPTS}/probe.py",
         plots_script=f"{SCRIPTS}/plots.py",
         lrs_table_script=f"{SCRIPTS}/lrs_table.py",
+        render_html_script=f"{SCRIPTS}/render_html.py",
         modules=[
             IO_MODULE,
             GAPS_MODULE,
@@ -55,6 +56,7 @@ rule analyse:
             category="{experiment}",
             subcategory="plots",
         ),
+        pages=experiment_page_outputs(),
     log:
         compare="results/logs/analyse/{experiment}/compare.log",
         steps="results/logs/analyse/{experiment}/steps_table.log",
@@ -63,11 +65,13 @@ rule analyse:
         probe="results/logs/analyse/{experiment}/probe.log",
         plots="results/logs/analyse/{experiment}/plots.log",
         lrs="results/logs/analyse/{experiment}/lrs_table.log",
+        pages="results/logs/analyse/{experiment}/render_html.log",
     params:
         tol_f32=lambda w: tolerance(w.experiment, "f32"),
         tol_f64=lambda w: tolerance(w.experiment, "f64"),
         probe=lambda w: probe_option(w.experiment),
         report_steps=config["report_steps"],
+        page_sources=lambda w: [source for source, *_ in experiment_pages(w.experiment)],
     shell:
         """
         # The seed's compare output: torch vs burn at each dtype, with its tolerance.
@@ -107,6 +111,9 @@ rule analyse:
         python workflow/scripts/warm.py {input.plots_script} --experiment {wildcards.experiment} \
             --steps {output.steps_csv} --tol {params.tol_f32} --tol-f64 {params.tol_f64} \
             --gaps {output.gaps} --losses {output.losses} >{log.plots} 2>&1
+        # Every table and compare output above as a page for the Snakemake report.
+        python workflow/scripts/warm.py {input.render_html_script} \
+            --tables {params.page_sources} --tables-out {output.pages} >{log.pages} 2>&1
         """
 
 
@@ -135,7 +142,7 @@ rule provenance:
     input:
         script=f"{SCRIPTS}/provenance.py",
         io=IO_MODULE,
-        config="results/specs/report_config.json",
+        config="results/specs/report/config.json",
         runs=[f for e in EXPERIMENTS for f in run_files(e).values()],
     output:
         "results/provenance.json",

@@ -64,10 +64,25 @@ def write_json(path, data, log):
     Path(log).write_text(f"wrote {path}\n")
 
 
+# Names as the schema allows them (an alternation of every experiment's name would be
+# compiled into each rule's patterns: a second of a no-op run for a hundred experiments).
+# The trainers' specs and the report's and sweeps' JSONs live in different folders, so no
+# file matches two rules; a target for an experiment the config lacks stops at
+# settings() with its name.
 wildcard_constraints:
-    experiment="|".join(EXPERIMENTS),
+    experiment="[A-Za-z][A-Za-z0-9_]*",
     dtype="f32|f64",
-    sweep="|".join(SWEEPS) or "(?!)",
+    sweep="[A-Za-z][A-Za-z0-9_]*",
+
+
+def settings(experiment):
+    """One experiment's entry of the config; a clear error for a name it does not have."""
+    if experiment not in config["experiments"]:
+        known = ", ".join(EXPERIMENTS[:8]) + (", …" if len(EXPERIMENTS) > 8 else "")
+        raise ValueError(
+            f"no experiment {experiment!r} in the config ({len(EXPERIMENTS)}: {known})"
+        )
+    return config["experiments"][experiment]
 
 
 def trainer_spec(experiment):
@@ -76,9 +91,7 @@ def trainer_spec(experiment):
     Passed through params: changing one experiment's hyperparameters reruns that
     experiment's chain only, where depending on config.yaml would rerun everything.
     """
-    exp = {
-        k: v for k, v in config["experiments"][experiment].items() if k != "tolerance"
-    }
+    exp = {k: v for k, v in settings(experiment).items() if k != "tolerance"}
     return {
         "steps": config["steps"],
         "batch_size": config["batch_size"],
@@ -88,7 +101,7 @@ def trainer_spec(experiment):
 
 
 def tolerance(experiment, dtype):
-    own = config["experiments"][experiment].get("tolerance", {})
+    own = settings(experiment).get("tolerance", {})
     return own.get(
         dtype, config.get("tolerance", {}).get(dtype, DEFAULT_TOLERANCE[dtype])
     )
@@ -108,7 +121,7 @@ def run_files(experiment):
 
 def probe_option(experiment):
     """--parameter for the gradient probe, when the experiment names one."""
-    parameter = config["experiments"][experiment].get("probe")
+    parameter = settings(experiment).get("probe")
     return f"--parameter '{parameter}'" if parameter else ""
 
 
@@ -138,7 +151,7 @@ def report_inputs(wildcards):
     ]
     return {
         "sweeps": expand(sweeps, sweep=list(SWEEPS)),
-        "config": "results/specs/report_config.json",
+        "config": "results/specs/report/config.json",
         "provenance": "results/provenance.json",
         "bias": [
             "results/tables/bias_correction.csv",
@@ -149,53 +162,55 @@ def report_inputs(wildcards):
     }
 
 
-def html_tables():
-    """(source table, its HTML page, caption, report category) for every table page."""
-    captions = {
-        "steps": "steps",
-        "config_diff": "config_diff",
-        "replay": "replay",
-        "counterfactual": "replay",
-        "probe": "probe",
-        "lrs": "lrs",
-    }
+# Every table of an experiment as an HTML page for the Snakemake report, written by the
+# experiment's own `analyse` job: (table kind or compare dtype, caption). A page per table in
+# one report-wide job would give that job n inputs and n outputs, and Snakemake reads its
+# metadata once per output: a no-op run of a large sweep then grew with n².
+TABLE_PAGES = {
+    "steps": "steps",
+    "config_diff": "config_diff",
+    "replay": "replay",
+    "counterfactual": "replay",
+    "probe": "probe",
+    "lrs": "lrs",
+}
+
+
+def experiment_pages(experiment="{experiment}"):
+    """(source table, its HTML page, caption) of one experiment's pages."""
     pages = [
-        (f"results/tables/{kind}_{e}.csv", f"results/html/{e}/{kind}.html", caption, e)
-        for e in EXPERIMENTS
-        for kind, caption in captions.items()
+        (
+            f"results/tables/{kind}_{experiment}.csv",
+            f"results/html/{experiment}/{kind}.html",
+            caption,
+        )
+        for kind, caption in TABLE_PAGES.items()
     ]
     pages += [
         (
-            f"results/compare/{e}-{dt}.txt",
-            f"results/html/{e}/compare_{dt}.html",
+            f"results/compare/{experiment}-{dt}.txt",
+            f"results/html/{experiment}/compare_{dt}.html",
             "compare",
-            e,
         )
-        for e in EXPERIMENTS
         for dt in DTYPES
     ]
-    pages.append(
-        (
-            "results/tables/bias_correction.csv",
-            "results/html/bias_correction.html",
-            "bias_correction",
-            "Adam bias correction",
-        )
-    )
     return pages
 
 
-def html_table_outputs():
-    """The table pages, each marked for the Snakemake report under its experiment."""
+def experiment_page_outputs():
+    """The analyse job's pages, each marked for the Snakemake report under its experiment."""
     return [
         mark_for_report(
             page,
             caption=f"../report/{caption}.rst",
-            category=category,
+            category="{experiment}",
             subcategory="tables",
         )
-        for _, page, caption, category in html_tables()
+        for _, page, caption in experiment_pages()
     ]
+
+
+BIAS_PAGE = ("results/tables/bias_correction.csv", "results/html/bias_correction.html")
 
 
 def report_sources():
@@ -203,7 +218,7 @@ def report_sources():
     files = ["results/data/dataset.bin", "results/report.md"]
     for value in report_inputs(None).values():
         files += [value] if isinstance(value, str) else value
-    return files + [source for source, *_ in html_tables()]
+    return files + [BIAS_PAGE[0]]
 
 
 # After a failed job, a report whose sources are now missing would look up to date to the

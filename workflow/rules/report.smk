@@ -22,9 +22,9 @@ rule report:
 rule report_config:
     """The effective config the report states, written from params like the specs."""
     output:
-        "results/specs/report_config.json",
+        "results/specs/report/config.json",
     log:
-        "results/logs/specs/report_config.log",
+        "results/logs/specs/report/config.log",
     params:
         config=lambda w: {k: v for k, v in config.items()},
         tolerances=lambda w: {
@@ -44,23 +44,29 @@ rule report_config:
 
 
 rule html_report:
-    """report.md as one self-contained HTML page, the landing page's verdicts, table pages."""
+    """report.md as one self-contained HTML page, the landing page's verdicts, and the Adam
+    bias-correction table's page (each experiment's pages come from its analyse job)."""
     input:
         script=f"{SCRIPTS}/render_html.py",
         io=IO_MODULE,
         report="results/report.md",
-        tables=[source for source, *_ in html_tables()],
+        bias=BIAS_PAGE[0],
     output:
-        html=report(
+        html=mark_for_report(
             "results/report.html",
             caption="../report/report_html.rst",
             category="1. Parity report",
         ),
         verdicts="results/verdicts.html",
-        pages=html_table_outputs(),
+        bias=mark_for_report(
+            BIAS_PAGE[1],
+            caption="../report/bias_correction.rst",
+            category="Adam bias correction",
+            subcategory="tables",
+        ),
     log:
         "results/logs/html_report.log",
     shell:
-        "python workflow/scripts/warm.py {input.script} --report {input.report} --out {output.html}"
-        " --verdicts {output.verdicts} --tables {input.tables}"
-        " --tables-out {output.pages} > {log} 2>&1"
+        "python workflow/scripts/warm.py {input.script} --report {input.report}"
+        " --out {output.html} --verdicts {output.verdicts}"
+        " --tables {input.bias} --tables-out {output.bias} > {log} 2>&1"

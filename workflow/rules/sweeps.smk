@@ -4,9 +4,9 @@
 rule sweep_spec:
     """One sweep's expansion (experiment names and axis values), written from params."""
     output:
-        "results/specs/sweep_{sweep}.json",
+        "results/specs/sweeps/{sweep}.json",
     log:
-        "results/logs/specs/sweep_{sweep}.log",
+        "results/logs/specs/sweeps/{sweep}.log",
     params:
         spec=lambda w: sweep_spec(w.sweep),
     run:
@@ -18,7 +18,7 @@ rule sweep_summary:
     input:
         script=f"{SCRIPTS}/sweep_summary.py",
         modules=[IO_MODULE, GAPS_MODULE, VERDICT_MODULE, REPORT_SCRIPT],
-        spec="results/specs/sweep_{sweep}.json",
+        spec="results/specs/sweeps/{sweep}.json",
         tables=lambda w: sweep_tables(w.sweep),
     output:
         experiments="results/sweeps/{sweep}/experiments.csv",

@@ -1,6 +1,6 @@
 """Where a result came from: software versions, CPU, threads, git commit, config hash.
 
-    python workflow/scripts/provenance.py --config results/specs/report_config.json \\
+    python workflow/scripts/provenance.py --config results/specs/report/config.json \\
         --runs results/runs/*/*.json --out results/provenance.json
 
 The same code on another CPU can give different f32 numbers (other SIMD kernels, FMA or

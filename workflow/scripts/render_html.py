@@ -122,16 +122,20 @@ def table_page(source: Path) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--report", required=True, type=Path, help="report.md")
-    parser.add_argument("--out", required=True, type=Path, help="report.html")
-    parser.add_argument("--verdicts", required=True, type=Path, help="verdict table fragment")
+    parser.add_argument("--report", type=Path, help="report.md (with --out and --verdicts)")
+    parser.add_argument("--out", type=Path, help="report.html")
+    parser.add_argument("--verdicts", type=Path, help="verdict table fragment")
     parser.add_argument("--tables", nargs="*", type=Path, default=[], help="CSV or text files")
     parser.add_argument("--tables-out", nargs="*", type=Path, default=[], help="one per CSV")
     args = parser.parse_args(argv)
     if len(args.tables) != len(args.tables_out):
         parser.error(f"{len(args.tables)} --tables but {len(args.tables_out)} --tables-out")
-    renders = [(args.out, report_page, args.report)]
-    renders.append((args.verdicts, verdict_fragment, args.report))
+    if args.report and not (args.out and args.verdicts):
+        parser.error("--report needs --out and --verdicts")
+    renders = []
+    if args.report:
+        renders.append((args.out, report_page, args.report))
+        renders.append((args.verdicts, verdict_fragment, args.report))
     renders += [(out, table_page, s) for s, out in zip(args.tables, args.tables_out, strict=True)]
     pages = {}
     for out, render, source in renders:
@@ -144,7 +148,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(f"render_html: {where}{problem}")
     for path, text in pages.items():
         write_text_atomic(path, text)
-    print(f"render_html: {args.out}, {args.verdicts} and {len(args.tables)} table page(s)")
+    report = f"{args.out}, {args.verdicts} and " if args.report else ""
+    print(f"render_html: {report}{len(args.tables)} table page(s)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Assemble results/report.md from the pipeline's outputs.
 
-    python workflow/scripts/report.py --config results/specs/report_config.json \\
+    python workflow/scripts/report.py --config results/specs/report/config.json \\
         --results results --out results/report.md
 
 Reads the compare outputs, the tables (steps, config diff, replay, counterfactual, probe,

@@ -1,6 +1,6 @@
 """One sweep's summary: a row per experiment, the verdicts, and a parity map.
 
-    python workflow/scripts/sweep_summary.py --spec results/specs/sweep_adam_grid.json \\
+    python workflow/scripts/sweep_summary.py --spec results/specs/sweeps/adam_grid.json \\
         --results results --out-dir results/sweeps/adam_grid
 
 Reads each experiment's tables (steps, replay, counterfactual, config diff) and judges it
