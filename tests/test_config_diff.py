@@ -51,6 +51,16 @@ L2 = {
 }
 
 
+# The last row of every experiment: the kernels each framework runs (Burn's default backend).
+FLEX = {
+    "hyperparameter": "backend",
+    "torch": "PyTorch CPU (ATen)",
+    "burn": "Flex",
+    "status": "kernels",
+    "note": "Burn's own CPU kernels (burn-flex, the default)",
+}
+
+
 def spec(base: dict, **changes) -> dict:
     config = {"steps": 3, "batch_size": 16, "experiments": {"e": {**base, **changes}}}
     return experiment_spec(config, "e")
@@ -82,6 +92,7 @@ def test_adam_with_every_value_passed():
         row("amsgrad", "false", "false", "same"),
         BIAS_CORRECTION,
         ONE_MINUS_BETA,
+        FLEX,
     ]
 
 
@@ -130,6 +141,7 @@ def test_plain_sgd_has_no_momentum_so_dampening_and_nesterov_are_unused():
         row("dampening", "0.0", "0.0", "unused", "no momentum"),
         row("weight_decay", "0.0", "0.0", "same"),
         row("nesterov", "false", "false", "unused", "no momentum"),
+        FLEX,
     ]
 
 
@@ -146,6 +158,7 @@ def test_sgd_with_momentum_and_weight_decay():
         ),
         row("nesterov", "false", "false", "same"),
         L2,
+        FLEX,
     ]
 
 
@@ -198,6 +211,7 @@ def test_adamw_with_pytorchs_defaults_passed_to_both():
         DECOUPLED,
         ADAMW_FACTORS,
         ONE_MINUS_BETA,
+        FLEX,
     ]
 
 
@@ -228,6 +242,7 @@ def test_adagrad_holds_lr_decay_in_f64_and_has_no_initial_accumulator():
         row("initial_accumulator_value", "0.0", "0.0", "same",
             "Burn has no such setting: its sum starts at 0"),
         L2,
+        FLEX,
     ]  # fmt: skip
 
 
@@ -249,6 +264,7 @@ def test_rmsprop_holds_alpha_momentum_and_eps_as_f32():
         row("centered", "false", "false", "same"),
         row("1 − α in the square average", "f64", "f32", "precision",
             "exact in both for 0.5 ≤ α ≤ 1 (Sterbenz): only α's value counts"),
+        FLEX,
     ]  # fmt: skip
 
 
@@ -316,8 +332,8 @@ def test_a_constant_lr_and_no_clipping_add_no_row():
 )
 def test_a_schedule_row_says_how_each_computes_it(schedule, torch, burn, note):
     found = cd.diff_rows(spec(ADAMW, schedule=schedule))
-    assert found[-1] == row("schedule", torch, burn, "formula", note)
-    assert found[:-1] == cd.diff_rows(spec(ADAMW))  # the other rows do not change
+    assert found[-2:] == [row("schedule", torch, burn, "formula", note), FLEX]
+    assert found[:-2] + [FLEX] == cd.diff_rows(spec(ADAMW))  # the other rows do not change
 
 
 def test_linear_end_factor_is_the_f64_quotient_pytorch_gets():
@@ -328,7 +344,7 @@ def test_linear_end_factor_is_the_f64_quotient_pytorch_gets():
 
 def test_norm_clipping_differs_in_scope():
     found = cd.diff_rows(spec(ADAMW, clip_grad={"norm": 1.0}))
-    assert found[-2:] == [
+    assert found[-3:-1] == [
         row("clip_grad.norm", "1.0", "1.0", "same"),
         row("clip_grad.norm scope", "one norm over all parameters: max/(‖g‖ + 1e-6)",
             "each parameter tensor alone: max/(‖g‖ + smallest positive normal)", "differs",
@@ -338,7 +354,7 @@ def test_norm_clipping_differs_in_scope():
 
 def test_value_clipping_holds_its_threshold_as_f32():
     found = cd.diff_rows(spec(SGD, clip_grad={"value": 0.1}))
-    assert found[-2:] == [
+    assert found[-3:-1] == [
         row("clip_grad.value", "0.1", "0.1", "f32 storage", f32_note(0.1)),
         row("clip_grad.value scope", "each element clamped to [−v, v]",
             "each element clamped to [−v, v]", "same"),
@@ -348,15 +364,26 @@ def test_value_clipping_holds_its_threshold_as_f32():
 def test_the_recipe_lists_schedule_then_clipping_after_the_optimizer():
     cosine = {"kind": "cosine", "min_lr": 0.001, "num_steps": 100}
     found = cd.diff_rows(spec(ADAMW, schedule=cosine, clip_grad={"norm": 1.0}))
-    assert [r["hyperparameter"] for r in found][-3:] == [
-        "schedule", "clip_grad.norm", "clip_grad.norm scope"]  # fmt: skip
+    assert [r["hyperparameter"] for r in found][-4:] == [
+        "schedule", "clip_grad.norm", "clip_grad.norm scope", "backend"]  # fmt: skip
     assert [r["status"] for r in found if r["status"] in ("differs", "formula")] == [
         "formula", "differs"]  # fmt: skip
 
 
+def test_the_backend_row_names_the_burn_backend_and_is_no_hyperparameter_difference():
+    found = cd.diff_rows(spec(ADAM, burn_backend="ndarray"))
+    assert found[-1] == row(
+        "backend", "PyTorch CPU (ATen)", "NdArray", "kernels",
+        "Burn's kernels on the ndarray crate (burn-ndarray, deprecated in Burn 0.22)",
+    )  # fmt: skip
+    assert found[:-1] == cd.diff_rows(spec(ADAM))[:-1]
+    assert cd.diff_rows(spec(ADAM, burn_backend="flex")) == cd.diff_rows(spec(ADAM))
+
+
 def test_the_markdown_keeps_values_as_written():
-    # All-number columns (AdaGrad's) are not reparsed: 0.0 stays 0.0, 1e-10 stays 1e-10.
-    frame = pd.DataFrame(cd.diff_rows(spec(ADAGRAD)), columns=cd.COLUMNS)
+    # All-number columns (AdaGrad's, without the backend row) are not reparsed: 0.0 stays
+    # 0.0, 1e-10 stays 1e-10.
+    frame = pd.DataFrame(cd.diff_rows(spec(ADAGRAD))[:-1], columns=cd.COLUMNS)
     md = cd.render_md(frame, "adagrad")
     assert "| lr_decay                  | 0.0     | 0.0    | same " in md
     assert "| 1e-10   | 1e-10  | f32 storage |" in md
@@ -382,9 +409,9 @@ def test_main_writes_the_tables_and_names_what_differs(tmp_path, capsys):
     path.write_text(json.dumps(config))
     csv, md = tmp_path / "out" / "diff.csv", tmp_path / "out" / "diff.md"
     cd.main(["--spec", str(path), "--csv", str(csv), "--md", str(md)])
-    assert capsys.readouterr().out == f"pit: 7 rows, differing: ['eps'] -> {csv}\n"
+    assert capsys.readouterr().out == f"pit: 8 rows, differing: ['eps'] -> {csv}\n"
     # Byte for byte the rows of the seed's defaults pitfall before the other optimizers came,
-    # with the amsgrad row added.
+    # with the amsgrad and backend rows added.
     assert csv.read_text() == (
         "hyperparameter,torch,burn,status,note\n"
         "lr,0.01,0.01,same,\n"
@@ -398,6 +425,8 @@ def test_main_writes_the_tables_and_names_what_differs(tmp_path, capsys):
         "sqrt(1-β₂^t)/(1-β₁^t) and ε·sqrt(1-β₂^t)\n"
         "1 − β in moment updates,f64,f32,precision,"
         "exact in both for 0.5 ≤ β ≤ 1 (Sterbenz): only β's value counts\n"
+        "backend,PyTorch CPU (ATen),Flex,kernels,"
+        '"Burn\'s own CPU kernels (burn-flex, the default)"\n'
     )
     frame = pd.read_csv(csv, keep_default_na=False)
     assert list(frame.columns) == cd.COLUMNS
@@ -413,7 +442,7 @@ def test_main_picks_the_named_experiment_and_reports_none_differing(tmp_path, ca
     path.write_text(json.dumps(config))  # JSON is valid YAML
     csv, md = tmp_path / "s.csv", tmp_path / "s.md"
     cd.main(["--spec", str(path), "--experiment", "s", "--csv", str(csv), "--md", str(md)])
-    assert capsys.readouterr().out == f"s: 5 rows, differing: none -> {csv}\n"
+    assert capsys.readouterr().out == f"s: 6 rows, differing: none -> {csv}\n"
     assert md.read_text().startswith("### Config diff: s\n")
 
 

@@ -35,6 +35,7 @@ from parity_config import (
     probe_problem,
 )
 from pipeline_helpers import small_pipeline_config
+from sweeps import expand_all
 
 SCHEMA_DICT = load_schema()
 
@@ -336,6 +337,10 @@ EDGES = {
     "probe fc.weight[144] (flat)": (exp("adam", probe="fc.weight[144]"), "experiments.adam.probe"),
     "probe fc.bias[2]": (exp("adam", probe="fc.bias[2]"), None),
     "probe fc.bias[3]": (exp("adam", probe="fc.bias[3]"), "experiments.adam.probe"),
+    "burn_backend flex": (exp("adam", burn_backend="flex"), None),
+    "burn_backend ndarray": (exp("sgd", burn_backend="ndarray"), None),
+    "burn_backend wgpu": (exp("adam", burn_backend="wgpu"), "experiments.adam.burn_backend"),
+    "burn_backend null": (exp("adam", burn_backend=None), "experiments.adam.burn_backend"),
     # unknown keys
     "top-level stepz": (top(stepz=5), "stepz"),
     "experiment momentun": (exp("sgd", momentun=0.9), "experiments.sgd.momentun"),
@@ -874,6 +879,21 @@ LINES = {
             " (one of: constant, linear, cosine, exponential, step)"
         ],
     ),
+    "burn_backend unknown": (
+        exp("adam", burn_backend="wgpu"),
+        ["experiments.adam.burn_backend: unknown Burn backend 'wgpu' (known: flex, ndarray)"],
+    ),
+    "burn_backend typo": (
+        exp("adam", burn_backend="nd_array"),
+        [
+            "experiments.adam.burn_backend: unknown Burn backend 'nd_array'"
+            " (known: flex, ndarray); did you mean 'ndarray'?"
+        ],
+    ),
+    "burn_backend null": (
+        exp("adam", burn_backend=None),
+        ["experiments.adam.burn_backend: unknown Burn backend null (known: flex, ndarray)"],
+    ),
     "schedule null": (
         exp("sgd", schedule=None),
         [
@@ -1181,6 +1201,18 @@ def test_spec_fills_in_amsgrad_schedule_and_clipping():
     assert spec["schedule"] == {"kind": "constant"}
     assert spec["clip_grad"] is None
     assert experiment_spec(spec_config(**ADAM, clip_grad=None), "e")["clip_grad"] is None
+    assert spec["burn_backend"] == "flex"  # Burn's default backend, explicit
+
+
+def test_spec_carries_the_burn_backend_and_refuses_an_unknown_one():
+    assert experiment_spec(spec_config(**ADAM, burn_backend="ndarray"), "e")["burn_backend"] == (
+        "ndarray"
+    )
+    with pytest.raises(ConfigError) as err:
+        experiment_spec(spec_config(**SGD, burn_backend="tch"), "e")
+    assert str(err.value) == (
+        "experiments.e.burn_backend: unknown Burn backend 'tch' (known: flex, ndarray)"
+    )
 
 
 def test_spec_carries_the_schedule_and_clipping_given():
@@ -1263,7 +1295,8 @@ def test_a_schedule_or_clipping_axis_is_refused(key):
     values = [{"kind": "constant"}] if key == "schedule" else [None, {"norm": 1.0}]
     assert sweep_lines({"base": "adam", "axes": {"lr": [0.1], key: values}}) == [
         f"sweeps.g.axes.{key}: {key} cannot be an axis (axes vary the optimizer's"
-        " hyperparameters and keep_defaults): set it in the base, or write one sweep per value"
+        " hyperparameters, keep_defaults and burn_backend): set it in the base, or write one"
+        " sweep per value"
     ]
 
 
@@ -1285,6 +1318,21 @@ def test_a_base_schedule_is_checked_at_every_point():
     assert sweep_lines({"base": "clipped", "axes": {"lr": [0.1]}}, clipped=named)[-1] == (
         "sweeps.g.base.clip_grad: give exactly one of norm or value, not both (at point g__lr_0p1)"
     )
+
+
+def test_the_burn_backend_is_a_sweep_axis_with_readable_names():
+    sweep = {"base": "adam", "axes": {"burn_backend": ["flex", "ndarray"]}}
+    assert sweep_lines(sweep) == []
+    config = small_pipeline_config(sweeps={"g": sweep})
+    points = expand_all(config, HYPERPARAMETERS)["g"]
+    assert [(name, exp["burn_backend"]) for name, exp, _ in points] == [
+        ("g__burn_backend_flex", "flex"),
+        ("g__burn_backend_ndarray", "ndarray"),
+    ]
+    assert sweep_lines({"base": "adam", "axes": {"burn_backend": ["flex", "wgpu"]}}) == [
+        "sweeps.g.axes.burn_backend: unknown Burn backend 'wgpu' (known: flex, ndarray)"
+        " (at point g__burn_backend_wgpu)"
+    ]
 
 
 def test_new_hyperparameters_are_sweepable():

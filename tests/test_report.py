@@ -7,6 +7,7 @@ something its numbers do not (e.g. a gap that 'grows' while it shrinks).
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
@@ -59,6 +60,33 @@ def test_a_setting_is_written_as_a_person_writes_it():
 
 
 # --------------------------------------------------------------------------- the pipeline's report
+
+
+def test_the_burn_backends_named_are_those_the_runs_recorded(tmp_path):
+    from types import SimpleNamespace
+
+    from parity_io import PARAM_NAMES
+    from provenance import run_backends
+
+    def runs(backend):
+        meta = {} if backend is None else {"backend": backend}  # None: a run before the setting
+        return {("burn", dt): {"meta": meta} for dt in report.DTYPES}
+
+    flex = [SimpleNamespace(name=n, runs=runs(b)) for n, b in [("a", "flex"), ("b", None)]]
+    assert report.burn_backends(flex) == "Flex CPU backend"
+    both = [*flex, SimpleNamespace(name="c", runs=runs("ndarray"))]
+    assert report.burn_backends(both) == "CPU backends: Flex for a, b; NdArray for c"
+    many = [SimpleNamespace(name=f"e{i}", runs=runs("flex")) for i in range(4)]
+    assert report.burn_backends([*many, both[-1]]) == (
+        "CPU backends: Flex for 4 experiments; NdArray for c"
+    )
+    files, empty = [], {k: dict.fromkeys(PARAM_NAMES, []) for k in ("params", "grads")}
+    for name, fw, backend in [("a", "burn", "ndarray"), ("b", "burn", None), ("c", "torch", None)]:
+        meta = {"framework": fw, "threads": 1} | ({"backend": backend} if backend else {})
+        block = {"losses": [], "final": {}, "params": {}, "trajectory": empty, "meta": meta}
+        files.append(tmp_path / f"{name}.json")
+        files[-1].write_text(json.dumps({name: block}))
+    assert run_backends(files) == ["flex", "ndarray"]
 
 
 def test_every_experiment_has_one_verdict_row_and_one_section(report_md):

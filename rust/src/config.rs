@@ -3,7 +3,8 @@
 //! Every hyperparameter of the named optimizer must be present (Adam's `amsgrad` may be left
 //! out: false, PyTorch's default); an experiment may list some under `keep_defaults.burn`,
 //! and those are then left at Burn's own defaults. Optional: a learning-rate `schedule`
-//! (default `{kind: constant}`) and `clip_grad` (`{norm: x}` or `{value: x}`).
+//! (default `{kind: constant}`) and `clip_grad` (`{norm: x}` or `{value: x}`), and the
+//! `burn_backend` that runs the tensors (`flex`, the default, or `ndarray`).
 
 use serde_yaml::Value;
 use std::path::Path;
@@ -78,6 +79,27 @@ pub enum ClipGrad {
     Value(f64),
 }
 
+/// The Burn backend that runs an experiment's tensors (`burn_backend`; default Flex).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    #[default]
+    Flex,
+    NdArray,
+}
+
+impl Backend {
+    /// The names the config uses, in the order the error messages list them.
+    pub const NAMES: [&'static str; 2] = ["flex", "ndarray"];
+
+    /// The name the config uses and the run file records (`meta.backend`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Flex => "flex",
+            Backend::NdArray => "ndarray",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Spec {
     pub name: String,
@@ -86,6 +108,7 @@ pub struct Spec {
     pub burn_defaults: Vec<String>,
     pub schedule: Schedule,
     pub clip_grad: Option<ClipGrad>,
+    pub backend: Backend,
     pub steps: usize,
     pub batch_size: usize,
     pub threads: usize,
@@ -334,6 +357,29 @@ fn clip_grad(r: &Reader) -> Result<Option<ClipGrad>, String> {
     }
 }
 
+/// The optional `burn_backend`: absent means Flex.
+fn backend(r: &Reader) -> Result<Backend, String> {
+    let Some(value) = r.exp.get("burn_backend") else {
+        return Ok(Backend::Flex);
+    };
+    match value.as_str() {
+        Some("flex") => Ok(Backend::Flex),
+        Some("ndarray") => Ok(Backend::NdArray),
+        _ => Err(format!(
+            "{}: unknown Burn backend '{}' (known: {})",
+            r.at("burn_backend"),
+            match value.as_str() {
+                Some(name) => name.to_string(),
+                None => serde_yaml::to_string(value)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string(),
+            },
+            Backend::NAMES.join(", ")
+        )),
+    }
+}
+
 pub fn parse(config: &Value, experiment: &str) -> Result<Spec, String> {
     let experiments = config
         .get("experiments")
@@ -403,6 +449,7 @@ pub fn parse(config: &Value, experiment: &str) -> Result<Spec, String> {
         burn_defaults,
         schedule: schedule(&r)?,
         clip_grad: clip_grad(&r)?,
+        backend: backend(&r)?,
         steps: positive("steps", None)?,
         batch_size: positive("batch_size", None)?,
         threads: positive("threads", Some(1))?,
@@ -438,6 +485,30 @@ mod tests {
         );
         assert!(spec.keeps_default("eps"));
         assert_eq!((spec.steps, spec.batch_size, spec.threads), (3, 16, 1));
+    }
+
+    #[test]
+    fn reads_the_burn_backend_flex_by_default_and_refuses_others() {
+        let adam = "    optimizer: adam\n    lr: 0.01\n    betas: [0.9, 0.999]\n    eps: 1.0e-8\n    weight_decay: 0\n";
+        let backend = |extra: &str| parse(&config(&format!("{adam}{extra}")), "e");
+        assert_eq!(backend("").unwrap().backend, Backend::Flex);
+        for name in Backend::NAMES {
+            let spec = backend(&format!("    burn_backend: {name}\n")).unwrap();
+            assert_eq!(spec.backend.name(), name);
+        }
+        for (value, shown) in [
+            ("wgpu", "wgpu"),
+            ("'NdArray'", "NdArray"),
+            ("1", "1"),
+            ("null", "null"),
+        ] {
+            assert_eq!(
+                backend(&format!("    burn_backend: {value}\n")).unwrap_err(),
+                format!(
+                    "experiments.e.burn_backend: unknown Burn backend '{shown}' (known: flex, ndarray)"
+                )
+            );
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! `parity-train`: trains the seed's 1-D CNN with Burn (Flex CPU backend) for one
-//! experiment and dtype, and writes a run file.
+//! `parity-train`: trains the seed's 1-D CNN with Burn for one experiment and dtype, on the
+//! experiment's `burn_backend` (Flex, the default, or NdArray), and writes a run file.
 //!
 //! ```text
 //! parity-train --experiment adam --dtype f64 --config config.yaml \
@@ -7,6 +7,7 @@
 //! ```
 
 use burn::tensor::{Device, FloatDType};
+use parity_train::config::Backend;
 use parity_train::{
     BURN_VERSION, RUSTC_VERSION, config, cpu, dataset, fault, git_state, hex_sha256, runfile, train,
 };
@@ -70,17 +71,26 @@ fn run() -> Result<(), String> {
         .build_global()
         .map_err(|e| format!("cannot set {} threads: {e}", spec.threads))?;
     // One float dtype per process: configure the device before any tensor exists.
-    let mut device = Device::flex();
+    let mut device = match spec.backend {
+        Backend::Flex => Device::flex(),
+        // Deprecated in Burn 0.22 in favour of Flex; kept here to compare the two.
+        #[allow(deprecated)]
+        Backend::NdArray => Device::ndarray(),
+    };
     if args.dtype == "f64" {
-        device
-            .configure(FloatDType::F64)
-            .map_err(|e| format!("cannot configure the Flex device for F64: {e:?}"))?;
+        device.configure(FloatDType::F64).map_err(|e| {
+            format!(
+                "cannot configure the {} device for F64: {e:?}",
+                spec.backend.name()
+            )
+        })?;
     }
     let device = device.autodiff();
     let started = Instant::now();
     let mut block = train::train(&spec, &data, &device, fault.as_ref())?;
     block["meta"]["framework"] = json!("burn");
     block["meta"]["framework_version"] = json!(BURN_VERSION);
+    block["meta"]["backend"] = json!(spec.backend.name());
     block["meta"]["dtype"] = json!(args.dtype);
     block["meta"]["rustc"] = json!(RUSTC_VERSION);
     block["meta"]["cpu"] = cpu();

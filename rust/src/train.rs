@@ -438,7 +438,8 @@ impl ScalarSeries {
     }
 }
 
-/// Trains one experiment on `device` (an autodiff Flex device, configured for the dtype).
+/// Trains one experiment on `device` (an autodiff Flex or NdArray device, configured for the
+/// dtype).
 /// `fault`: a perturbation injected after one step, for tests only (see fault.rs).
 pub fn train(
     spec: &Spec,

@@ -353,8 +353,8 @@ def sweep_problems(config: dict[str, Any], schema: dict[str, Any]) -> list[Probl
     fixed = [
         Problem(
             ("sweeps", sweep, "axes", key),
-            f"{key} cannot be an axis (axes vary the optimizer's hyperparameters and"
-            " keep_defaults): set it in the base, or write one sweep per value",
+            f"{key} cannot be an axis (axes vary the optimizer's hyperparameters,"
+            " keep_defaults and burn_backend): set it in the base, or write one sweep per value",
         )
         for sweep, body in (config.get("sweeps") or {}).items()
         if isinstance(body, dict) and isinstance(body.get("axes"), dict)

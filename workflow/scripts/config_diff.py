@@ -6,7 +6,7 @@
 From the experiment's settings and what is known of the two frameworks (parity_config's
 FRAMEWORK_DEFAULTS and the facts below, read from burn-optim 0.22.1 and PyTorch 2.15), one
 row per hyperparameter or numeric detail, then the learning-rate schedule and the gradient
-clipping when the experiment has them, with a status:
+clipping when the experiment has them, then the backend running the tensors, with a status:
 
   same         both frameworks use the same value
   f32 storage  Burn holds the f32 rounding of PyTorch's value
@@ -15,6 +15,8 @@ clipping when the experiment has them, with a status:
   formula      the same quantity at the same precision by different arithmetic (e.g. a
                recursive vs a closed-form schedule, both in f64): apart by rounding only
   unused       not used by this configuration (e.g. dampening without momentum)
+  kernels      the same operations run by different tensor kernels (PyTorch's ATen vs the
+               Burn backend): an implementation, not a hyperparameter; apart by rounding only
 
 Burn 0.22.1 holds its learning rate, SGD dampening and AdaGrad lr_decay as f64 and every
 other number below as f32 (AdamConfig, AdamWConfig, AdaGradConfig, RmsPropConfig fields,
@@ -35,6 +37,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from parity_config import (  # noqa: E402
+    BURN_BACKENDS,
     ConfigError,
     experiment_spec,
     load_config,
@@ -205,8 +208,23 @@ def clip_rows(spec: dict) -> list[dict]:
     ]
 
 
+# What runs the tensors: PyTorch's CPU kernels, and the Burn backend the experiment picks.
+TORCH_KERNELS = "PyTorch CPU (ATen)"
+BACKEND_NOTES = {
+    "flex": "Burn's own CPU kernels (burn-flex, the default)",
+    "ndarray": "Burn's kernels on the ndarray crate (burn-ndarray, deprecated in Burn 0.22)",
+}
+
+
+def backend_rows(spec: dict) -> list[dict]:
+    """The tensor kernels each framework runs: a choice of implementation, not a value."""
+    backend = spec["burn_backend"]
+    return [fact("backend", TORCH_KERNELS, BURN_BACKENDS[backend], "kernels",
+                 BACKEND_NOTES[backend])]  # fmt: skip
+
+
 def diff_rows(spec: dict) -> list[dict]:
-    return hyperparameter_rows(spec) + schedule_rows(spec) + clip_rows(spec)
+    return hyperparameter_rows(spec) + schedule_rows(spec) + clip_rows(spec) + backend_rows(spec)
 
 
 def render_md(frame: pd.DataFrame, experiment: str) -> str:

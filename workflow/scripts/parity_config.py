@@ -7,9 +7,11 @@ one to their framework explicitly, except the ones an experiment lists under
 unknown optimizer or a missing hyperparameter, naming it.
 
 An experiment may also give a learning-rate ``schedule`` (absent: ``{kind: constant}``) and
-gradient clipping ``clip_grad`` (absent or null: none; ``{norm: x}`` or ``{value: x}``).
+gradient clipping ``clip_grad`` (absent or null: none; ``{norm: x}`` or ``{value: x}``), and
+the ``burn_backend`` that runs Burn's tensors (``flex`` or ``ndarray``; PyTorch ignores it).
 ``experiment_spec`` fills in what an experiment leaves out (Adam's ``amsgrad``: PyTorch's
-default, false; the constant schedule; no clipping), so the spec always carries them.
+default, false; the constant schedule; no clipping; Burn's Flex backend), so the spec always
+carries them.
 
 The semantic checks below (``semantic_problems``) find what the config's JSON schema cannot
 express and a trainer would crash on: a batch larger than the dataset, Nesterov momentum
@@ -112,6 +114,10 @@ SCHEDULES_LR_AT_MOST_1 = ("linear", "cosine", "exponential")
 CLIP_MODES = ("norm", "value")
 # How PyTorch applies each mode (torch.nn.utils.clip_grad_norm_ / clip_grad_value_).
 CLIP_SCOPES = {"norm": "all parameters (one norm)", "value": "elementwise"}
+# Burn's CPU backends in the one parity-train binary (config name → Burn's name); the first
+# is the default. The run file's meta.backend records the one a run used.
+BURN_BACKENDS = {"flex": "Flex", "ndarray": "NdArray"}
+DEFAULT_BURN_BACKEND = "flex"
 
 
 # The shape of every model parameter, from the dataset's initial weights.
@@ -409,6 +415,17 @@ def accumulator_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
     return [Problem((*at, "initial_accumulator_value"), message)]
 
 
+def backend_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
+    """A burn_backend the binary does not hold (absent means flex)."""
+    if "burn_backend" not in exp or exp["burn_backend"] in BURN_BACKENDS:
+        return []
+    value, known = exp["burn_backend"], list(BURN_BACKENDS)
+    close = _suggest(value, known)
+    hint = f"; did you mean {close!r}?" if close else ""
+    message = f"unknown Burn backend {_show(value)} (known: {', '.join(known)}){hint}"
+    return [Problem((*at, "burn_backend"), message)]
+
+
 def experiment_problems(name: str, exp: Any) -> list[Problem]:
     """What the schema cannot see in one experiment and a trainer would crash on."""
     if not isinstance(exp, dict):
@@ -424,6 +441,7 @@ def experiment_problems(name: str, exp: Any) -> list[Problem]:
         problems += accumulator_problems(at, exp)
     problems += schedule_problems(at, exp)
     problems += clip_problems(at, exp)
+    problems += backend_problems(at, exp)
     probe = exp.get("probe")
     if isinstance(probe, str) and (message := probe_problem(probe)):
         problems.append(Problem((*at, "probe"), message))
@@ -464,7 +482,8 @@ def filled_schedule(exp: dict[str, Any]) -> dict[str, Any]:
 
 def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
     """The checked spec of experiment ``name``: optimizer, hyperparameters (optional ones
-    filled in), schedule (constant when absent), clip_grad (None when absent), run settings."""
+    filled in), schedule (constant when absent), clip_grad (None when absent), burn_backend
+    (flex when absent), run settings."""
     experiments = config.get("experiments") or {}
     if name not in experiments:
         raise ConfigError(f"unknown experiment {name!r} (config has {sorted(experiments)})")
@@ -512,6 +531,7 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
         "keep_defaults": {f: list(keep.get(f, [])) for f in FRAMEWORKS},
         "schedule": filled_schedule(exp),
         "clip_grad": dict(exp["clip_grad"]) if exp.get("clip_grad") is not None else None,
+        "burn_backend": exp.get("burn_backend", DEFAULT_BURN_BACKEND),
         "steps": config["steps"],
         "batch_size": config["batch_size"],
         "threads": config.get("threads", 1),

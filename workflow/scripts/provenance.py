@@ -1,4 +1,5 @@
-"""Where a result came from: software versions, CPU, threads, git commit, config hash.
+"""Where a result came from: software versions, Burn backends, CPU, threads, git commit,
+config hash.
 
     python workflow/scripts/provenance.py --config results/specs/report/config.json \\
         --runs results/runs/*/*.json --out results/provenance.json
@@ -86,6 +87,18 @@ def run_threads(runs: list[Path]) -> dict[str, set]:
     return threads
 
 
+def run_backends(runs: list[Path]) -> list[str]:
+    """The Burn backends the Burn run files record (meta.backend), sorted. A run file without
+    one comes from a trainer that had only Flex."""
+    return sorted(
+        {
+            meta.get("backend", "flex")
+            for meta in (experiment_block(path)["meta"] for path in runs)
+            if meta.get("framework") == "burn"
+        }
+    )
+
+
 def config_hash(path: Path) -> str:
     """SHA-256 of the effective config file, once it is known to be whole (valid JSON)."""
     try:
@@ -106,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         threads = run_threads(args.runs)
+        backends = run_backends(args.runs)
         config_sha256 = config_hash(args.config)
     except FormatError as exc:
         sys.exit(f"provenance: {exc}")
@@ -114,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
         "torch": version("torch"),
         "snakemake": version("snakemake"),
         "burn": burn_version(),
+        "burn_backends": backends,
         "rustc": command_output("rustc", "--version"),
         "platform": platform.platform(),
         "cpu": cpu(),

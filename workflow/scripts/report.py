@@ -619,7 +619,12 @@ def hyperparameter_table(config: dict, tolerances: dict, skip: set[str]) -> str:
         by_optimizer.setdefault(exp["optimizer"], []).append(row)
     if not by_optimizer:
         return "Every experiment belongs to a sweep: see the sweep sections."
-    unset = {"schedule": "constant", "clip_grad": "none", "amsgrad": "false (default)"}
+    unset = {
+        "schedule": "constant",
+        "clip_grad": "none",
+        "amsgrad": "false (default)",
+        "burn_backend": "flex (default)",
+    }
     tables = [
         md_table(pd.DataFrame(rows).drop(columns="optimizer").fillna(unset).fillna("—"))
         for rows in by_optimizer.values()
@@ -679,6 +684,27 @@ def threads(info: dict, framework: str) -> str:
     return ", ".join(str(t) for t in info["threads"].get(framework, [])) or "?"
 
 
+# Burn's names of the backends a run file's meta.backend records.
+BACKEND_NAMES = {"flex": "Flex", "ndarray": "NdArray"}
+
+
+def burn_backends(experiments: list[Experiment]) -> str:
+    """The Burn backends the runs used, from their meta.backend (a run file without one comes
+    from a trainer that had only Flex): 'Flex CPU backend', or, when they differ, which
+    experiments ran on which."""
+    used: dict[str, list[str]] = {}
+    for x in experiments:
+        for backend in sorted({x.runs["burn", dt]["meta"].get("backend", "flex") for dt in DTYPES}):
+            used.setdefault(BACKEND_NAMES.get(backend, backend), []).append(x.name)
+    if len(used) <= 1:
+        return f"{next(iter(used), 'Flex')} CPU backend"
+    parts = []
+    for name, members in sorted(used.items(), key=lambda item: -len(item[1])):
+        which = ", ".join(members) if len(members) <= 3 else f"{len(members)} experiments"
+        parts.append(f"{name} for {which}")
+    return "CPU backends: " + "; ".join(parts)
+
+
 def provenance_lines(info: dict, experiments: list[Experiment]) -> list[str]:
     hashes = {run["meta"]["input_sha256"] for x in experiments for run in x.runs.values()}
     torch_meta = experiments[0].runs["torch", "f32"]["meta"]
@@ -690,7 +716,7 @@ def provenance_lines(info: dict, experiments: list[Experiment]) -> list[str]:
         f"- PyTorch {info['torch']} (CPU kernels: {torch_meta.get('torch_cpu_capability')}),"
         f" threads {threads(info, 'torch')}; Python {info['python']};"
         f" Snakemake {info['snakemake']}",
-        f"- Burn {info['burn']} (Flex CPU backend), threads {threads(info, 'burn')};"
+        f"- Burn {info['burn']} ({burn_backends(experiments)}), threads {threads(info, 'burn')};"
         f" {info['rustc']}",
         f"- CPU: {info['cpu']['model']}; SIMD: {', '.join(info['cpu']['simd']) or 'none found'}"
         f"; {info['platform']}",

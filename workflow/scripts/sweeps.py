@@ -10,7 +10,8 @@
 `base` is a whole experiment (every hyperparameter, as under `experiments:`) or the name of
 one. Each point of the cartesian product of the axes becomes an experiment named from the
 sweep and the axis values — `adam_grid__lr_0p001__eps_1em08` (`b` betas, `wd` weight
-decay, `kd` keep_defaults, …) — safe as a file name and
+decay, `kd` keep_defaults, …; a string as it is, `g__burn_backend_ndarray`) — safe as a
+file name and
 stable: the same point always gets the same name, so a changed axis reruns only the new
 points. Imported by the Snakefile (expansion before any job) and by the sweep summary.
 """
@@ -25,7 +26,7 @@ from suggest import closest_key
 
 DEFAULT_MAX_EXPERIMENTS = 1000
 # Keys an axis may vary besides the optimizer's hyperparameters.
-RUN_KEYS = ("keep_defaults",)
+RUN_KEYS = ("keep_defaults", "burn_backend")
 
 
 class SweepError(ValueError):
