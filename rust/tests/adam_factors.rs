@@ -5,28 +5,17 @@
 //! must match Burn's result to the last bits; the same prediction with the factors computed
 //! in f64 (PyTorch's way) must not, or the test could not tell the two apart.
 
+mod common;
 use burn::optim::{AdamConfig, Optimizer};
-use burn::tensor::{Device, FloatDType, Tensor, TensorData};
+use burn::tensor::{Tensor, TensorData};
+use common::f64_device;
 use parity_train::adam_factors::burn_adam_factors;
-use std::sync::OnceLock;
 
 // Gradients of very different sizes: for the tiny ones sqrt(v) is far below
 // epsilon · bias_correction2_sqrt, so the second factor decides the update.
 const GRADS: [f64; 5] = [1.0, -0.37, 1e-3, 1e-9, -2.5e-10];
 const LR: f64 = 0.01;
 const STEPS: i32 = 8;
-
-/// The process's Flex device, configured for F64 once (settings can be set only once).
-fn f64_device() -> Device {
-    static DEVICE: OnceLock<Device> = OnceLock::new();
-    DEVICE
-        .get_or_init(|| {
-            let mut device = Device::flex();
-            device.configure(FloatDType::F64).expect("F64 device");
-            device
-        })
-        .clone()
-}
 
 /// Parameters after each step: Burn's real ones and the predicted ones for a factor rule.
 fn run(factors: impl Fn(i32) -> (f64, f64)) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {

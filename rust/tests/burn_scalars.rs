@@ -7,28 +7,17 @@
 //! two apart. AdaGrad and RMSProp: predicted from the held (f32-widened) hyperparameters and
 //! the f64 lr alone, they match Burn to the last bits.
 
+mod common;
 use burn::optim::{AdaGradConfig, AdamWConfig, Optimizer, RmsPropConfig};
-use burn::tensor::{Device, FloatDType, Tensor, TensorData};
+use burn::tensor::{Tensor, TensorData};
+use common::f64_device;
 use parity_train::adam_factors::burn_adamw_bias_corrections;
-use std::sync::OnceLock;
 
 // Gradients of very different sizes, scaled from step to step (see `grad_at`).
 const GRADS: [f64; 5] = [1.0, -0.37, 1e-3, 1e-9, -2.5e-10];
 const START: [f64; 5] = [0.5, -0.25, 0.125, 2.0, -1.0];
 const LR: f64 = 0.01;
 const STEPS: i32 = 8;
-
-/// The process's Flex device, configured for F64 once (settings can be set only once).
-fn f64_device() -> Device {
-    static DEVICE: OnceLock<Device> = OnceLock::new();
-    DEVICE
-        .get_or_init(|| {
-            let mut device = Device::flex();
-            device.configure(FloatDType::F64).expect("F64 device");
-            device
-        })
-        .clone()
-}
 
 fn grad_at(t: i32) -> [f64; 5] {
     // From step 5 on the gradients nearly vanish: v shrinks, and AMSGrad keeps its max.

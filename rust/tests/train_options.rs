@@ -5,28 +5,20 @@
 //! Everything runs on an F64 device, so that the recorded lrs and updates can be checked to
 //! f64 rounding.
 
+mod common;
 use burn::lr_scheduler::module_lr_scheduler::ModuleLrSchedulerConfig;
-use burn::tensor::{Device, FloatDType};
+use burn::tensor::Device;
 use parity_train::config::{self, Spec};
 use parity_train::dataset::{Array, Dataset, Values};
 use parity_train::{schedule, train};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 
 const STEPS: usize = 6;
 
-/// The process's Flex device, configured for F64 once (settings can be set only once).
+/// The process's F64 Flex device, with autodiff.
 fn device() -> Device {
-    static DEVICE: OnceLock<Device> = OnceLock::new();
-    DEVICE
-        .get_or_init(|| {
-            let mut device = Device::flex();
-            device.configure(FloatDType::F64).expect("F64 device");
-            device
-        })
-        .clone()
-        .autodiff()
+    common::f64_device().autodiff()
 }
 
 fn f32_array(shape: &[usize], f: impl Fn(usize) -> f64) -> Array {

@@ -196,6 +196,12 @@ class Experiment:
     def has_factors(self) -> bool:
         return has_factors(self.config_diff)
 
+    def arithmetic_remainder(self) -> str:
+        """What the share no variant measures is put down to."""
+        if self.has_factors:
+            return "the per-step factors Burn evaluated in f32."
+        return "Burn's f32 arithmetic in its update."
+
     def share_sentence(self, held: float) -> str:
         """How the measured shares split the f64 gap (the verdict's causes, in words)."""
         gap, c = self.verdict.f64_gap, self.counterfactual
@@ -218,11 +224,7 @@ class Experiment:
                 + (
                     f" The remaining {1 - min(last / gap, 1.0):.1%} is attributed to what"
                     " separates the last of these from the replay that reproduces Burn: "
-                    + (
-                        "the per-step factors Burn evaluated in f32."
-                        if self.has_factors
-                        else "Burn's f32 arithmetic in its update."
-                    )
+                    + self.arithmetic_remainder()
                     if 1 - min(last / gap, 1.0) >= vd.MIN_SHARE
                     else ""
                 )
@@ -232,12 +234,7 @@ class Experiment:
             f" PyTorch's, {min(held / gap, 1.0):.1%} of the {e(gap)} gap (measured)."
             + (
                 " The remainder is attributed to what separates that variant from the replay"
-                " that reproduces Burn: "
-                + (
-                    "the per-step factors Burn evaluated in f32."
-                    if self.has_factors
-                    else "Burn's f32 arithmetic in its update."
-                )
+                " that reproduces Burn: " + self.arithmetic_remainder()
                 if 1 - min(held / gap, 1.0) >= vd.MIN_SHARE
                 else ""
             )
