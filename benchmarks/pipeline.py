@@ -56,7 +56,7 @@ from parity_io import read_dataset, write_run
 from train_torch import train
 torch.set_num_threads(1)
 config = load_config("config.yaml")
-arrays, _ = read_dataset("results/data/dataset.bin")
+arrays, _ = read_dataset("results/data/cnn1d.bin")
 for name in ("sgd", "adam"):
     write_run(f"ref/{name}-torch.json", {name: train(experiment_spec(config, name), arrays, "f32")})
 """
@@ -89,7 +89,7 @@ def reference(work: Path, env: dict) -> float:
     for name in ("sgd", "adam"):
         subprocess.run(
             [binary, "--experiment", name, "--dtype", "f32", "--config", "config.yaml",
-             "--data", "results/data/dataset.bin", "--out", f"ref/{name}-burn.json"],
+             "--data", "results/data/cnn1d.bin", "--out", f"ref/{name}-burn.json"],
             cwd=work, env=env, check=True, capture_output=True,
         )  # fmt: skip
     for name in ("sgd", "adam"):
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
                 shutil.copy2(src, work / name)
         print("building the Burn binary and the dataset (not timed) …", flush=True)
         subprocess.run(
-            snakemake("--cores", "2", "results/bin/parity-train", "results/data/dataset.bin"),
+            snakemake("--cores", "2", "results/bin/parity-train", "results/data/cnn1d.bin"),
             cwd=work, env=env, check=True, capture_output=True,
         )  # fmt: skip
         (work / "ref").mkdir()

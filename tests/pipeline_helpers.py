@@ -19,9 +19,9 @@ from conftest import ADAM, ROOT, SGD
 
 PROJECT_FILES = ("Snakefile", "config.yaml", "workflow", "rust", "profiles")
 EXPERIMENTS = ("sgd", "adam", "momentum", "pitfall")  # those of small_pipeline_config()
-TABLES = ("steps", "config_diff", "replay", "counterfactual", "probe", "lrs")
+TABLES = ("steps", "config_diff", "replay", "counterfactual", "probe", "lrs", "layers")
 EXPECTED = [
-    "results/data/dataset.bin",
+    "results/data/cnn1d.bin",
     "results/bin/parity-train",
     *[
         f"results/runs/{e}/{fw}-{dt}.json"
@@ -31,7 +31,7 @@ EXPECTED = [
     ],
     *[f"results/compare/{e}-{dt}.txt" for e in EXPERIMENTS for dt in ("f32", "f64")],
     *[f"results/tables/{t}_{e}.{x}" for t in TABLES for e in EXPERIMENTS for x in ("csv", "md")],
-    *[f"results/plots/{p}_{e}.png" for p in ("gaps", "losses") for e in EXPERIMENTS],
+    *[f"results/plots/{p}_{e}.png" for p in ("gaps", "losses", "layers") for e in EXPERIMENTS],
     "results/tables/bias_correction.csv",
     "results/tables/bias_correction.md",
     "results/provenance.json",

@@ -393,3 +393,37 @@ def test_an_integer_too_large_for_a_float_is_named():
     with pytest.raises(compare.FormatError) as err:
         compare.flatten([1.0, 10**400], "f: e.losses")
     assert str(err.value) == "f: e.losses[1]: integer too large for a float"
+
+
+def test_buffers_are_compared_after_the_params_when_there_are_any():
+    a, b = seed_block(), seed_block()
+    for block, var in ((a, [0.5, 0.25, 1.0, 2.0]), (b, [0.5, 0.25, 1.5, 2.0])):
+        block["buffers"] = {"bn.running_mean": [0.0] * 4, "bn.running_var": var}
+    rows = compare.compare({"cnn_bn_sgd": a}, {"cnn_bn_sgd": b}, "a", "b")
+    assert [(label, n) for label, n, _ in rows[-3:]] == [
+        ("cnn_bn_sgd.params.fc.bias", 3),
+        ("cnn_bn_sgd.buffers.bn.running_mean", 4),
+        ("cnn_bn_sgd.buffers.bn.running_var", 4),
+    ]
+    assert rows[-1][2] == 0.5
+    text = compare.render(rows, 1e-6)
+    assert "cnn_bn_sgd.buffers.bn.running_var   n=  4  max|diff|=5.00e-01\n" in text
+    assert text.endswith("worst=5.00e-01 tol=1e-06 MISMATCH\n")
+
+
+def test_empty_or_absent_buffers_add_no_line():
+    a, b = seed_block(), seed_block()
+    a["buffers"] = b["buffers"] = {}  # a cnn1d run of the pipeline
+    assert len(compare.compare({"e": a}, {"e": b}, "a", "b")) == 7
+    del a["buffers"]  # the seed's files
+    assert len(compare.compare({"e": a}, {"e": b}, "a", "b")) == 7
+
+
+def test_buffers_missing_from_the_second_file_are_named():
+    a, b = seed_block(), seed_block()
+    a["buffers"] = {"bn.running_var": [1.0] * 4}
+    with pytest.raises(compare.FormatError, match=r"^b: no e\.buffers\.bn\.running_var$"):
+        compare.compare({"e": a}, {"e": b}, "a", "b")
+    b["buffers"] = [1.0]
+    with pytest.raises(compare.FormatError, match=r"b: e\.buffers: expected an object"):
+        compare.compare({"e": a}, {"e": b}, "a", "b")

@@ -478,3 +478,110 @@ def test_main_needs_the_spec_and_both_outputs(tmp_path, capsys, missing):
         cd.main([x for pair in args.items() for x in pair])
     assert stop.value.code == 2
     assert f"the following arguments are required: {missing}" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- layer hyperparameters
+
+# What each trainer records of cnn_bn's layers (meta.layer_hyperparameters).
+TORCH_LAYERS = {"bn.momentum": 0.1, "bn.eps": 1e-05, "ln.eps": 1e-05, "gelu.approximate": "none",
+                "bn.running_var_estimator": "unbiased"}  # fmt: skip
+BURN_LAYERS = {**TORCH_LAYERS, "bn.running_var_estimator": "biased"}
+
+
+def test_layer_hyperparameters_are_compared_as_each_run_records_them():
+    assert cd.layer_rows(TORCH_LAYERS, BURN_LAYERS) == [
+        row("bn.momentum", "0.1", "0.1", "same", cd.LAYER_NOTES["bn.momentum"]),
+        row("bn.eps", "1e-05", "1e-05", "same"),
+        row("ln.eps", "1e-05", "1e-05", "same"),
+        row("gelu.approximate", "none", "none", "same"),
+        row("bn.running_var_estimator", "unbiased", "biased", "differs",
+            cd.LAYER_NOTES["bn.running_var_estimator"]),
+    ]  # fmt: skip
+
+
+def test_a_layer_value_held_in_f32_or_missing_is_told_apart():
+    burn = {"bn.eps": float(np.float32(1e-5)), "ln.eps": 1e-6, "gelu.approximate": "tanh"}
+    found = {r["hyperparameter"]: r for r in cd.layer_rows(TORCH_LAYERS, burn)}
+    assert found["bn.eps"]["status"] == "f32 storage"
+    assert found["bn.eps"]["burn"] == json.dumps(float(np.float32(1e-5)))
+    assert found["ln.eps"]["status"] == "differs"
+    assert found["gelu.approximate"] == row("gelu.approximate", "none", "tanh", "differs")
+    assert found["bn.momentum"]["burn"] == "—" and found["bn.momentum"]["status"] == "differs"
+    assert found["bn.momentum"]["note"].startswith("burn records no value; ")
+
+
+def test_layer_rows_come_after_the_clipping_and_before_the_backend():
+    layered = spec(ADAM, clip_grad={"norm": 1.0}, model="cnn_bn")
+    names = [r["hyperparameter"] for r in cd.diff_rows(layered, (TORCH_LAYERS, BURN_LAYERS))]
+    assert names[-8:] == ["clip_grad.norm", "clip_grad.norm scope", *TORCH_LAYERS, "backend"]
+    assert cd.diff_rows(spec(ADAM)) == cd.diff_rows(spec(ADAM), ({}, {}))
+
+
+def run_file(folder, framework: str, layers: dict | None, model: str | None = "cnn_bn"):
+    """A run file with the fields the config diff reads (and experiment_block checks)."""
+    from model_specs import spec as model_spec
+
+    meta = {"framework": framework, **({"model": model} if model else {})}
+    if layers is not None:
+        meta["layer_hyperparameters"] = layers
+    names = model_spec(model or "cnn1d")
+    params = {name: [[0.0]] for name in names.param_names}
+    buffers = {name: [[0.0]] for name in names.buffer_names}
+    block = {"losses": [1.0], "final": {}, "params": {}, "meta": meta,
+             "trajectory": {"params": params, "grads": params, "buffers": buffers}}  # fmt: skip
+    path = folder / f"{framework}.json"
+    path.write_text(json.dumps({"e": block}))
+    return path
+
+
+def diff_main(tmp_path, exp: dict, torch_layers, burn_layers, model="cnn_bn"):
+    tmp_path.mkdir(exist_ok=True)
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps({"steps": 3, "batch_size": 16, "experiments": {"e": exp}}))
+    runs = [run_file(tmp_path, fw, layers, model)
+            for fw, layers in (("torch", torch_layers), ("burn", burn_layers))]  # fmt: skip
+    csv, md = tmp_path / "out" / "d.csv", tmp_path / "out" / "d.md"
+    cd.main(["--spec", str(path), "--torch-run", str(runs[0]), "--burn-run", str(runs[1]),
+             "--csv", str(csv), "--md", str(md)])  # fmt: skip
+    return csv, md
+
+
+def test_main_adds_the_layer_rows_of_the_runs(tmp_path, capsys):
+    csv, md = diff_main(tmp_path, {**SGD, "model": "cnn_bn"}, TORCH_LAYERS, BURN_LAYERS)
+    out = capsys.readouterr().out
+    assert out == f"e: 11 rows, differing: ['bn.running_var_estimator'] -> {csv}\n"
+    frame = pd.read_csv(csv, keep_default_na=False)
+    assert frame["hyperparameter"].tolist()[-6:] == [*TORCH_LAYERS, "backend"]
+    assert "| bn.running_var_estimator | unbiased" in md.read_text()
+
+
+@pytest.mark.parametrize(
+    ("layers", "model"), [({}, "cnn1d"), (None, None)], ids=["empty", "absent"]
+)
+def test_the_seeds_model_gets_no_layer_rows_from_its_runs(tmp_path, layers, model):
+    with_runs = diff_main(tmp_path / "a", ADAM, layers, layers, model)
+    (tmp_path / "b").mkdir()
+    spec_path = tmp_path / "a" / "spec.json"
+    csv, md = tmp_path / "b" / "d.csv", tmp_path / "b" / "d.md"
+    cd.main(["--spec", str(spec_path), "--csv", str(csv), "--md", str(md)])
+    assert (with_runs[0].read_bytes(), with_runs[1].read_bytes()) == (
+        csv.read_bytes(),
+        md.read_bytes(),
+    )
+
+
+def test_a_model_with_layers_needs_the_runs_and_the_runs_its_model(tmp_path):
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps({"steps": 3, "batch_size": 16,
+                                "experiments": {"e": {**SGD, "model": "cnn_bn"}}}))  # fmt: skip
+    argv = ["--spec", str(path), "--csv", str(tmp_path / "c"), "--md", str(tmp_path / "m")]
+    with pytest.raises(SystemExit) as stop:
+        cd.main(argv)
+    assert str(stop.value.code) == (
+        "config_diff: e: model cnn_bn has layer hyperparameters: pass --torch-run and --burn-run"
+    )
+    with pytest.raises(SystemExit) as stop:
+        diff_main(tmp_path, {**SGD, "model": "cnn_bn"}, {}, {}, model="cnn1d")
+    assert str(stop.value.code).startswith("config_diff: ")
+    assert "torch.json: a run of model cnn1d, the spec's is cnn_bn" in str(stop.value.code)
+    assert not (tmp_path / "c").exists() and not (tmp_path / "out").exists()

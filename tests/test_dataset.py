@@ -8,7 +8,15 @@ import struct
 import pytest
 
 import make_data
-from parity_io import FormatError, decode_dataset, read_dataset
+import model_specs
+from parity_io import (
+    DTYPE_F32,
+    DTYPE_I64,
+    FormatError,
+    decode_dataset,
+    encode_dataset,
+    read_dataset,
+)
 
 
 def f32(x: float) -> float:
@@ -50,3 +58,24 @@ def test_truncated_file_is_refused(dataset, cut):
 def test_foreign_file_is_refused():
     with pytest.raises(FormatError, match="bad magic"):
         decode_dataset(b"{}", "foreign.bin")
+
+
+def test_each_model_has_its_dataset_file(tmp_path):
+    out = tmp_path / "cnn_bn.bin"
+    make_data.main(["--model", "cnn_bn", "--out", str(out)])
+    arrays, _ = read_dataset(out)
+    assert list(arrays)[:2] == ["x", "y"]
+    assert list(arrays)[2:] == list(model_specs.CNN_BN.state_names)
+    for name, (shape, values) in model_specs.CNN_BN.initial_arrays().items():
+        assert arrays[name] == (shape, [f32(v) for v in values])
+    with pytest.raises(SystemExit):
+        make_data.main(["--model", "resnet", "--out", str(tmp_path / "x.bin")])
+
+
+def test_only_x_and_y_are_required_of_a_dataset_file(dataset):
+    arrays, _ = read_dataset(dataset)
+    minimal = {"x": (arrays["x"][0], DTYPE_F32, arrays["x"][1]),
+               "y": (arrays["y"][0], DTYPE_I64, arrays["y"][1])}  # fmt: skip
+    assert list(decode_dataset(encode_dataset(minimal))) == ["x", "y"]
+    with pytest.raises(FormatError, match=r"missing arrays \['y'\]"):
+        decode_dataset(encode_dataset({"x": minimal["x"]}), "no-y.bin")

@@ -315,9 +315,9 @@ SGD_RUNS = {f"{fw}_{dt}": f"runs/sgd/{fw}-{dt}.json" for fw in FRAMEWORKS for dt
 SCRIPT_INPUTS = {
     "compare": {"torch": "runs/sgd/torch-f32.json", "burn": "runs/sgd/burn-f32.json"},
     "steps_table": SGD_RUNS,
-    "probe": {"data": "data/dataset.bin", **SGD_RUNS},
+    "probe": {"data": "data/cnn1d.bin", **SGD_RUNS},
     "replay": {
-        "data": "data/dataset.bin",
+        "data": "data/cnn1d.bin",
         "torch_f64": "runs/sgd/torch-f64.json",
         "burn_f64": "runs/sgd/burn-f64.json",
     },
@@ -326,13 +326,13 @@ SCRIPT_INPUTS = {
     "provenance": {"config": "specs/report/config.json", "run": "runs/sgd/burn-f32.json"},
     "render_html": {"report": "report.md", "table": "tables/steps_sgd.csv"},
     "config_diff": {"spec": "specs/sgd.json"},
-    "train_torch": {"spec": "specs/sgd.json", "data": "data/dataset.bin"},
+    "train_torch": {"spec": "specs/sgd.json", "data": "data/cnn1d.bin"},
     "report": {
         "config": "specs/report/config.json",
         "run": "runs/sgd/burn-f32.json",
         "provenance": "provenance.json",
         "table": "tables/probe_adam.csv",
-        "data": "data/dataset.bin",
+        "data": "data/cnn1d.bin",
     },
 }
 

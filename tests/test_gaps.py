@@ -11,12 +11,15 @@ import pandas as pd
 import pytest
 
 import gaps
+import make_data
+import model_specs
 from parity_io import (
     DTYPE_F32,
     DTYPE_I64,
     PARAM_NAMES,
     FormatError,
     encode_dataset,
+    experiment_block,
     write_atomic,
     write_run,
 )
@@ -196,3 +199,84 @@ def test_run_arguments_for_a_subset_of_runs():
     gaps.add_run_arguments(parser, runs)
     args = parser.parse_args(["--torch-f64", "t", "--burn-f64", "b"])
     assert gaps.run_paths(args, runs) == {"torch_f64": Path("t"), "burn_f64": Path("b")}
+
+
+# --------------------------------------------------------------------------- models with buffers
+
+BN_PARAMS = ("conv.weight", "bn.weight", "bn.bias", "ln.weight", "ln.bias",
+             "fc.weight", "fc.bias")  # fmt: skip
+BN_BUFFERS = ("bn.running_mean", "bn.running_var")
+
+
+def bn_block(steps: int = 2, offset: float = 0.0) -> dict:
+    """A cnn_bn run block: each parameter and buffer its size in columns (199 + 8)."""
+    shapes = model_specs.CNN_BN.shapes()
+    series = {
+        name: [[offset + 1000 * t + k for k in range(math.prod(shapes[name]))]
+               for t in range(steps)]
+        for name in shapes
+    }  # fmt: skip
+    params = {n: series[n] for n in BN_PARAMS}
+    return {
+        "losses": [1.0] * steps,
+        "final": {"loss": 1.0, "correct": 0},
+        "params": {n: s[-1] for n, s in params.items()},
+        "buffers": {n: series[n][-1] for n in BN_BUFFERS},
+        "trajectory": {
+            "params": params,
+            "grads": params,
+            "buffers": {n: series[n] for n in BN_BUFFERS},
+        },  # fmt: skip
+        "meta": {"input_sha256": SHA, "model": "cnn_bn"},
+    }
+
+
+def test_a_cnn_bn_matrix_has_the_parameters_then_the_buffers():
+    b = bn_block()
+    matrix = gaps.param_matrix(b)
+    assert matrix.shape == (2, 199 + 8)
+    assert gaps.param_matrix(b, "grads").shape == (2, 199)  # gradients: parameters only
+    columns = gaps.buffer_columns(b)
+    assert (columns.start, columns.stop) == (199, 207)
+    assert matrix[1, columns].tolist() == [1000.0 + k for k in (0, 1, 2, 3, 0, 1, 2, 3)]
+    names = gaps.flat_names(model_specs.CNN_BN.shapes())
+    assert len(names) == 207 and names[columns][0] == "bn.running_mean[0]"
+    assert names[199 - 3 - 144] == "fc.weight[0,0]" and names[-1] == "bn.running_var[3]"
+    # A cnn1d block has no buffer columns.
+    assert gaps.buffer_columns(block(BASE)) == slice(171, 171)  # cnn1d: 171 parameters
+
+
+def test_the_buffers_count_in_the_gaps(tmp_path):
+    a, b = bn_block(), bn_block()
+    b["trajectory"]["buffers"]["bn.running_var"][1][2] += 0.5
+    assert gaps.step_gaps(gaps.param_matrix(a), gaps.param_matrix(b)).tolist() == [0.0, 0.5]
+
+
+def test_a_cnn_bn_run_without_its_buffer_trajectory_is_refused(tmp_path):
+    b = bn_block()
+    del b["trajectory"]["buffers"]["bn.running_var"]
+    write_run(tmp_path / "r.json", {"e": b})
+    with pytest.raises(FormatError, match=r"trajectory\.buffers\.bn\.running_var must hold"):
+        experiment_block(tmp_path / "r.json")
+    b = bn_block()
+    b["meta"]["model"] = "resnet"
+    write_run(tmp_path / "r.json", {"e": b})
+    with pytest.raises(FormatError, match="unknown model 'resnet'"):
+        experiment_block(tmp_path / "r.json")
+
+
+def test_runs_of_different_models_are_refused(tmp_path):
+    cnn1d = block(np.zeros((2, 7)))
+    paths = write_runs(tmp_path, torch_f64=bn_block(), burn_f64=cnn1d)
+    with pytest.raises(FormatError) as err:
+        gaps.load_runs(paths)
+    assert str(err.value) == (
+        f"{paths['burn_f64']}: model cnn1d, but {paths['torch_f64']} trained cnn_bn"
+    )
+
+
+def test_dataset_shapes_of_a_cnn_bn_file_in_the_models_order(tmp_path):
+    path = tmp_path / "cnn_bn.bin"
+    write_atomic(path, make_data.dataset_bytes("cnn_bn"))
+    assert gaps.dataset_shapes(path) == model_specs.CNN_BN.shapes()
+    assert list(gaps.dataset_shapes(path)) == [*BN_PARAMS, *BN_BUFFERS]

@@ -341,6 +341,26 @@ EDGES = {
     "burn_backend ndarray": (exp("sgd", burn_backend="ndarray"), None),
     "burn_backend wgpu": (exp("adam", burn_backend="wgpu"), "experiments.adam.burn_backend"),
     "burn_backend null": (exp("adam", burn_backend=None), "experiments.adam.burn_backend"),
+    "model cnn1d": (exp("adam", model="cnn1d"), None),
+    "model cnn_bn": (exp("sgd", model="cnn_bn"), None),
+    "model resnet": (exp("adam", model="resnet"), "experiments.adam.model"),
+    "model null": (exp("adam", model=None), "experiments.adam.model"),
+    "probe bn.weight[3] of cnn_bn": (exp("adam", model="cnn_bn", probe="bn.weight[3]"), None),
+    "probe bn.weight[4] of cnn_bn": (
+        exp("adam", model="cnn_bn", probe="bn.weight[4]"),
+        "experiments.adam.probe",
+    ),
+    "probe bn.weight[0] of cnn1d": (exp("adam", probe="bn.weight[0]"), "experiments.adam.probe"),
+    "probe_steps [1]": (exp("adam", probe_steps=[1]), None),
+    "probe_steps [6] (the last)": (exp("adam", probe_steps=[6]), None),
+    "probe_steps [7] (after the last)": (
+        exp("adam", probe_steps=[2, 7]),
+        "experiments.adam.probe_steps[1]",
+    ),
+    "probe_steps [0]": (exp("adam", probe_steps=[0]), "experiments.adam.probe_steps[0]"),
+    "probe_steps []": (exp("adam", probe_steps=[]), "experiments.adam.probe_steps"),
+    "probe_steps [2, 2]": (exp("adam", probe_steps=[2, 2]), "experiments.adam.probe_steps"),
+    "probe_steps 2": (exp("adam", probe_steps=2), "experiments.adam.probe_steps"),
     # unknown keys
     "top-level stepz": (top(stepz=5), "stepz"),
     "experiment momentun": (exp("sgd", momentun=0.9), "experiments.sgd.momentun"),
@@ -890,6 +910,17 @@ LINES = {
             " (known: flex, ndarray); did you mean 'ndarray'?"
         ],
     ),
+    "model typo": (
+        exp("adam", model="cnn_nb"),
+        [
+            "experiments.adam.model: unknown model 'cnn_nb' (known: cnn1d, cnn_bn);"
+            " did you mean 'cnn_bn'?"
+        ],
+    ),
+    "probe_steps after the last": (
+        exp("adam", probe_steps=[1, 7]),
+        ["experiments.adam.probe_steps[1]: step 7 is after the last step (6)"],
+    ),
     "burn_backend null": (
         exp("adam", burn_backend=None),
         ["experiments.adam.burn_backend: unknown Burn backend null (known: flex, ndarray)"],
@@ -1131,7 +1162,7 @@ def test_dataset_size_and_shapes_come_from_make_data():
         ("conv.bias[0]", None),
         ("fc.weight[1,48]", "'fc.weight[1,48]' is out of range; fc.weight has shape [3, 48]"),
         ("fc.bias[0,0]", "'fc.bias[0,0]' has 2 indices; fc.bias has shape [3]"),
-        ("fc.gamma[0]", "'fc.gamma[0]' names no parameter (known: conv.weight, conv.bias, "
+        ("fc.gamma[0]", "'fc.gamma[0]' names no parameter of cnn1d (known: conv.weight, conv.bias, "
                         "fc.weight, fc.bias)"),
         ("fc.weight", "'fc.weight' is not a parameter index like 'fc.weight[1,19]'"),
     ],

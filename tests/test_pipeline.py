@@ -6,6 +6,9 @@ determinism and faults in test_faults.py.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pandas as pd
 
 from parity_io import experiment_block
@@ -30,6 +33,19 @@ def test_pipeline_writes_every_output(pipeline):
     bias = bias[bias["experiment"] == "adam"]
     assert list(bias["t"]) == [1, 2, 3, 4, 5, 6]
     assert (bias["rel_err"].abs().iloc[1:] > 1e-7).all()  # the f32 factors are really off
+
+
+GOLDEN = Path(__file__).parent / "golden/seed_numbers_small_config.json"
+
+
+def test_the_seed_models_numbers_have_not_moved(pipeline):
+    """cnn1d's compare outputs, per-step tables (their f64-f64 columns included) and the
+    bias-correction table are byte for byte what the pipeline wrote before models became
+    plug-ins (tests/golden, written by commit dbf0dff from this same small config)."""
+    golden = json.loads(GOLDEN.read_text())["files"]
+    assert len(golden) == 4 * 3 + 1
+    for name, text in golden.items():
+        assert (pipeline / "results" / name).read_text() == text, name
 
 
 def test_second_run_does_nothing(pipeline):

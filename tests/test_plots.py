@@ -143,3 +143,33 @@ def test_loss_subtitle_counts_f32_ulps_of_the_loss():
     frame.loc[STEPS - 1, "dloss"] = 90 * ulp
     assert plots.loss_title("adam", frame)[1] == "≈ 90 f32 ulps of the loss at that step"
     assert [plots.count(v) for v in (0.5, 3.24, 28298.0)] == ["0.5", "3.2", "28,000"]
+
+
+# ------------------------------------------------------------------------------ layers
+
+
+def layers_frame(first: int | None) -> pd.DataFrame:
+    rows = [("forward", "bn", "output"), ("loss", "loss", "loss"),
+            ("backward", "bn", "input gradient"), ("backward", "bn.weight", "gradient"),
+            ("update", "bn.running_var", "value")]  # fmt: skip
+    frame = pd.DataFrame(rows, columns=["phase", "layer", "what"]).assign(
+        step=1, max_abs_diff_f32=[1e-7, 0.0, 1e-10, 1e-9, 2e-3],
+        max_abs_diff_f64=[1e-16, 0.0, 1e-19, 1e-18, 2e-3], floor=1e-14,
+        first_above_floor=[i == first for i in range(len(rows))],
+    )  # fmt: skip
+    return frame
+
+
+def test_layer_rows_tell_an_input_gradient_from_an_output():
+    assert plots.row_labels(layers_frame(None)) == [
+        "bn", "loss", "bn (input)", "bn.weight", "bn.running_var"
+    ]  # fmt: skip
+    title, _ = plots.layers_title("x", layers_frame(2))
+    assert title == "x: the f64 difference enters at bn (input) (backward, step 1)"
+
+
+def test_the_layers_plot_is_written_with_zeros_and_a_marked_row(tmp_path):
+    for first in (None, 4):
+        plots.layers_plot(layers_frame(first), "x", tmp_path / f"{first}.png")
+    a, b = (tmp_path / f"{first}.png" for first in (None, 4))
+    assert a.read_bytes().startswith(b"\x89PNG") and a.read_bytes() != b.read_bytes()

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
+import models
 import replay as rp
 import verdict as vd
 from conftest import ADAM, SGD, small_config
@@ -155,12 +156,12 @@ def test_each_variant_uses_the_lrs_and_clipping_it_names(runs, arrays):
     # Clipping the same gradients: PyTorch's one norm vs Burn's norm per tensor.
     clipped = {}
     for key in ("counterfactual", "held_f64", "burn_lrs", "burn_clipping", "replay"):
-        model = rp.build_model(arrays, torch.float64)
+        model = models.build("cnn1d", arrays, torch.float64)
         for p in model.parameters():
             p.grad = torch.ones_like(p)
         chosen[key][0].clip(list(model.parameters()))
         clipped[key] = [p.grad.flatten()[0].item() for p in model.parameters()]
-    sizes = [p.numel() for p in rp.build_model(arrays, torch.float64).parameters()]
+    sizes = [p.numel() for p in models.build("cnn1d", arrays, torch.float64).parameters()]
     one_norm = [0.1 / (sum(sizes) ** 0.5 + 1e-6)] * 4
     assert clipped["counterfactual"] == pytest.approx(one_norm, rel=1e-12)
     # Burn's values include its threshold, the f32 0.1 (PyTorch's scope, though).

@@ -199,3 +199,255 @@ def test_clean_checkout_with_untracked_files_is_not_dirty(tmp_path):
     assert git_state(tmp_path)["dirty"] is False
     (tmp_path / "tracked").write_text("changed\n")
     assert git_state(tmp_path)["dirty"] is True
+
+
+# --------------------------------------------------------------------------- a model with buffers
+
+
+def cnn_bn_results(
+    folder, buffer_shift: float = 2.1e-3, param_shift: float = 0.0, steps=4, name="cnn_bn"
+):
+    """A results folder of one synthetic experiment `bn` of model `name`: runs, tables and
+    compare outputs as the pipeline writes them. The f64 runs differ by rounding in the
+    parameters (plus param_shift) and by buffer_shift in bn.running_var from step 1 on
+    (Burn's biased estimator; cnn_bn only); the replays reproduce both runs."""
+    import config_diff
+    import layers_table
+    import steps_table
+    from model_specs import spec as model_spec
+    from parity_config import experiment_spec
+
+    model = model_spec(name)
+    shapes = model.shapes()
+    rng = np.random.default_rng(1)
+    base = {n: rng.uniform(-1, 1, (steps, int(np.prod(s)))) for n, s in shapes.items()}
+    grads = {
+        n: rng.uniform(-1e-2, 1e-2, (steps, int(np.prod(shapes[n])))) for n in model.param_names
+    }
+    layers = {n: rng.uniform(-2, 2, 24) for n in model.layers}
+    exp = {"model": name, "optimizer": "sgd", "lr": 0.1, "momentum": 0.0, "dampening": 0.0,
+           "weight_decay": 0.0, "nesterov": False, "probe_steps": [1]}  # fmt: skip
+    spec = experiment_spec({"steps": steps, "batch_size": 16, "experiments": {"bn": exp}}, "bn")
+    runs, paths = {}, {}
+    for fw in ("torch", "burn"):
+        for dt in report.DTYPES:
+            noise = np.random.default_rng(len(runs) + 7)
+
+            def look(x, shift=0.0, fw=fw, dt=dt, noise=noise):
+                x = np.asarray(x, float) + (shift if fw == "burn" else 0.0)
+                rel = 1e-7 if dt == "f32" else (2e-16 if fw == "burn" else 0.0)
+                return x * (1 + rel * noise.uniform(-1, 1, x.shape))
+
+            state = {n: look(base[n], param_shift if n in model.param_names else 0.0)
+                     for n in model.state_names}  # fmt: skip
+            if "bn.running_var" in state:
+                state["bn.running_var"] = look(base["bn.running_var"], buffer_shift)
+            losses = look(np.linspace(1.1, 0.9, steps)).tolist()
+            # eval mode: Burn's running variance costs it (more in f32, as a check on the dtype)
+            shift = {("burn", "f64"): 0.05, ("burn", "f32"): 0.053}.get((fw, dt), 0.04)
+            final = {"loss": losses[-1] + shift, "predictions": [0] * 96,
+                     "correct": 60 if fw == "burn" else 61}  # fmt: skip
+            estimator = {"bn.running_var_estimator": "biased" if fw == "burn" else "unbiased"}
+            layer_hyperparameters = (
+                {**model.hyperparameters, **estimator} if model.buffer_names else {}
+            )
+            runs[fw, dt] = {
+                "losses": losses, "final": final, "lrs": [0.1] * steps,
+                "params": {n: state[n][-1].tolist() for n in model.param_names},
+                "buffers": {n: state[n][-1].tolist() for n in model.buffer_names},
+                "trajectory": {
+                    "params": {n: state[n].tolist() for n in model.param_names},
+                    "grads": {n: look(grads[n]).tolist() for n in model.param_names},
+                    "buffers": {n: state[n].tolist() for n in model.buffer_names},
+                },
+                "layers": [{"step": 1, "names": list(model.layers),
+                            "outputs": [look(layers[n]).tolist() for n in model.layers],
+                            "input_grads": [look(layers[n] / 1e3).tolist()
+                                            for n in model.layers]}],
+                "meta": {"framework": fw, "dtype": dt, "model": name, "optimizer": "sgd",
+                         "hyperparameters": {"lr": 0.1}, "input_sha256": "cd" * 32,
+                         "schedule": {"kind": "constant"}, "clip_grad": None,
+                         "layer_hyperparameters": layer_hyperparameters},
+            }  # fmt: skip
+            path = folder / "runs" / "bn" / f"{fw}-{dt}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"bn": runs[fw, dt]}))
+            paths[f"{fw}_{dt}"] = path
+    tables = folder / "tables"
+    tables.mkdir()
+    blocks = {key: runs[tuple(key.split("_"))] for key in paths}
+    steps_frame = steps_table.steps_frame(blocks)
+    steps_frame.to_csv(tables / "steps_bn.csv", index=False, float_format="%.17g")
+    (tables / "steps_bn.md").write_text(steps_table.render_md(steps_frame, "Per-step gaps: bn"))
+    layers_args = [a for key, p in paths.items() for a in (f"--{key.replace('_', '-')}", str(p))]
+    layers_table.main(["--experiment", "bn", *layers_args, "--csv", str(tables / "layers_bn.csv"),
+                       "--md", str(tables / "layers_bn.md")])  # fmt: skip
+    recorded = tuple(runs[fw, "f64"]["meta"]["layer_hyperparameters"] for fw in ("torch", "burn"))
+    diff = pd.DataFrame(config_diff.diff_rows(spec, recorded), columns=config_diff.COLUMNS)
+    diff.to_csv(tables / "config_diff_bn.csv", index=False)
+    (tables / "config_diff_bn.md").write_text(config_diff.render_md(diff, "bn"))
+    tiny = np.full(steps, 1e-17)
+    where = ["bn.running_var[0]"] * steps
+    replay = pd.DataFrame(
+        {"step": range(1, steps + 1), "dloss": 0.0, "dparam": tiny, "where": where}
+    )
+    counter = replay.assign(dparam_held_f64=tiny)
+    if model.buffer_names:
+        counter["dparam_burn_running_stats"] = steps_frame["f64_f64"]
+    for key, frame in (("replay", replay), ("counterfactual", counter)):
+        frame.to_csv(tables / f"{key}_bn.csv", index=False, float_format="%.17g")
+        (tables / f"{key}_bn.md").write_text(f"### {key}\n\n```text\n{key} rows\n```\n")
+    probe_row = {"parameter": "fc.weight[1,19]", "initial": 0.066, "grad": 1e-3,
+                 "update": -1e-4, "grad_rel_err": 0.0, "update_diff": 0.0}  # fmt: skip
+    probe = pd.DataFrame([{"framework": fw, "dtype": dt, **probe_row} for fw, dt in report.RUNS])
+    probe.to_csv(tables / "probe_bn.csv", index=False)
+    (tables / "probe_bn.md").write_text("### probe\n\n| a |\n| --- |\n| 1 |\n")
+    lrs = pd.DataFrame(
+        {"step": range(1, steps + 1), "lr_torch": 0.1, "lr_burn": 0.1, "rel_diff": 0.0}
+    )
+    lrs.to_csv(tables / "lrs_bn.csv", index=False)
+    (tables / "lrs_bn.md").write_text(
+        "### lrs\n\nPyTorch and Burn use the same lr at every step.\n"
+    )
+    (folder / "compare").mkdir()
+    for dt in report.DTYPES:
+        (folder / "compare" / f"bn-{dt}.txt").write_text(
+            "bn.losses  n=  4  max|diff|=1.00e-07\nworst=1.00e-07 tol=1e-06 OK\n"
+        )
+    return report.Experiment("bn", spec, folder, {"f32": 1e-6, "f64": 1e-12}, [shapes], [1, 2])
+
+
+def test_a_gap_in_the_running_variance_alone_is_named_evaluation_only(tmp_path):
+    x = cnn_bn_results(tmp_path)
+    v = x.verdict
+    assert v.label == report.vd.EXPLAINED and v.scope == report.vd.EVALUATION
+    assert v.split.params_first is None and v.split.buffers_first == 1
+    cause = "the running-variance estimator (Burn biased, PyTorch unbiased)"
+    assert v.cause == f"{cause} (100.0% of the gap, measured)"
+    line = x.verdict_line()
+    assert line.startswith(
+        "algorithmic difference, explained, in the evaluation state only: training matches up"
+        " to rounding (the f64 parameter gap stays within the floor, at most"
+    )
+    assert (
+        "the buffers (bn.running_mean, bn.running_var) leave the rounding floor at step 1" in line
+    )
+    assert line.endswith(f"; by {cause} (100.0% of the gap, measured)")
+    assert x.summary_row()["cause, or where it starts"].startswith(
+        "evaluation state only (training matches up to rounding): " + cause
+    )
+    assert x.short_verdict() == (
+        f"`bn`: algorithmic difference, explained (evaluation state only) — {cause}"
+    )
+    # the numbers beside the words
+    assert report.e(v.split.buffers_gap) in line and report.e(v.split.params_gap) in line
+
+
+def test_a_parameter_gap_keeps_the_verdict_on_training(tmp_path):
+    x = cnn_bn_results(tmp_path, param_shift=1e-9)
+    assert x.verdict.scope == report.vd.TRAINING and not x.evaluation_only
+    assert "evaluation state only" not in x.verdict_line()
+    # both parts part: each gets its own causes, the parameters' shares of their own gap
+    split = x.verdict.split
+    assert x.verdict.cause == (
+        "training: Burn's f32 arithmetic in its update (100.0% of the parameter gap, the"
+        " remainder); evaluation state: the running-variance estimator (Burn biased, PyTorch"
+        " unbiased) (100.0% of the gap, measured)"
+    )
+    assert x.verdict_line() == (
+        "algorithmic difference, explained, in training and in the evaluation state: the"
+        f" parameters leave the rounding floor at step 1 (f64 gap up to"
+        f" {report.e(split.params_gap)}), the buffers (bn.running_mean, bn.running_var) at"
+        f" step 1 (up to {report.e(split.buffers_gap)}) — {x.verdict.cause}"
+    )
+    assert "Training matches" not in x.split_reading()
+    assert "leaving the rounding floor at step 1" in x.split_reading()
+
+
+def test_the_section_of_a_model_with_buffers(tmp_path):
+    x = cnn_bn_results(tmp_path)
+    text = x.section({})
+    assert text.startswith("## Experiment `bn` (optimizer: sgd, model: cnn_bn)\n")
+    split = x.verdict.split
+    assert (
+        "- Parameters and buffers apart: the f64 parameter gap reaches"
+        f" {report.e(split.params_gap)}"
+        " (within the rounding floor at every step); the f64 gap of the buffers (bn.running_mean,"
+        " bn.running_var, which only an eval-mode forward reads) reaches"
+        f" {report.e(split.buffers_gap)} (leaving the rounding floor at step 1). Training"
+        " matches; the evaluation state parts."
+    ) in text
+    layers = text.split("### Where the difference enters\n")[1].split("### Replay")[0]
+    row = x.layers[x.layers["first_above_floor"]].iloc[0]
+    assert (row["phase"], row["layer"]) == ("update", "bn.running_var")
+    assert layers.startswith(
+        "\nf64: the difference enters at `bn.running_var` in the update of step 1 (max|Δ|"
+        f" {report.e(row['max_abs_diff_f64'])} against a rounding floor of"
+        f" {report.e(row['floor'])})."
+    )
+    assert "![where the difference enters in bn](plots/layers_bn.png)" in layers
+    # train mode beside eval mode, from losses[-1] and final
+    t64, b64 = x.runs["torch", "f64"], x.runs["burn", "f64"]
+    d_train = abs(t64["losses"][-1] - b64["losses"][-1])
+    d_eval = abs(t64["final"]["loss"] - b64["final"]["loss"])
+    assert (
+        "In f64, PyTorch's and Burn's losses at the last step, 4, in train mode (each batch's"
+        f" own statistics) differ by {report.e(d_train)}; their final losses in eval mode (the"
+        f" running statistics, the whole dataset) by {report.e(d_eval)}"
+        f" ({d_eval / d_train:.3g}× the train-mode difference); in eval mode PyTorch gets 61"
+        " right, Burn 60."
+    ) in layers
+    assert f"| PyTorch f32 | {x.runs['torch', 'f32']['losses'][-1]:.8g} |" in layers
+    assert "| 61 of 96 |" in layers and "| 60 of 96 |" in layers
+    assert "After training the two f32 models (in eval mode) agree on" in text
+
+
+def test_the_seeds_model_section_only_gains_the_layers_subsection(tmp_path):
+    # A model without buffers: no split, no eval-mode table, the heading without a model;
+    # the layers subsection is one sentence and the plot.
+    x = cnn_bn_results(tmp_path, name="cnn1d")
+    assert x.verdict.split is None and x.verdict.label == report.vd.EQUIVALENT
+    text = x.section({})
+    assert text.startswith("## Experiment `bn` (optimizer: sgd)\n")
+    assert "Parameters and buffers apart" not in text and "eval mode" not in text
+    assert "The f32 parameter gap stays within" in text
+    layers = text.split("### Where the difference enters\n")[1].split("### Replay")[0]
+    assert layers.strip().count("\n\n") == 1  # the sentence, then the plot
+    assert layers.strip().startswith(
+        "f64: every quantity stays within rounding at the probe step 1."
+    )
+
+
+def test_the_model_is_a_setting_shown_only_when_an_experiment_names_one():
+    sgd = {"optimizer": "sgd", "lr": 0.5}
+    tolerances = {n: {"f32": 1e-6, "f64": 1e-12} for n in ("sgd", "bn")}
+    seed_only = report.hyperparameter_table({"experiments": {"sgd": sgd}}, tolerances, set())
+    assert "model" not in seed_only and "probe_steps" not in seed_only
+    both = {"sgd": sgd, "bn": {**sgd, "model": "cnn_bn", "probe_steps": [1, 100]}}
+    table = report.hyperparameter_table({"experiments": both}, tolerances, set())
+    header, _, sgd_row, bn_row = table.splitlines()
+    assert "| model |" in header and "| probe_steps |" in header
+    assert "| cnn1d (default) | [1] (default) |" in sgd_row
+    assert "| cnn_bn | [1, 100] |" in bn_row
+
+
+def test_the_inputs_are_checked_per_model():
+    from types import SimpleNamespace
+
+    def x(model, *hashes):
+        runs = {i: {"meta": {"input_sha256": h}} for i, h in enumerate(hashes)}
+        return SimpleNamespace(model=model, runs=runs)
+
+    one = [x("cnn1d", "a", "a"), x("cnn1d", "a")]
+    assert report.input_line(one).endswith("SHA-256: `a` — shared by every run")
+    assert report.input_line([*one, x("cnn1d", "b")]).endswith(
+        "`a, b` — **runs disagree on inputs**"
+    )
+    two = [*one, x("cnn_bn", "c", "c")]
+    assert report.input_line(two) == (
+        "- Input (dataset and initial weights) SHA-256, one dataset per model: cnn1d `a`;"
+        " cnn_bn `c` — shared by every run of that model"
+    )
+    assert report.input_line([*two, x("cnn_bn", "d")]).endswith(
+        "cnn_bn `c, d` — **runs of one model disagree on inputs**"
+    )

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import math
 import struct
+import subprocess
+import sys
 
+import numpy as np
 import pytest
 
-from conftest import ADAM, SGD, small_config
+import make_data
+import model_specs
+from conftest import ADAM, SCRIPTS, SGD, small_config
 from parity_config import HYPERPARAMETERS
-from parity_io import PARAM_NAMES, experiment_block, read_run
+from parity_io import PARAM_NAMES, experiment_block, read_run, write_atomic
 
 RUNS = [(fw, dt) for fw in ("torch", "burn") for dt in ("f32", "f64")]
 
@@ -17,7 +22,7 @@ RUNS = [(fw, dt) for fw in ("torch", "burn") for dt in ("f32", "f64")]
 def max_param_gap(a: dict, b: dict, step: int) -> float:
     return max(
         abs(x - y)
-        for name in PARAM_NAMES
+        for name in model_specs.model_of(a).param_names
         for x, y in zip(
             a["trajectory"]["params"][name][step],
             b["trajectory"]["params"][name][step],
@@ -128,3 +133,70 @@ def test_kept_default_is_recorded(train, write_config):
     _, torch = train("torch", "pitfall", "f32", config)
     assert read_run(burn)["pitfall"]["meta"]["hyperparameters"]["eps"] == pytest.approx(1e-5)
     assert read_run(torch)["pitfall"]["meta"]["hyperparameters"]["eps"] == 1e-8
+
+
+# --- cnn_bn: a model with buffers, both trainers --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cnn_bn_runs(burn_binary, write_config, tmp_path_factory):
+    """Both trainers, both precisions, 4 steps of SGD on cnn_bn, the layer record at 1 and 4."""
+    root = tmp_path_factory.mktemp("cnn_bn")
+    data = root / "cnn_bn.bin"
+    write_atomic(data, make_data.dataset_bytes("cnn_bn"))
+    config = write_config(small_config(4, bn=dict(SGD, model="cnn_bn", probe_steps=[1, 4])))
+    runs = {}
+    for framework, dtype in RUNS:
+        out = root / f"{framework}-{dtype}.json"
+        cmd = trainer_command(framework, burn_binary)
+        cmd += ["--experiment", "bn", "--dtype", dtype, "--config", config, "--data", data,
+                "--out", out]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, f"{framework} trainer failed: {proc.stderr}"
+        runs[framework, dtype] = experiment_block(out, "bn")
+    return runs
+
+
+def trainer_command(framework: str, burn_binary) -> list:
+    return [sys.executable, SCRIPTS / "train_torch.py"] if framework == "torch" else [burn_binary]
+
+
+def test_both_trainers_write_the_same_cnn_bn_keys(cnn_bn_runs):
+    torch64, burn64 = cnn_bn_runs["torch", "f64"], cnn_bn_runs["burn", "f64"]
+    for block in cnn_bn_runs.values():
+        assert block["meta"]["model"] == "cnn_bn"
+        assert list(block["trajectory"]["buffers"]) == ["bn.running_mean", "bn.running_var"]
+        assert [r["step"] for r in block["layers"]] == [1, 4]
+        assert block["layers"][0]["names"] == ["conv", "bn", "gelu", "ln", "fc"]
+    held = {fw: cnn_bn_runs[fw, "f64"]["meta"]["layer_hyperparameters"] for fw in ("torch", "burn")}
+    assert held["torch"].pop("bn.running_var_estimator") == "unbiased"
+    assert held["burn"].pop("bn.running_var_estimator") == "biased"
+    assert held["torch"] == held["burn"]
+    assert set(torch64) == set(burn64) and set(torch64["trajectory"]) == set(burn64["trajectory"])
+
+
+def test_f64_cnn_bn_agrees_but_for_the_running_variance(cnn_bn_runs):
+    torch64, burn64 = cnn_bn_runs["torch", "f64"], cnn_bn_runs["burn", "f64"]
+    for step in range(4):
+        assert max_param_gap(torch64, burn64, step) <= 1e-12
+    mean, var = ([np.max(np.abs(np.subtract(torch64["buffers"][n], burn64["buffers"][n])))
+                  for n in ("bn.running_mean", "bn.running_var")])  # fmt: skip
+    assert mean <= 1e-12
+    assert var > 1e-6  # PyTorch's unbiased estimator against Burn's biased one
+    for a, b in zip(torch64["layers"], burn64["layers"], strict=True):
+        for key in ("outputs", "input_grads"):
+            for x, y in zip(a[key], b[key], strict=True):
+                assert len(x) == len(y) and np.max(np.abs(np.subtract(x, y))) <= 1e-12
+
+
+@pytest.mark.parametrize("framework", ["torch", "burn"])
+def test_a_dataset_of_another_model_is_refused(burn_binary, dataset, write_config, tmp_path,
+                                               framework):  # fmt: skip
+    config = write_config(small_config(2, bn=dict(SGD, model="cnn_bn")))
+    out = tmp_path / "run.json"
+    cmd = trainer_command(framework, burn_binary)
+    cmd += ["--experiment", "bn", "--dtype", "f32", "--config", config, "--data", dataset,
+            "--out", out]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode != 0 and not out.exists()
+    assert "model cnn_bn: the dataset has no array 'bn.weight'" in proc.stderr

@@ -281,3 +281,70 @@ def test_further_causes_come_from_the_counterfactual_tables_columns():
     assert v.further_causes({"dparam_held_f64": [1.0]}, value, value) == []
     nan = v.further_causes({"dparam_burn_clipping": [0.1, float("nan")]}, value, value)
     assert math.isnan(nan[0][1])
+
+
+# --------------------------------------------------------------- parameters and buffers
+
+FLOOR = np.full(STEPS, 1e-14)
+
+
+def test_a_gap_in_the_buffers_alone_is_in_the_evaluation_state():
+    split = v.split_state(np.full(STEPS, 3e-16), np.full(STEPS, 2e-3), FLOOR)
+    assert split.scope == v.EVALUATION
+    assert (split.params_first, split.buffers_first) == (None, 1)
+    assert (split.params_gap, split.buffers_gap) == (3e-16, 2e-3)
+
+
+def test_a_gap_in_the_parameters_is_in_training_whatever_the_buffers_do():
+    late = np.where(np.arange(STEPS) >= 4, 1e-9, 1e-16)
+    split = v.split_state(late, np.full(STEPS, 2e-3), FLOOR)
+    assert split.scope == v.TRAINING and split.params_first == 5
+    assert v.split_state(late, np.zeros(STEPS), FLOOR).scope == v.TRAINING
+    assert v.split_state(np.zeros(STEPS), np.zeros(STEPS), FLOOR).scope is None
+    nan = v.split_state(np.full(STEPS, np.nan), np.zeros(STEPS), FLOOR)
+    assert nan.scope == v.TRAINING and math.isnan(nan.params_gap)
+
+
+def test_the_verdicts_scope_needs_a_difference_and_defaults_to_training():
+    within = v.classify(np.full(STEPS, 1e-16), F32_NOISE, F32_NOISE)
+    within.split = v.split_state(np.zeros(STEPS), np.zeros(STEPS), FLOOR)
+    assert within.scope is None
+    apart = v.classify(np.full(STEPS, 2e-3), F32_NOISE, F32_NOISE)
+    assert apart.scope == v.TRAINING  # a model without buffers: its whole state is trained
+    apart.split = v.split_state(np.zeros(STEPS), np.full(STEPS, 2e-3), FLOOR)
+    assert apart.scope == v.EVALUATION
+
+
+def layer_block(estimator: str) -> dict:
+    return {"meta": {"layer_hyperparameters": {"bn.running_var_estimator": estimator}}}
+
+
+def test_the_running_variance_estimator_is_named_from_the_runs():
+    torch_run, burn_run = layer_block("unbiased"), layer_block("biased")
+    assert v.running_stats_cause(torch_run, burn_run) == (
+        "the running-variance estimator (Burn biased, PyTorch unbiased)"
+    )
+    assert v.running_stats_cause(torch_run, torch_run) == (
+        "the running-statistics update (both unbiased variance)"
+    )
+
+
+def test_the_running_statistics_are_the_last_link_of_the_chain():
+    torch_run = {**run_block([0.1, 0.1]), **layer_block("unbiased")}
+    burn_run = {**run_block([0.1, 0.1]), **layer_block("biased")}
+    burn_run["meta"] |= {"schedule": {"kind": "constant"}, "clip_grad": None}
+    torch_run["meta"] |= {"schedule": {"kind": "constant"}, "clip_grad": None}
+    table = {"dparam_held_f64": [1e-16, 1e-16], "dparam_burn_running_stats": [2e-3, 2.1e-3]}
+    further = v.further_causes(table, torch_run, burn_run)
+    name = "the running-variance estimator (Burn biased, PyTorch unbiased)"
+    assert further == [(name, 2.1e-3)]
+    # Burn's values move nothing; the estimator is the whole gap, the arithmetic none of it.
+    found = v.causes(2.1e-3, 1e-16, [], [], ARITHMETIC, further)
+    assert found == [(name, pytest.approx(1.0), "measured")]
+
+
+def test_the_estimator_row_is_measured_by_its_own_variant_not_as_a_held_value():
+    rows = [{"hyperparameter": "bn.running_var_estimator", "torch": "unbiased", "burn": "biased"}]
+    assert v.measured_apart(rows[0])
+    found = v.causes(1.0, 0.0, rows, [], ARITHMETIC, [("the estimator", 1.0)])
+    assert found == [("the estimator", 1.0, "measured")]

@@ -3,9 +3,12 @@
 //! Every hyperparameter of the named optimizer must be present (Adam's `amsgrad` may be left
 //! out: false, PyTorch's default); an experiment may list some under `keep_defaults.burn`,
 //! and those are then left at Burn's own defaults. Optional: a learning-rate `schedule`
-//! (default `{kind: constant}`) and `clip_grad` (`{norm: x}` or `{value: x}`), and the
-//! `burn_backend` that runs the tensors (`flex`, the default, or `ndarray`).
+//! (default `{kind: constant}`) and `clip_grad` (`{norm: x}` or `{value: x}`), the
+//! `burn_backend` that runs the tensors (`flex`, the default, or `ndarray`), the `model`
+//! (`cnn1d`, the default, or `cnn_bn`) and the `probe_steps` at which the layer record is
+//! taken (default `[1]`; step 1 always included).
 
+use crate::models::Model;
 use serde_yaml::Value;
 use std::path::Path;
 
@@ -109,6 +112,9 @@ pub struct Spec {
     pub schedule: Schedule,
     pub clip_grad: Option<ClipGrad>,
     pub backend: Backend,
+    pub model: Model,
+    /// 1-based steps with a layer record: sorted, without repeats, 1 included, ≤ `steps`.
+    pub probe_steps: Vec<usize>,
     pub steps: usize,
     pub batch_size: usize,
     pub threads: usize,
@@ -380,6 +386,63 @@ fn backend(r: &Reader) -> Result<Backend, String> {
     }
 }
 
+/// The optional `model`: absent means cnn1d.
+fn model(r: &Reader) -> Result<Model, String> {
+    let Some(value) = r.exp.get("model") else {
+        return Ok(Model::Cnn1d);
+    };
+    value.as_str().and_then(Model::from_name).ok_or_else(|| {
+        format!(
+            "{}: unknown model '{}' (known: {})",
+            r.at("model"),
+            shown(value),
+            Model::NAMES.join(", ")
+        )
+    })
+}
+
+/// The optional `probe_steps`: absent means `[1]`; 1 is always added; sorted, deduplicated;
+/// a step after the last one is refused.
+fn probe_steps(r: &Reader, steps: usize) -> Result<Vec<usize>, String> {
+    let at = r.at("probe_steps");
+    let mut list = vec![1];
+    if let Some(value) = r.exp.get("probe_steps").filter(|v| !v.is_null()) {
+        let items = value
+            .as_sequence()
+            .ok_or_else(|| format!("{at}: expected a list of steps (positive integers)"))?;
+        for item in items {
+            match item.as_u64() {
+                Some(step) if step >= 1 => list.push(step as usize),
+                _ => {
+                    return Err(format!(
+                        "{at}: '{}' is not a step (a positive integer)",
+                        shown(item)
+                    ));
+                }
+            }
+        }
+    }
+    list.sort_unstable();
+    list.dedup();
+    match list.last() {
+        Some(&last) if last > steps => Err(format!(
+            "{at}: step {last} is after the last step (steps: {steps})"
+        )),
+        _ => Ok(list),
+    }
+}
+
+/// A YAML value as one line, for error messages.
+fn shown(value: &Value) -> String {
+    match value.as_str() {
+        Some(text) => text.to_string(),
+        None => serde_yaml::to_string(value)
+            .unwrap_or_default()
+            .trim()
+            .replace('\n', " "),
+    }
+}
+
 pub fn parse(config: &Value, experiment: &str) -> Result<Spec, String> {
     let experiments = config
         .get("experiments")
@@ -443,6 +506,7 @@ pub fn parse(config: &Value, experiment: &str) -> Result<Spec, String> {
             Some(_) => Err(format!("{key}: must be a positive integer")),
         }
     };
+    let steps = positive("steps", None)?;
     Ok(Spec {
         name: experiment.to_string(),
         optimizer,
@@ -450,7 +514,9 @@ pub fn parse(config: &Value, experiment: &str) -> Result<Spec, String> {
         schedule: schedule(&r)?,
         clip_grad: clip_grad(&r)?,
         backend: backend(&r)?,
-        steps: positive("steps", None)?,
+        model: model(&r)?,
+        probe_steps: probe_steps(&r, steps)?,
+        steps,
         batch_size: positive("batch_size", None)?,
         threads: positive("threads", Some(1))?,
     })
@@ -509,6 +575,48 @@ mod tests {
                 )
             );
         }
+    }
+
+    #[test]
+    fn reads_the_model_cnn1d_by_default_and_refuses_others() {
+        let model = |extra: &str| parse(&config(&format!("{RMSPROP}{extra}")), "e");
+        assert_eq!(model("").unwrap().model, Model::Cnn1d);
+        for name in Model::NAMES {
+            assert_eq!(
+                model(&format!("    model: {name}\n")).unwrap().model.name(),
+                name
+            );
+        }
+        for (value, shown) in [("resnet", "resnet"), ("1", "1"), ("[cnn1d]", "- cnn1d")] {
+            assert_eq!(
+                model(&format!("    model: {value}\n")).unwrap_err(),
+                format!("experiments.e.model: unknown model '{shown}' (known: cnn1d, cnn_bn)")
+            );
+        }
+    }
+
+    #[test]
+    fn probe_steps_always_hold_step_1_sorted_once_and_within_the_steps() {
+        let probe = |extra: &str| with(extra).map(|s| s.probe_steps);
+        assert_eq!(probe("").unwrap(), [1]);
+        assert_eq!(probe("    probe_steps: null\n").unwrap(), [1]);
+        assert_eq!(probe("    probe_steps: []\n").unwrap(), [1]);
+        assert_eq!(probe("    probe_steps: [3, 2, 3]\n").unwrap(), [1, 2, 3]);
+        assert_eq!(probe("    probe_steps: [3, 1]\n").unwrap(), [1, 3]);
+        assert_eq!(
+            probe("    probe_steps: [2, 4]\n").unwrap_err(),
+            "experiments.e.probe_steps: step 4 is after the last step (steps: 3)"
+        );
+        for (value, item) in [("[0]", "0"), ("[1.5]", "1.5"), ("[-2]", "-2")] {
+            assert_eq!(
+                probe(&format!("    probe_steps: {value}\n")).unwrap_err(),
+                format!("experiments.e.probe_steps: '{item}' is not a step (a positive integer)")
+            );
+        }
+        assert_eq!(
+            probe("    probe_steps: 2\n").unwrap_err(),
+            "experiments.e.probe_steps: expected a list of steps (positive integers)"
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Reader of the shared dataset file written by `workflow/scripts/make_data.py`.
-//! The format is documented in `workflow/scripts/parity_io.py`.
+//! The format is documented in `workflow/scripts/parity_io.py`. One file per model: `x`,
+//! `y`, then the model's parameters and buffers.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,7 +25,8 @@ pub struct Dataset {
 }
 
 const MAGIC: &[u8; 8] = b"PARITYDS";
-const REQUIRED: [&str; 6] = ["x", "y", "conv.weight", "conv.bias", "fc.weight", "fc.bias"];
+/// The arrays every dataset has; the others are the model's (checked by `models::Arrays`).
+const REQUIRED: [&str; 2] = ["x", "y"];
 
 struct Cursor<'a> {
     blob: &'a [u8],

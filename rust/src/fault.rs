@@ -5,11 +5,10 @@
 //! (1-based) of every Burn run of the process. Off unless the variable is set; a run that
 //! had a fault injected records it in `meta.fault`, and the report says so.
 
-use burn::module::Param;
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::TensorData;
 use serde_json::{Value, json};
 
-use crate::train::{Cnn, PARAM_NAMES};
+use crate::models::{self, Entry, Model, ParityModel};
 
 pub const VARIABLE: &str = "PARITY_FAULT";
 
@@ -46,10 +45,19 @@ impl Fault {
         if step == 0 {
             return Err(bad("STEP counts from 1"));
         }
-        if !PARAM_NAMES.contains(&parameter) {
+        // The model is not known yet: any model's parameter is accepted here (see `check`).
+        let mut known: Vec<&str> = Vec::new();
+        for model in Model::ALL {
+            for e in model.params() {
+                if !known.contains(&e.name) {
+                    known.push(e.name);
+                }
+            }
+        }
+        if !known.contains(&parameter) {
             return Err(bad(&format!(
                 "PARAMETER must be one of {}",
-                PARAM_NAMES.join(", ")
+                known.join(", ")
             )));
         }
         let index: usize = index.parse().map_err(|_| bad("INDEX is not an integer"))?;
@@ -66,59 +74,35 @@ impl Fault {
         json!({"step": self.step, "parameter": self.parameter, "index": self.index, "delta": self.delta})
     }
 
-    /// `model` with DELTA added to the chosen element (a leaf again, as the optimizer left it).
-    pub fn apply(&self, mut model: Cnn, device: &Device) -> Result<Cnn, String> {
-        let bump = |p: Param<Tensor<2>>, transposed: bool| -> Result<Param<Tensor<2>>, String> {
-            let dims = p.val().dims();
-            // PyTorch's [out, in] order for the index; Burn's Linear holds [in, out].
-            let torch_dims = if transposed { [dims[1], dims[0]] } else { dims };
-            let delta = self.delta_tensor::<2>(torch_dims, device)?;
-            let delta = if transposed { delta.transpose() } else { delta };
-            Ok(p.map(|t| leaf(t + delta)))
-        };
-        match self.parameter.as_str() {
-            "conv.weight" => {
-                let dims = model.conv.weight.val().dims();
-                let delta = self.delta_tensor::<3>(dims, device)?;
-                model.conv.weight = model.conv.weight.map(|t| leaf(t + delta));
-            }
-            "fc.weight" => model.fc.weight = bump(model.fc.weight, true)?,
-            "conv.bias" | "fc.bias" => {
-                let bias = if self.parameter == "conv.bias" {
-                    &mut model.conv.bias
-                } else {
-                    &mut model.fc.bias
-                };
-                let p = bias.take().ok_or("the layer has no bias")?;
-                let delta = self.delta_tensor::<1>(p.val().dims(), device)?;
-                *bias = Some(p.map(|t| leaf(t + delta)));
-            }
-            other => return Err(format!("{VARIABLE}: unknown parameter {other}")),
+    /// Refuses a PARAMETER the model does not have.
+    pub fn check(&self, model: &str, params: &[Entry]) -> Result<(), String> {
+        if params.iter().any(|e| e.name == self.parameter) {
+            return Ok(());
         }
-        Ok(model)
+        let names: Vec<&str> = params.iter().map(|e| e.name).collect();
+        Err(format!(
+            "{VARIABLE}: model {model} has no parameter {} (it has {})",
+            self.parameter,
+            names.join(", ")
+        ))
     }
 
-    fn delta_tensor<const D: usize>(
-        &self,
-        dims: [usize; D],
-        device: &Device,
-    ) -> Result<Tensor<D>, String> {
-        let size: usize = dims.iter().product();
-        if self.index >= size {
-            return Err(format!(
-                "{VARIABLE}: index {} is out of range for {} ({size} elements)",
-                self.index, self.parameter
-            ));
-        }
-        let mut values = vec![0.0f64; size];
-        values[self.index] = self.delta;
-        Ok(Tensor::from_data(TensorData::new(values, dims), device))
+    /// `model` with DELTA added to the chosen element (PyTorch's flat index; a leaf again,
+    /// as the optimizer left it).
+    pub fn apply<M: ParityModel>(&self, model: M) -> Result<M, String> {
+        models::add_to_param(model, &self.parameter, &|dims: &[usize]| {
+            let size: usize = dims.iter().product();
+            if self.index >= size {
+                return Err(format!(
+                    "{VARIABLE}: index {} is out of range for {} ({size} elements)",
+                    self.index, self.parameter
+                ));
+            }
+            let mut values = vec![0.0f64; size];
+            values[self.index] = self.delta;
+            Ok(TensorData::new(values, dims.to_vec()))
+        })
     }
-}
-
-/// A detached tensor that requires grad again: a parameter as the optimizer returns it.
-fn leaf<const D: usize>(t: Tensor<D>) -> Tensor<D> {
-    t.detach().require_grad()
 }
 
 #[cfg(test)]

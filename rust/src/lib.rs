@@ -4,6 +4,7 @@ pub mod adam_factors;
 pub mod config;
 pub mod dataset;
 pub mod fault;
+pub mod models;
 pub mod runfile;
 pub mod schedule;
 pub mod train;

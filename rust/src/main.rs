@@ -1,9 +1,10 @@
-//! `parity-train`: trains the seed's 1-D CNN with Burn for one experiment and dtype, on the
-//! experiment's `burn_backend` (Flex, the default, or NdArray), and writes a run file.
+//! `parity-train`: trains the experiment's `model` (cnn1d, the default, or cnn_bn) with Burn
+//! for one experiment and dtype, on the experiment's `burn_backend` (Flex, the default, or
+//! NdArray), and writes a run file.
 //!
 //! ```text
 //! parity-train --experiment adam --dtype f64 --config config.yaml \
-//!     --data results/data/dataset.bin --out results/runs/adam/burn-f64.json
+//!     --data results/data/cnn1d.bin --out results/runs/adam/burn-f64.json
 //! ```
 
 use burn::tensor::{Device, FloatDType};

@@ -1,10 +1,7 @@
-//! The seed's 1-D CNN trained with Burn, from the shared dataset file.
+//! One experiment trained with Burn, from the shared dataset file, on the spec's model.
 
 use burn::grad_clipping::GradientClippingConfig;
-use burn::module::{Module, Param};
-use burn::nn::conv::{Conv1d, Conv1dConfig};
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::nn::{Linear, LinearConfig, Relu};
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{
@@ -18,90 +15,15 @@ use crate::adam_factors::{burn_adam_factors, burn_adamw_bias_corrections};
 use crate::config::{ClipGrad, Optimizer, Spec};
 use crate::dataset::Dataset;
 use crate::fault::Fault;
+use crate::models::{self, Cnn1d, CnnBn, Entry, Model, ParityModel, Probe, tensor};
 use crate::runfile::{float, floats};
 use crate::schedule;
-
-pub const PARAM_NAMES: [&str; 4] = ["conv.weight", "conv.bias", "fc.weight", "fc.bias"];
-
-#[derive(Module, Debug)]
-pub struct Cnn {
-    pub conv: Conv1d,
-    pub fc: Linear,
-    pub relu: Relu,
-}
-
-impl Cnn {
-    pub fn forward(&self, x: Tensor<3>) -> Tensor<2> {
-        self.fc
-            .forward(self.relu.forward(self.conv.forward(x)).flatten(1, 2))
-    }
-}
-
-/// f32 values onto the device; `from_data` casts to the device's float dtype, so on an
-/// F64 device this is an exact widening and f64 runs start from the same numbers.
-fn tensor<const D: usize>(values: &[f32], shape: &[usize], device: &Device) -> Tensor<D> {
-    let shape: [usize; D] = shape.try_into().expect("array rank");
-    Tensor::from_data(TensorData::new(values.to_vec(), shape), device)
-}
 
 pub fn inputs(data: &Dataset, device: &Device) -> Result<(Tensor<3>, Tensor<1, Int>), String> {
     let (xs, x) = data.f32("x")?;
     let (ys, y) = data.i64("y")?;
     let y = Tensor::from_data(TensorData::new(y.to_vec(), [ys[0]]), device);
     Ok((tensor(x, xs, device), y))
-}
-
-pub fn build(data: &Dataset, device: &Device) -> Result<Cnn, String> {
-    let (ws, w1) = data.f32("conv.weight")?;
-    let (bs, b1) = data.f32("conv.bias")?;
-    let (fs, w2) = data.f32("fc.weight")?;
-    let (gs, b2) = data.f32("fc.bias")?;
-    let (channels, kernel, classes, flat) = (ws[0], ws[2], fs[0], fs[1]);
-    let mut m = Cnn {
-        conv: Conv1dConfig::new(1, channels, kernel).init(device),
-        fc: LinearConfig::new(flat, classes).init(device),
-        relu: Relu::new(),
-    };
-    m.conv.weight = Param::from_tensor(tensor(w1, ws, device));
-    m.conv.bias = Some(Param::from_tensor(tensor(b1, bs, device)));
-    // Burn's Linear weight is [in, out]; the file holds PyTorch's [out, in].
-    m.fc.weight = Param::from_tensor(tensor::<2>(w2, fs, device).transpose());
-    m.fc.bias = Some(Param::from_tensor(tensor(b2, gs, device)));
-    Ok(m)
-}
-
-fn values<const D: usize>(t: Tensor<D>) -> Vec<f64> {
-    // f32 → f64 is exact, like PyTorch's tolist().
-    t.into_data()
-        .convert::<f64>()
-        .try_to_vec::<f64>()
-        .expect("float tensor")
-}
-
-/// Parameters in PyTorch's names and layouts, flattened.
-pub fn param_values(m: &Cnn) -> [Vec<f64>; 4] {
-    [
-        values(m.conv.weight.val()),
-        values(m.conv.bias.as_ref().expect("conv bias").val()),
-        values(m.fc.weight.val().transpose()),
-        values(m.fc.bias.as_ref().expect("fc bias").val()),
-    ]
-}
-
-/// The gradient of each parameter, in PyTorch's layouts.
-fn grad_values(m: &Cnn, grads: &GradientsParams) -> [Vec<f64>; 4] {
-    let get1 = |p: &Param<Tensor<1>>| values(grads.get::<1>(p.id).expect("gradient"));
-    [
-        values(grads.get::<3>(m.conv.weight.id).expect("gradient")),
-        get1(m.conv.bias.as_ref().expect("conv bias")),
-        values(
-            grads
-                .get::<2>(m.fc.weight.id)
-                .expect("gradient")
-                .transpose(),
-        ),
-        get1(m.fc.bias.as_ref().expect("fc bias")),
-    ]
 }
 
 /// What the run records per step besides parameters and gradients: the scalars Burn
@@ -439,7 +361,7 @@ impl ScalarSeries {
 }
 
 /// Trains one experiment on `device` (an autodiff Flex or NdArray device, configured for the
-/// dtype).
+/// dtype), with the spec's model.
 /// `fault`: a perturbation injected after one step, for tests only (see fault.rs).
 pub fn train(
     spec: &Spec,
@@ -447,6 +369,50 @@ pub fn train(
     device: &Device,
     fault: Option<&Fault>,
 ) -> Result<Value, String> {
+    match spec.model {
+        Model::Cnn1d => run::<Cnn1d>(spec, data, device, fault).map(|(block, _)| block),
+        Model::CnnBn => run::<CnnBn>(spec, data, device, fault).map(|(block, _)| block),
+    }
+}
+
+/// The final loss, correct count and predictions on the whole dataset in eval mode:
+/// `valid()` (inference behaviour, e.g. running statistics) without autodiff, like
+/// `model.eval()` under `torch.no_grad()`.
+pub fn evaluate<M: ParityModel>(
+    model: &M,
+    data: &Dataset,
+    device: &Device,
+) -> Result<(f64, i64, Vec<i64>), String> {
+    let eval = model.valid();
+    let inner = device.clone().inner();
+    let (x, y) = inputs(data, &inner)?;
+    let out = eval.forward(x, &mut Probe::off());
+    let loss: f64 = CrossEntropyLossConfig::new()
+        .init(&inner)
+        .forward(out.clone(), y.clone())
+        .into_scalar();
+    let predictions = out.argmax(1).squeeze_dim::<1>(1);
+    let correct: i64 = predictions.clone().equal(y).int().sum().into_scalar();
+    let predictions: Vec<i64> = predictions
+        .into_data()
+        .convert::<i64>()
+        .try_to_vec()
+        .expect("int tensor");
+    Ok((loss, correct, predictions))
+}
+
+/// [`train`] for model `M`; also returns the trained model.
+pub fn run<M: ParityModel>(
+    spec: &Spec,
+    data: &Dataset,
+    device: &Device,
+    fault: Option<&Fault>,
+) -> Result<(Value, M), String> {
+    // The dataset's arrays must be the model's, before anything else.
+    let mut model: M = models::build(data, device)?;
+    if let Some(f) = fault {
+        f.check(M::NAME, M::PARAMS)?;
+    }
     let (x, y) = inputs(data, device)?;
     let n = x.dims()[0];
     let batches = n / spec.batch_size;
@@ -459,7 +425,6 @@ pub fn train(
     // Burn's refusals of a schedule come before any step.
     let (mut scheduler, schedule_held) = schedule::scheduler(spec)?;
     let ce = CrossEntropyLossConfig::new().init(device);
-    let mut model = build(data, device)?;
     let Built {
         mut optim,
         held,
@@ -468,8 +433,10 @@ pub fn train(
     } = optimizer(spec);
     let mut losses = Vec::with_capacity(spec.steps);
     let mut lrs = Vec::with_capacity(spec.steps);
-    let mut traj_params: [Vec<Value>; 4] = Default::default();
-    let mut traj_grads: [Vec<Value>; 4] = Default::default();
+    let mut traj_params = vec![Vec::new(); M::PARAMS.len()];
+    let mut traj_grads = vec![Vec::new(); M::PARAMS.len()];
+    let mut traj_buffers = vec![Vec::new(); M::BUFFERS.len()];
+    let mut layers = Vec::with_capacity(spec.probe_steps.len());
     let mut series = ScalarSeries::default();
     for step in 0..spec.steps {
         // As Burn's Learner: one scheduler step per iteration, before the optimizer step,
@@ -479,59 +446,61 @@ pub fn train(
         let i = (step % batches) * spec.batch_size; // no shuffling: the batches in rotation
         let xb = x.clone().slice(s![i..i + spec.batch_size]);
         let yb = y.clone().slice(s![i..i + spec.batch_size]);
-        let loss = ce.forward(model.forward(xb), yb);
+        let mut probe = if spec.probe_steps.contains(&(step + 1)) {
+            Probe::on()
+        } else {
+            Probe::off()
+        };
+        let loss = ce.forward(model.forward(xb, &mut probe), yb);
         losses.push(loss.clone().into_scalar::<f64>());
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        for (k, g) in grad_values(&model, &grads).iter().enumerate() {
+        let grads = loss.backward();
+        if spec.probe_steps.contains(&(step + 1)) {
+            layers.push(probe.record(step + 1, M::LAYERS, &grads)?);
+        }
+        let grads = GradientsParams::from_grads(grads, &model);
+        for (k, g) in models::grad_values(&model, &grads).iter().enumerate() {
             traj_grads[k].push(floats(g));
         }
         model = optim.step(lr, model, grads);
         if let Some(f) = fault.filter(|f| f.step == step + 1) {
-            model = f.apply(model, device)?;
+            model = f.apply(model)?;
         }
-        for (k, p) in param_values(&model).iter().enumerate() {
+        for (k, p) in models::param_values(&model).iter().enumerate() {
             traj_params[k].push(floats(p));
+        }
+        for (k, b) in models::buffer_values(&model).iter().enumerate() {
+            traj_buffers[k].push(floats(b));
         }
         series.push(scalars, step as i32 + 1);
     }
-    // Evaluation without autodiff, like model.eval() under torch.no_grad().
-    let eval = model.valid();
-    let inner = device.clone().inner();
-    let (x, y) = inputs(data, &inner)?;
-    let out = eval.forward(x);
-    let loss: f64 = CrossEntropyLossConfig::new()
-        .init(&inner)
-        .forward(out.clone(), y.clone())
-        .into_scalar();
-    let predictions = out.argmax(1).squeeze_dim::<1>(1);
-    let correct: i64 = predictions.clone().equal(y).int().sum().into_scalar();
-    let predictions: Vec<i64> = predictions
-        .into_data()
-        .convert::<i64>()
-        .try_to_vec()
-        .expect("int tensor");
+    let (loss, correct, predictions) = evaluate(&model, data, device)?;
 
-    let named = |series: [Vec<Value>; 4]| -> Map<String, Value> {
-        PARAM_NAMES
+    let named = |entries: &[Entry], values: Vec<Value>| -> Map<String, Value> {
+        entries
             .iter()
-            .map(|n| n.to_string())
-            .zip(series.into_iter().map(Value::Array))
+            .map(|e| e.name.to_string())
+            .zip(values)
             .collect()
     };
-    let final_params: Map<String, Value> = PARAM_NAMES
-        .iter()
-        .map(|n| n.to_string())
-        .zip(param_values(&model).iter().map(|p| floats(p)))
-        .collect();
+    let lists = |s: Vec<Vec<Value>>| s.into_iter().map(Value::Array).collect();
+    let last = |v: Vec<Vec<f64>>| v.iter().map(|p| floats(p)).collect();
     // Burn clips each parameter tensor on its own (module_optimizer.rs:453).
     let clip_scope = (!clip.is_null()).then_some("per parameter tensor");
     let mut block = json!({
         "losses": floats(&losses),
         "lrs": floats(&lrs),
         "final": {"loss": float(loss), "correct": correct, "predictions": predictions},
-        "params": final_params,
-        "trajectory": {"params": named(traj_params), "grads": named(traj_grads)},
+        "params": named(M::PARAMS, last(models::param_values(&model))),
+        "buffers": named(M::BUFFERS, last(models::buffer_values(&model))),
+        "trajectory": {
+            "params": named(M::PARAMS, lists(traj_params)),
+            "grads": named(M::PARAMS, lists(traj_grads)),
+            "buffers": named(M::BUFFERS, lists(traj_buffers)),
+        },
+        "layers": layers,
         "meta": {
+            "model": M::NAME,
+            "layer_hyperparameters": model.layer_hyperparameters(),
             "optimizer": spec.optimizer.name(),
             "hyperparameters": held,
             "schedule": schedule_held,
@@ -550,5 +519,5 @@ pub fn train(
     if let Some((key, value)) = series.into_json(scalars) {
         block[key] = value;
     }
-    Ok(block)
+    Ok((block, model))
 }

@@ -1,87 +1,38 @@
 //! The `burn_backend` setting end to end: the binary trains a short Adam run on NdArray in
 //! f32 and in f64, and on Flex in f64, each in its own process (a device's float dtype can be
-//! set only once per process), and each run file records the backend it used.
+//! set only once per process), and each run file records the backend it used; for both
+//! models.
 //!
 //! f64 must really be f64 on NdArray (`Device::configure(FloatDType::F64)` as for Flex): its
 //! final parameters agree with Flex's f64 run to f64 rounding, where the f32 run is f32
 //! rounding away.
 
+mod common;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const STEPS: usize = 5;
 
-/// Appends one array in the dataset format (workflow/scripts/parity_io.py).
-fn array(out: &mut Vec<u8>, name: &str, shape: &[u32], values: Values) {
-    out.extend((name.len() as u32).to_le_bytes());
-    out.extend(name.as_bytes());
-    let code = match values {
-        Values::F32(_) => 1u8,
-        Values::I64(_) => 2u8,
-    };
-    out.extend([code, shape.len() as u8]);
-    for d in shape {
-        out.extend(d.to_le_bytes());
-    }
-    match values {
-        Values::F32(v) => v.iter().for_each(|x| out.extend(x.to_le_bytes())),
-        Values::I64(v) => v.iter().for_each(|x| out.extend(x.to_le_bytes())),
-    }
-}
-
-enum Values {
-    F32(Vec<f32>),
-    I64(Vec<i64>),
-}
-
-/// The seed's data and weights, shrunk: 12 sequences of length 8, Conv1d(1→2, k=3), 3 classes.
-fn dataset_bytes() -> Vec<u8> {
-    let (n, len, channels, kernel, classes) = (12usize, 8usize, 2usize, 3usize, 3usize);
-    let flat = channels * (len - kernel + 1);
-    let f32s = |count: usize, f: &dyn Fn(usize) -> f64| -> Values {
-        Values::F32((0..count).map(|i| f(i) as f32).collect())
-    };
-    let mut out = b"PARITYDS".to_vec();
-    out.extend(1u32.to_le_bytes());
-    out.extend(6u32.to_le_bytes());
-    let x = f32s(n * len, &|i| {
-        let (k, t) = ((i / len) as f64, (i % len) as f64);
-        let f = 0.3 * ((k as usize % classes) as f64 + 1.0);
-        (f * t + 0.37 * k).sin() + 0.3 * (2.3 * t + 1.1 * k).sin()
-    });
-    array(&mut out, "x", &[n as u32, 1, len as u32], x);
-    let y = Values::I64((0..n as i64).map(|k| k % classes as i64).collect());
-    array(&mut out, "y", &[n as u32], y);
-    let conv = f32s(channels * kernel, &|i| 0.4 * (i as f64 + 1.0).sin());
-    array(
-        &mut out,
-        "conv.weight",
-        &[channels as u32, 1, kernel as u32],
-        conv,
-    );
-    let bias = f32s(channels, &|o| 0.02 * o as f64 - 0.03);
-    array(&mut out, "conv.bias", &[channels as u32], bias);
-    let fc = f32s(classes * flat, &|i| 0.15 * (i as f64 + 1.0).cos());
-    array(&mut out, "fc.weight", &[classes as u32, flat as u32], fc);
-    array(
-        &mut out,
-        "fc.bias",
-        &[classes as u32],
-        f32s(classes, &|_| 0.0),
-    );
-    out
-}
-
 const ADAM: &str = "optimizer: adam, lr: 0.01, betas: [0.9, 0.999], eps: 1.0e-8, weight_decay: 0.0";
 
-/// A scratch folder with the dataset and a config of two Adam experiments, one per backend.
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("parity-backends-{}", std::process::id()));
+/// A scratch folder with both models' datasets and a config of Adam experiments, one per
+/// backend and model.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("parity-backends-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("data.bin"), dataset_bytes()).unwrap();
+    std::fs::write(
+        dir.join("cnn1d.bin"),
+        common::encode(&common::cnn1d_arrays()),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("cnn_bn.bin"),
+        common::encode(&common::cnn_bn_arrays()),
+    )
+    .unwrap();
     let config = format!(
-        "steps: {STEPS}\nbatch_size: 4\nthreads: 1\nexperiments:\n  on_flex: {{{ADAM}}}\n  on_ndarray: {{{ADAM}, burn_backend: ndarray}}\n"
+        "steps: {STEPS}\nbatch_size: 4\nthreads: 1\nexperiments:\n  on_flex: {{{ADAM}}}\n  on_ndarray: {{{ADAM}, burn_backend: ndarray}}\n  bn_on_flex: {{{ADAM}, model: cnn_bn}}\n  bn_on_ndarray: {{{ADAM}, model: cnn_bn, burn_backend: ndarray}}\n"
     );
     std::fs::write(dir.join("config.yaml"), config).unwrap();
     dir
@@ -89,13 +40,18 @@ fn scratch() -> PathBuf {
 
 /// Runs the binary for one experiment and dtype; the run block of its run file.
 fn run(dir: &Path, experiment: &str, dtype: &str) -> Value {
+    let data = if experiment.starts_with("bn_") {
+        "cnn_bn.bin"
+    } else {
+        "cnn1d.bin"
+    };
     let out = dir.join(format!("{experiment}-{dtype}.json"));
     let status = Command::new(env!("CARGO_BIN_EXE_parity-train"))
         .args(["--experiment", experiment, "--dtype", dtype])
         .arg("--config")
         .arg(dir.join("config.yaml"))
         .arg("--data")
-        .arg(dir.join("data.bin"))
+        .arg(dir.join(data))
         .arg("--out")
         .arg(&out)
         .output()
@@ -119,7 +75,7 @@ fn params(block: &Value) -> Vec<f64> {
 
 #[test]
 fn ndarray_trains_in_f32_and_f64_and_records_its_backend() {
-    let dir = scratch();
+    let dir = scratch("cnn1d");
     let f32_run = run(&dir, "on_ndarray", "f32");
     let f64_run = run(&dir, "on_ndarray", "f64");
     let flex_f64 = run(&dir, "on_flex", "f64");
@@ -133,16 +89,68 @@ fn ndarray_trains_in_f32_and_f64_and_records_its_backend() {
     assert_eq!(flex_f64["meta"]["backend"], "flex");
 
     let (p32, p64, flex) = (params(&f32_run), params(&f64_run), params(&flex_f64));
-    let gap = |a: &[f64], b: &[f64]| {
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f64::max)
-    };
     assert!(gap(&p64, &flex) < 1e-12, "f64: {:e}", gap(&p64, &flex));
     assert!(
         gap(&p32, &flex) > 1e-9,
         "f32 vs f64: {:e}",
         gap(&p32, &flex)
     );
+}
+
+/// Layer `k`'s record at step 1: `outputs` or `input_grads`.
+fn layer(block: &Value, key: &str, k: usize) -> Vec<f64> {
+    let list = block["layers"][0][key][k]
+        .as_array()
+        .expect("a layer's list");
+    list.iter().map(|x| x.as_f64().expect("finite")).collect()
+}
+
+fn gap(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn cnn_bn_runs_on_both_backends_and_ndarray_differentiates_gelu_by_its_tanh_form() {
+    let dir = scratch("cnn_bn");
+    let runs = [
+        run(&dir, "bn_on_ndarray", "f32"),
+        run(&dir, "bn_on_ndarray", "f64"),
+        run(&dir, "bn_on_flex", "f64"),
+    ];
+    std::fs::remove_dir_all(&dir).unwrap();
+    for (block, backend) in runs.iter().zip(["ndarray", "ndarray", "flex"]) {
+        assert_eq!(block["meta"]["backend"], backend);
+        assert_eq!(block["meta"]["model"], "cnn_bn");
+        assert_eq!(block["losses"].as_array().unwrap().len(), STEPS);
+        for name in ["bn.running_mean", "bn.running_var"] {
+            assert_eq!(block["buffers"][name].as_array().unwrap().len(), 4);
+            let series = block["trajectory"]["buffers"][name].as_array().unwrap();
+            assert_eq!(series.len(), STEPS);
+        }
+    }
+    let (ndarray, flex) = (&runs[1], &runs[2]);
+    // f64, step 1: the same forward on both backends (the GELU forward is erf on both).
+    for k in 0..5 {
+        let g = gap(&layer(ndarray, "outputs", k), &layer(flex, "outputs", k));
+        assert!(g < 1e-12, "output of layer {k}: {g:e}");
+    }
+    // The same backward down to GELU's output (fc, ln); through GELU NdArray uses
+    // burn-backend's default gelu_backward, the derivative of the tanh approximation with
+    // 6-digit constants (up to ~9e-4 off the exact derivative), where Flex's is exact.
+    for k in [3, 4] {
+        let g = gap(
+            &layer(ndarray, "input_grads", k),
+            &layer(flex, "input_grads", k),
+        );
+        assert!(g < 1e-12, "input gradient of layer {k}: {g:e}");
+    }
+    let g = gap(
+        &layer(ndarray, "input_grads", 2),
+        &layer(flex, "input_grads", 2),
+    );
+    assert!(g > 1e-6, "GELU's input gradient: {g:e}");
 }

@@ -1,6 +1,6 @@
-//! Short `train()` runs on a tiny dataset in the real format: each new optimizer, schedule
-//! kind and clipping mode reads back what it was given (held values, lrs, meta), and the
-//! values Burn refuses come back as one-line errors before training.
+//! Short `train()` runs on the seed's dataset: each new optimizer, schedule kind and
+//! clipping mode reads back what it was given (held values, lrs, meta), and the values Burn
+//! refuses come back as one-line errors before training.
 //!
 //! Everything runs on an F64 device, so that the recorded lrs and updates can be checked to
 //! f64 rounding.
@@ -9,10 +9,9 @@ mod common;
 use burn::lr_scheduler::module_lr_scheduler::ModuleLrSchedulerConfig;
 use burn::tensor::Device;
 use parity_train::config::{self, Spec};
-use parity_train::dataset::{Array, Dataset, Values};
+use parity_train::dataset::Dataset;
 use parity_train::{schedule, train};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
 const STEPS: usize = 6;
 
@@ -21,48 +20,9 @@ fn device() -> Device {
     common::f64_device().autodiff()
 }
 
-fn f32_array(shape: &[usize], f: impl Fn(usize) -> f64) -> Array {
-    let n = shape.iter().product();
-    Array {
-        shape: shape.to_vec(),
-        values: Values::F32((0..n).map(|i| f(i) as f32).collect()),
-    }
-}
-
-/// The seed's data and weights, shrunk: 12 sequences of length 8, Conv1d(1→2, k=3), 3 classes.
+/// The seed's data and initial weights (cnn1d).
 fn dataset() -> Dataset {
-    let (n, len, channels, kernel, classes) = (12, 8, 2, 3, 3);
-    let flat = channels * (len - kernel + 1);
-    let x = f32_array(&[n, 1, len], |i| {
-        let (k, t) = ((i / len) as f64, (i % len) as f64);
-        let f = 0.3 * ((k as usize % classes) as f64 + 1.0);
-        (f * t + 0.37 * k).sin() + 0.3 * (2.3 * t + 1.1 * k).sin()
-    });
-    let y = Array {
-        shape: vec![n],
-        values: Values::I64((0..n as i64).map(|k| k % classes as i64).collect()),
-    };
-    let arrays = BTreeMap::from([
-        ("x".to_string(), x),
-        ("y".to_string(), y),
-        (
-            "conv.weight".to_string(),
-            f32_array(&[channels, 1, kernel], |i| 0.4 * (i as f64 + 1.0).sin()),
-        ),
-        (
-            "conv.bias".to_string(),
-            f32_array(&[channels], |o| 0.02 * o as f64 - 0.03),
-        ),
-        (
-            "fc.weight".to_string(),
-            f32_array(&[classes, flat], |i| 0.15 * (i as f64 + 1.0).cos()),
-        ),
-        ("fc.bias".to_string(), f32_array(&[classes], |_| 0.0)),
-    ]);
-    Dataset {
-        arrays,
-        sha256: "test".into(),
-    }
+    common::dataset(common::cnn1d_arrays())
 }
 
 const SGD: &str =

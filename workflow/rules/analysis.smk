@@ -4,7 +4,8 @@
 
 rule analyse:
     """One experiment's compare outputs, steps table, config diff, replay and
-    counterfactual, gradient probe, learning rates, plots, and its tables as HTML pages.
+    counterfactual, gradient probe, learning rates, layers table, plots, and its tables as
+    HTML pages.
 
     One job running each script in turn (each a warm start: see warm.py in common.smk):
     each takes a fraction of a second, and one job per experiment keeps Snakemake's
@@ -19,17 +20,18 @@ rule analyse:
         probe_script=f"{SCRIPTS}/probe.py",
         plots_script=f"{SCRIPTS}/plots.py",
         lrs_table_script=f"{SCRIPTS}/lrs_table.py",
+        layers_table_script=f"{SCRIPTS}/layers_table.py",
         render_html_script=f"{SCRIPTS}/render_html.py",
         modules=[
-            IO_MODULE,
+            *IO_MODULES,
             GAPS_MODULE,
             VERDICT_MODULE,
             *CONFIG_MODULES,
             PROVENANCE_MODULE,
-            TORCH_TRAINER,
+            *MODEL_MODULES,
         ],
         spec="results/specs/{experiment}.json",
-        data="results/data/dataset.bin",
+        data=lambda w: dataset(w.experiment),
     output:
         compare=expand("results/compare/{{experiment}}-{dtype}.txt", dtype=DTYPES),
         steps_csv="results/tables/steps_{experiment}.csv",
@@ -44,6 +46,14 @@ rule analyse:
         probe_md="results/tables/probe_{experiment}.md",
         lrs_csv="results/tables/lrs_{experiment}.csv",
         lrs_md="results/tables/lrs_{experiment}.md",
+        layers_csv="results/tables/layers_{experiment}.csv",
+        layers_md="results/tables/layers_{experiment}.md",
+        layers_png=mark_for_report(
+            "results/plots/layers_{experiment}.png",
+            caption="../report/layers.rst",
+            category="{experiment}",
+            subcategory="plots",
+        ),
         gaps=mark_for_report(
             "results/plots/gaps_{experiment}.png",
             caption="../report/plots.rst",
@@ -65,6 +75,7 @@ rule analyse:
         probe="results/logs/analyse/{experiment}/probe.log",
         plots="results/logs/analyse/{experiment}/plots.log",
         lrs="results/logs/analyse/{experiment}/lrs_table.log",
+        layers="results/logs/analyse/{experiment}/layers_table.log",
         pages="results/logs/analyse/{experiment}/render_html.log",
     params:
         tol_f32=lambda w: tolerance(w.experiment, "f32"),
@@ -87,6 +98,7 @@ rule analyse:
             --csv {output.steps_csv} --md {output.steps_md} >{log.steps} 2>&1
         # What each framework does with the experiment's settings.
         python workflow/scripts/warm.py {input.config_diff_script} --spec {input.spec} \
+            --torch-run {input.torch_f64} --burn-run {input.burn_f64} \
             --csv {output.config_diff_csv} --md {output.config_diff_md} \
             >{log.config_diff} 2>&1
         # Burn's update rule replayed on the PyTorch side in f64, and its counterfactual.
@@ -107,6 +119,13 @@ rule analyse:
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
             --report-steps {params.report_steps} \
             --csv {output.lrs_csv} --md {output.lrs_md} >{log.lrs} 2>&1
+        # Layer by layer at the probe steps: where the difference enters, and its plot.
+        python workflow/scripts/warm.py {input.layers_table_script} \
+            --experiment {wildcards.experiment} \
+            --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
+            --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
+            --csv {output.layers_csv} --md {output.layers_md} --png {output.layers_png} \
+            >{log.layers} 2>&1
         # Gap curves against the rounding floor, and |Δloss| on a log scale.
         python workflow/scripts/warm.py {input.plots_script} --experiment {wildcards.experiment} \
             --steps {output.steps_csv} --tol {params.tol_f32} --tol-f64 {params.tol_f64} \
@@ -121,7 +140,7 @@ rule bias_correction_table:
     """Burn's f32 Adam factor against the same formula in f64, for every Adam experiment."""
     input:
         script=f"{SCRIPTS}/bias_correction.py",
-        modules=[IO_MODULE, GAPS_MODULE],
+        modules=[*IO_MODULES, GAPS_MODULE],
         runs=expand(
             "results/runs/{experiment}/burn-f32.json", experiment=adam_experiments()
         ),
@@ -141,7 +160,7 @@ rule provenance:
     """Versions, CPU and SIMD flags, threads, git commit and config hash of this run."""
     input:
         script=f"{SCRIPTS}/provenance.py",
-        io=IO_MODULE,
+        io=IO_MODULES,
         config="results/specs/report/config.json",
         runs=[f for e in EXPERIMENTS for f in run_files(e).values()],
     output:

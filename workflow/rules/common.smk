@@ -7,7 +7,7 @@ import sys
 from snakemake.io import report as mark_for_report
 
 sys.path.insert(0, f"{workflow.basedir}/workflow/scripts")
-from parity_config import HYPERPARAMETERS
+from parity_config import DEFAULT_MODEL, HYPERPARAMETERS, MODELS
 from stale_lock import clear_stale_locks
 from sweeps import expand_all
 from stale_report import remove_stale_report
@@ -33,18 +33,26 @@ FRAMEWORKS = ["torch", "burn"]
 DTYPES = ["f32", "f64"]
 SCRIPTS = "workflow/scripts"
 # Modules imported by the scripts: inputs of every rule whose script imports them.
-IO_MODULE = f"{SCRIPTS}/parity_io.py"
-# parity_config.py takes the dataset size and shapes from make_data.py and its key
-# suggestions from suggest.py: all three are inputs.
+# parity_io.py takes each model's names and shapes from model_specs.py (no PyTorch).
+IO_MODULES = [f"{SCRIPTS}/parity_io.py", f"{SCRIPTS}/model_specs.py"]
+# parity_config.py takes the models' shapes from model_specs.py and its key suggestions
+# from suggest.py.
 CONFIG_MODULES = [
     f"{SCRIPTS}/parity_config.py",
-    f"{SCRIPTS}/make_data.py",
+    f"{SCRIPTS}/model_specs.py",
     f"{SCRIPTS}/suggest.py",
 ]
 GAPS_MODULE = f"{SCRIPTS}/gaps.py"
 VERDICT_MODULE = f"{SCRIPTS}/verdict.py"
 PROVENANCE_MODULE = f"{SCRIPTS}/provenance.py"
 TORCH_TRAINER = f"{SCRIPTS}/train_torch.py"
+# The PyTorch side of every model (models.py and one module per model), for the trainer
+# and the replay.
+MODEL_MODULES = [
+    f"{SCRIPTS}/models.py",
+    f"{SCRIPTS}/model_cnn1d.py",
+    f"{SCRIPTS}/model_cnn_bn.py",
+]
 REPORT_SCRIPT = f"{SCRIPTS}/report.py"
 # Rules run their Python scripts as `python workflow/scripts/warm.py script args`, which
 # does what `python script args` does in a process forked from a warm interpreter that has
@@ -73,6 +81,7 @@ wildcard_constraints:
     experiment="[A-Za-z][A-Za-z0-9_]*",
     dtype="f32|f64",
     sweep="[A-Za-z][A-Za-z0-9_]*",
+    model="|".join(MODELS),
 
 
 def settings(experiment):
@@ -98,6 +107,16 @@ def trainer_spec(experiment):
         "threads": config["threads"],
         "experiments": {experiment: exp},
     }
+
+
+def dataset(experiment):
+    """The dataset file of the experiment's model: its inputs and initial weights."""
+    return f"results/data/{settings(experiment).get('model', DEFAULT_MODEL)}.bin"
+
+
+def datasets():
+    """The dataset file of every model the experiments train."""
+    return sorted({dataset(e) for e in EXPERIMENTS})
 
 
 def tolerance(experiment, dtype):
@@ -142,6 +161,9 @@ def report_inputs(wildcards):
         "results/tables/probe_{experiment}.md",
         "results/tables/lrs_{experiment}.csv",
         "results/tables/lrs_{experiment}.md",
+        "results/tables/layers_{experiment}.csv",
+        "results/tables/layers_{experiment}.md",
+        "results/plots/layers_{experiment}.png",
         "results/plots/gaps_{experiment}.png",
         "results/plots/losses_{experiment}.png",
     ]
@@ -173,6 +195,7 @@ TABLE_PAGES = {
     "counterfactual": "replay",
     "probe": "probe",
     "lrs": "lrs",
+    "layers": "layers",
 }
 
 
@@ -215,7 +238,7 @@ BIAS_PAGE = ("results/tables/bias_correction.csv", "results/html/bias_correction
 
 def report_sources():
     """Every file the report and its HTML pages are built from (see stale_report.py)."""
-    files = ["results/data/dataset.bin", "results/report.md"]
+    files = [*datasets(), "results/report.md"]
     for value in report_inputs(None).values():
         files += [value] if isinstance(value, str) else value
     return files + [BIAS_PAGE[0]]

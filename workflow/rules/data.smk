@@ -1,14 +1,16 @@
 rule make_data:
-    """The shared dataset file: inputs and initial weights, rounded to f32 once."""
+    """One model's dataset file, shared by both trainers: inputs and initial weights
+    (parameters and buffers), rounded to f32 once."""
     input:
         script=f"{SCRIPTS}/make_data.py",
-        io=IO_MODULE,
+        io=IO_MODULES,
     output:
-        "results/data/dataset.bin",
+        "results/data/{model}.bin",
     log:
-        "results/logs/make_data.log",
+        "results/logs/make_data/{model}.log",
     shell:
-        "python workflow/scripts/warm.py {input.script} --out {output} > {log} 2>&1"
+        "python workflow/scripts/warm.py {input.script} --model {wildcards.model}"
+        " --out {output} > {log} 2>&1"
 
 
 rule experiment_spec:

@@ -3,8 +3,8 @@ rule report:
     input:
         unpack(report_inputs),
         script=f"{SCRIPTS}/report.py",
-        modules=[IO_MODULE, GAPS_MODULE, VERDICT_MODULE],
-        data="results/data/dataset.bin",
+        modules=[*IO_MODULES, GAPS_MODULE, VERDICT_MODULE],
+        data=datasets(),
     output:
         report(
             "results/report.md",
@@ -48,7 +48,7 @@ rule html_report:
     bias-correction table's page (each experiment's pages come from its analyse job)."""
     input:
         script=f"{SCRIPTS}/render_html.py",
-        io=IO_MODULE,
+        io=IO_MODULES,
         report="results/report.md",
         bias=BIAS_PAGE[0],
     output:

@@ -7,9 +7,9 @@ rule train_torch:
     """PyTorch runs of one experiment, f32 and f64."""
     input:
         script=TORCH_TRAINER,
-        modules=[IO_MODULE, *CONFIG_MODULES, PROVENANCE_MODULE],
+        modules=[*IO_MODULES, *CONFIG_MODULES, *MODEL_MODULES, PROVENANCE_MODULE],
         spec="results/specs/{experiment}.json",
-        data="results/data/dataset.bin",
+        data=lambda w: dataset(w.experiment),
     output:
         expand("results/runs/{{experiment}}/torch-{dtype}.json", dtype=DTYPES),
     log:
@@ -27,7 +27,7 @@ rule train_burn:
     input:
         binary="results/bin/parity-train",
         spec="results/specs/{experiment}.json",
-        data="results/data/dataset.bin",
+        data=lambda w: dataset(w.experiment),
     output:
         expand("results/runs/{{experiment}}/burn-{dtype}.json", dtype=DTYPES),
     log:

@@ -6,8 +6,10 @@
 Prints one line per compared key (`sgd.losses  n=100  max|diff|=1.79e-07`), then
 `worst=… tol=… OK|MISMATCH`. Compares the seed's fields (losses, final loss and correct
 count, final params) of every experiment the first file holds, so the seed's own
-pt.json/burn.json work unchanged. A non-finite value on either side is never a match:
-its difference is NaN and the verdict is MISMATCH.
+pt.json/burn.json work unchanged; and the final buffers (running statistics,
+`cnn_bn_sgd.buffers.bn.running_var`) of a model that has any (no line for cnn1d). A
+non-finite value on either side is never a match: its difference is NaN and the verdict is
+MISMATCH.
 
 Values are numbers or nested lists of numbers of any depth, flattened in row-major order:
 the seed writes `p.tolist()` (conv.weight as [4][1][5]), the pipeline flat lists ([20]),
@@ -80,17 +82,19 @@ def as_object(value: Any, where: str) -> dict:
 
 
 def compared_keys(block: Any, where: str) -> list[tuple[str, Any]]:
-    """The seed's keys of one experiment block, in the seed's order.
+    """The seed's keys of one experiment block, in the seed's order, then its buffers.
 
-    ``where`` is ``file: experiment``; raises FormatError when the block, its ``final``
-    or its ``params`` is not an object.
+    ``where`` is ``file: experiment``; raises FormatError when the block, its ``final``,
+    its ``params`` or its ``buffers`` is not an object.
     """
     block = as_object(block, where)
     final = as_object(block.get("final", {}), f"{where}.final")
     params = as_object(block.get("params", {}), f"{where}.params")
+    buffers = as_object(block.get("buffers", {}), f"{where}.buffers")
     keys = [("losses", block.get("losses"))]
     keys += [("final.loss", final.get("loss")), ("final.correct", final.get("correct"))]
     keys += [(f"params.{name}", v) for name, v in params.items()]
+    keys += [(f"buffers.{name}", v) for name, v in buffers.items()]
     return keys
 
 

@@ -1,12 +1,17 @@
 """What each framework will actually do for one experiment, before anything runs.
 
     python workflow/scripts/config_diff.py --spec results/specs/adam.json \\
-        --csv results/tables/config_diff_adam.csv --md results/tables/config_diff_adam.md
+        --csv results/tables/config_diff_adam.csv --md results/tables/config_diff_adam.md \\
+        [--torch-run results/runs/adam/torch-f64.json --burn-run results/runs/adam/burn-f64.json]
 
 From the experiment's settings and what is known of the two frameworks (parity_config's
 FRAMEWORK_DEFAULTS and the facts below, read from burn-optim 0.22.1 and PyTorch 2.15), one
 row per hyperparameter or numeric detail, then the learning-rate schedule and the gradient
-clipping when the experiment has them, then the backend running the tensors, with a status:
+clipping when the experiment has them, then the model's layer hyperparameters (BatchNorm's
+momentum and epsilon, LayerNorm's epsilon, GELU's form, the estimator of BatchNorm's running
+variance) as each framework's run file records them (`meta.layer_hyperparameters`, read back
+from the module; none for the seed's cnn1d), then the backend running the tensors, with a
+status:
 
   same         both frameworks use the same value
   f32 storage  Burn holds the f32 rounding of PyTorch's value
@@ -43,7 +48,7 @@ from parity_config import (  # noqa: E402
     load_config,
     requested_hyperparameters,
 )
-from parity_io import write_text_atomic  # noqa: E402
+from parity_io import FormatError, experiment_block, write_text_atomic  # noqa: E402
 
 COLUMNS = ["hyperparameter", "torch", "burn", "status", "note"]
 # Hyperparameters Burn 0.22.1 keeps as f32, whichever optimizer has them; its lr, SGD
@@ -223,8 +228,69 @@ def backend_rows(spec: dict) -> list[dict]:
                  BACKEND_NOTES[backend])]  # fmt: skip
 
 
-def diff_rows(spec: dict) -> list[dict]:
-    return hyperparameter_rows(spec) + schedule_rows(spec) + clip_rows(spec) + backend_rows(spec)
+# Notes on the layer hyperparameters (PyTorch's torch.nn BatchNorm1d, LayerNorm, GELU docs;
+# burn-nn 0.22.1 src/modules/norm/batch.rs, layer.rs, src/activation/gelu.rs).
+LAYER_NOTES = {
+    "bn.momentum": "running stat ← (1 − momentum)·running stat + momentum·batch stat, in both",
+    "bn.running_var_estimator": (
+        "the batch variance the running variance is updated with: over n − 1 (unbiased) or"
+        " n (biased) samples; training uses the batch statistics, evaluation the running ones"
+    ),
+}
+
+
+def layer_rows(torch_layers: dict, burn_layers: dict) -> list[dict]:
+    """One row per layer hyperparameter either run records, PyTorch's order first.
+
+    Numbers compare as value_row does (Burn holding the f32 rounding of PyTorch's value is
+    `f32 storage`); anything else is `same` or `differs`; a value one framework does not
+    record differs.
+    """
+    rows = []
+    for name in dict.fromkeys([*torch_layers, *burn_layers]):
+        t, b = torch_layers.get(name), burn_layers.get(name)
+        notes = [LAYER_NOTES[name]] if name in LAYER_NOTES else []
+        missing = [fw for fw, v in (("torch", t), ("burn", b)) if v is None]
+        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (t, b))
+        if missing:
+            status = "differs"
+            notes.insert(0, " and ".join(missing) + " records no value")
+        elif t == b:
+            status = "same"
+        elif numbers and b == f32(t):
+            status = "f32 storage"
+        else:
+            status = "differs"
+        shown = ["—" if v is None else show(v) if not isinstance(v, str) else v for v in (t, b)]
+        rows.append(fact(name, *shown, status, "; ".join(notes)))
+    return rows
+
+
+def diff_rows(spec: dict, layers: tuple[dict, dict] = ({}, {})) -> list[dict]:
+    """Every row; layers: the layer hyperparameters PyTorch's and Burn's runs recorded."""
+    return (
+        hyperparameter_rows(spec)
+        + schedule_rows(spec)
+        + clip_rows(spec)
+        + layer_rows(*layers)
+        + backend_rows(spec)
+    )
+
+
+def recorded_layers(paths: tuple[Path, Path], model: str) -> tuple[dict, dict]:
+    """The layer hyperparameters of PyTorch's and Burn's run (FormatError naming a file)."""
+    found = []
+    for path in paths:
+        meta = experiment_block(path)["meta"]
+        if meta.get("model", "cnn1d") != model:
+            raise FormatError(
+                f"{path}: a run of model {meta.get('model', 'cnn1d')}, the spec's is {model}"
+            )
+        layers = meta.get("layer_hyperparameters") or {}
+        if not isinstance(layers, dict):
+            raise FormatError(f"{path}: meta.layer_hyperparameters must be an object")
+        found.append(layers)
+    return found[0], found[1]
 
 
 def render_md(frame: pd.DataFrame, experiment: str) -> str:
@@ -237,16 +303,28 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", required=True, type=Path, help="an experiment's spec or config")
     parser.add_argument("--experiment", help="experiment name (default: the spec's only one)")
+    parser.add_argument("--torch-run", type=Path, help="a PyTorch run file (its layer values)")
+    parser.add_argument("--burn-run", type=Path, help="a Burn run file of the same experiment")
     parser.add_argument("--csv", required=True, type=Path)
     parser.add_argument("--md", required=True, type=Path)
     args = parser.parse_args(argv)
+    if (args.torch_run is None) != (args.burn_run is None):
+        parser.error("--torch-run and --burn-run go together")
     try:
         config = load_config(args.spec)
         name = args.experiment or next(iter(config.get("experiments") or {}), "")
         spec = experiment_spec(config, name)
-    except ConfigError as exc:
+        model = spec.get("model", "cnn1d")
+        layers = ({}, {})
+        if args.torch_run:
+            layers = recorded_layers((args.torch_run, args.burn_run), model)
+        elif model != "cnn1d":
+            raise ConfigError(
+                f"{name}: model {model} has layer hyperparameters: pass --torch-run and --burn-run"
+            )
+    except (ConfigError, FormatError) as exc:
         sys.exit(f"config_diff: {exc}")
-    frame = pd.DataFrame(diff_rows(spec), columns=COLUMNS)
+    frame = pd.DataFrame(diff_rows(spec, layers), columns=COLUMNS)
     write_text_atomic(args.csv, frame.to_csv(index=False))
     write_text_atomic(args.md, render_md(frame, name))
     differs = frame[frame["status"] == "differs"]["hyperparameter"].tolist()

@@ -1,7 +1,13 @@
 """Per-step parameter gaps between runs: the numbers every table and verdict starts from.
 
-A gap is max |a − b| over all parameters after a step. Non-finite values propagate: a
-NaN anywhere makes that step's gap NaN (a diverged run never looks like a match).
+A gap is max |a − b| over all parameters and buffers after a step. Non-finite values
+propagate: a NaN anywhere makes that step's gap NaN (a diverged run never looks like a match).
+
+The columns of a run's parameter matrix are its model's state: the parameters, then the
+buffers (running statistics), each flattened in PyTorch's layout, in the model's order
+(model_specs.py; the model is the run's `meta.model`, absent: cnn1d). Gradients exist for
+parameters only, so a gradient matrix has the parameter columns alone (the same first
+columns).
 """
 
 from __future__ import annotations
@@ -10,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from parity_io import PARAM_NAMES, FormatError, experiment_block, read_dataset
+from model_specs import model_of
+from parity_io import FormatError, experiment_block, read_dataset
 
 RUNS = ("torch_f32", "burn_f32", "torch_f64", "burn_f64")
 
@@ -32,27 +39,46 @@ def report_steps_of(steps, report_steps: list[int]):
 
 
 def param_matrix(block: dict, kind: str = "params") -> np.ndarray:
-    """The trajectory as a [steps, n_params] array, parameters in PARAM_NAMES order."""
-    series = block["trajectory"][kind]
-    return np.concatenate([np.asarray(series[name], dtype=np.float64) for name in PARAM_NAMES], 1)
+    """The trajectory as a [steps, columns] array in the model's order.
+
+    kind "params": the parameters, then the buffers (trajectory.params, trajectory.buffers);
+    kind "grads": the parameters' gradients alone.
+    """
+    model = model_of(block)
+    trajectory = block["trajectory"]
+    series = [trajectory[kind][name] for name in model.param_names]
+    if kind == "params":
+        series += [trajectory["buffers"][name] for name in model.buffer_names]
+    return np.concatenate([np.asarray(s, dtype=np.float64) for s in series], 1)
+
+
+def buffer_columns(block: dict) -> slice:
+    """The columns of param_matrix(block) that are buffers (empty for cnn1d); the ones
+    before them are the parameters."""
+    model = model_of(block)
+    shapes = model.shapes()
+    start = sum(int(np.prod(shapes[name])) for name in model.param_names)
+    return slice(start, start + sum(int(np.prod(shapes[name])) for name in model.buffer_names))
 
 
 def flat_names(shapes: dict[str, list[int]]) -> list[str]:
     """Names of the columns of param_matrix by PyTorch index, e.g. 'fc.weight[1,19]'.
 
-    shapes: each parameter's PyTorch shape (the dataset file holds them).
+    shapes: each parameter's and buffer's PyTorch shape, in the model's order (params,
+    then buffers), as dataset_shapes returns them.
     """
     return [
         f"{name}[{','.join(str(int(i)) for i in index)}]"
-        for name in PARAM_NAMES
-        for index in np.ndindex(*shapes[name])
+        for name, shape in shapes.items()
+        for index in np.ndindex(*shape)
     ]
 
 
 def dataset_shapes(path: str | Path) -> dict[str, list[int]]:
-    """Each parameter's PyTorch shape, read from the dataset file."""
+    """Each parameter's and buffer's PyTorch shape, read from the dataset file: every array
+    but x and y, in the file's order (make_data.py writes the model's)."""
     arrays, _ = read_dataset(path)
-    return {name: arrays[name][0] for name in PARAM_NAMES}
+    return {name: shape for name, (shape, _) in arrays.items() if name not in ("x", "y")}
 
 
 def step_gaps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -69,6 +95,11 @@ def load_runs(paths: dict[str, str | Path]) -> dict[str, dict]:
     first_key = next(iter(blocks))
     first = blocks[first_key]
     for key, block in blocks.items():
+        if model_of(block).name != model_of(first).name:
+            raise FormatError(
+                f"{paths[key]}: model {model_of(block).name}, but {paths[first_key]} trained"
+                f" {model_of(first).name}"
+            )
         if block["meta"]["input_sha256"] != first["meta"]["input_sha256"]:
             raise FormatError(
                 f"{paths[key]}: input checksum {block['meta']['input_sha256'][:12]}… differs from"

@@ -1,10 +1,13 @@
-"""Write the shared dataset file: the seed's inputs and initial weights, rounded to f32 once.
+"""Write one model's dataset file: the seed's inputs and the model's initial weights, in f32.
 
-Every value is computed in f64 (Python floats) with the seed's formulas and rounded to
-f32 exactly once, when it is packed. Both trainers read this one file, so neither can
-regenerate the data or the weights slightly differently.
+Every value is computed in f64 (Python floats) with the seed's formulas (model_specs.py for
+the weights) and rounded to f32 exactly once, when it is packed. Both trainers read this one
+file, so neither can regenerate the data or the weights slightly differently.
 
-    python workflow/scripts/make_data.py --out results/data/dataset.bin
+    python workflow/scripts/make_data.py --model cnn_bn --out results/data/cnn_bn.bin
+
+Arrays: x, y, then every parameter and buffer of the model in its order (PyTorch names and
+layouts). For cnn1d (the default) the file is byte for byte the seed pipeline's dataset.bin.
 """
 
 from __future__ import annotations
@@ -16,11 +19,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from model_specs import CLASSES, CNN1D, DEFAULT_MODEL, LENGTH, SPECS, N, spec  # noqa: E402
 from parity_io import DTYPE_F32, DTYPE_I64, encode_dataset, write_atomic  # noqa: E402
-
-# The seed's problem size: 96 sequences of length 16 in 3 classes; Conv1d(1→4, k=5).
-N, LENGTH, CLASSES, CHANNELS, KERNEL = 96, 16, 3, 4, 5
-FLAT = CHANNELS * (LENGTH - KERNEL + 1)  # 4 × 12 = 48
 
 
 def inputs() -> tuple[list[float], list[int]]:
@@ -37,31 +37,25 @@ def inputs() -> tuple[list[float], list[int]]:
 
 
 def initial_weights() -> dict[str, tuple[list[int], list[float]]]:
-    """The seed's deterministic init, in PyTorch's names and layouts ([out, in, k], [out, in])."""
-    return {
-        "conv.weight": (
-            [CHANNELS, 1, KERNEL],
-            [0.4 * math.sin(i + 1) for i in range(CHANNELS * KERNEL)],
-        ),
-        "conv.bias": ([CHANNELS], [0.02 * o - 0.03 for o in range(CHANNELS)]),
-        "fc.weight": ([CLASSES, FLAT], [0.15 * math.cos(i + 1) for i in range(CLASSES * FLAT)]),
-        "fc.bias": ([CLASSES], [0.0] * CLASSES),
-    }
+    """cnn1d's initial parameters (the seed's), in PyTorch's names and layouts."""
+    return CNN1D.initial_arrays()
 
 
-def dataset_bytes() -> bytes:
+def dataset_bytes(model: str = DEFAULT_MODEL) -> bytes:
+    """The dataset file of ``model``: x, y, then its parameters and buffers."""
     xs, ys = inputs()
     arrays = {"x": ([N, 1, LENGTH], DTYPE_F32, xs), "y": ([N], DTYPE_I64, ys)}
-    for name, (shape, values) in initial_weights().items():
+    for name, (shape, values) in spec(model).initial_arrays().items():
         arrays[name] = (shape, DTYPE_F32, values)
     return encode_dataset(arrays)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=DEFAULT_MODEL, choices=list(SPECS))
     parser.add_argument("--out", required=True, type=Path, help="dataset file to write")
     args = parser.parse_args(argv)
-    blob = dataset_bytes()
+    blob = dataset_bytes(args.model)
     write_atomic(args.out, blob)
     print(f"wrote {args.out}: {len(blob)} bytes, sha256 {hashlib.sha256(blob).hexdigest()}")
 

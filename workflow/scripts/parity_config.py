@@ -31,8 +31,8 @@ from typing import Any
 
 import yaml
 
-from make_data import N as DATASET_SIZE
-from make_data import initial_weights
+from model_specs import DEFAULT_MODEL, SPECS
+from model_specs import N as DATASET_SIZE
 from suggest import closest_key
 
 FRAMEWORKS = ("torch", "burn")
@@ -120,8 +120,18 @@ BURN_BACKENDS = {"flex": "Flex", "ndarray": "NdArray"}
 DEFAULT_BURN_BACKEND = "flex"
 
 
-# The shape of every model parameter, from the dataset's initial weights.
-PARAMETER_SHAPES = {name: shape for name, (shape, _) in initial_weights().items()}
+# The models both sides define (model_specs.py, rust/src/models/); absent means the seed's
+# cnn1d. The layer record is taken at step 1 and at any further `probe_steps`.
+MODELS = tuple(SPECS)
+DEFAULT_PROBE_STEPS = [1]
+
+# The shape of every parameter of the seed's model, from its initial weights.
+PARAMETER_SHAPES = SPECS[DEFAULT_MODEL].param_shapes()
+
+
+def parameter_shapes(model: str) -> dict[str, list[int]]:
+    """The shape of each parameter of ``model``, by PyTorch name."""
+    return SPECS[model].param_shapes()
 
 
 class ConfigError(ValueError):
@@ -168,15 +178,17 @@ def run_problems(config: dict[str, Any]) -> list[Problem]:
     return []
 
 
-def probe_problem(text: str) -> str | None:
-    """What is wrong with a probe such as 'fc.weight[1,19]' (or its flat form 'fc.weight[67]')."""
+def probe_problem(text: str, model: str = DEFAULT_MODEL) -> str | None:
+    """What is wrong with a probe such as 'fc.weight[1,19]' (or its flat form 'fc.weight[67]')
+    as a parameter of ``model``."""
     match = re.fullmatch(r"([\w.]+)\[(\d+(?:, ?\d+)*)\]", text)
     if not match:
         return f"{text!r} is not a parameter index like 'fc.weight[1,19]'"
     name = match.group(1)
-    if name not in PARAMETER_SHAPES:
-        return f"{text!r} names no parameter (known: {', '.join(PARAMETER_SHAPES)})"
-    shape = PARAMETER_SHAPES[name]
+    shapes = parameter_shapes(model)
+    if name not in shapes:
+        return f"{text!r} names no parameter of {model} (known: {', '.join(shapes)})"
+    shape = shapes[name]
     index = [int(i) for i in match.group(2).split(",")]
     shown = f"{name} has shape [{', '.join(map(str, shape))}]"
     if len(index) == 1:  # a flat index, as probe.py takes it
@@ -426,8 +438,33 @@ def backend_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
     return [Problem((*at, "burn_backend"), message)]
 
 
-def experiment_problems(name: str, exp: Any) -> list[Problem]:
-    """What the schema cannot see in one experiment and a trainer would crash on."""
+def model_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
+    """A model no side defines (absent means cnn1d)."""
+    if "model" not in exp or exp["model"] in MODELS:
+        return []
+    value, known = exp["model"], list(MODELS)
+    close = _suggest(value, known)
+    hint = f"; did you mean {close!r}?" if close else ""
+    return [
+        Problem((*at, "model"), f"unknown model {_show(value)} (known: {', '.join(known)}){hint}")
+    ]
+
+
+def probe_steps_problems(at: tuple, exp: dict[str, Any], steps: Any) -> list[Problem]:
+    """Probe steps after the last step would record nothing: refused."""
+    probe_steps = exp.get("probe_steps")
+    if not isinstance(probe_steps, list) or not _integer(steps):
+        return []
+    late = [s for s in probe_steps if _integer(s) and s > steps]
+    if not late:
+        return []
+    message = f"step {late[0]} is after the last step ({steps})"
+    return [Problem((*at, "probe_steps", probe_steps.index(late[0])), message)]
+
+
+def experiment_problems(name: str, exp: Any, steps: Any = None) -> list[Problem]:
+    """What the schema cannot see in one experiment and a trainer would crash on (``steps``:
+    the config's, for checks against it)."""
     if not isinstance(exp, dict):
         return []
     at = ("experiments", name)
@@ -442,8 +479,11 @@ def experiment_problems(name: str, exp: Any) -> list[Problem]:
     problems += schedule_problems(at, exp)
     problems += clip_problems(at, exp)
     problems += backend_problems(at, exp)
+    problems += model_problems(at, exp)
+    problems += probe_steps_problems(at, exp, steps)
     probe = exp.get("probe")
-    if isinstance(probe, str) and (message := probe_problem(probe)):
+    model = exp.get("model", DEFAULT_MODEL)
+    if isinstance(probe, str) and model in MODELS and (message := probe_problem(probe, model)):
         problems.append(Problem((*at, "probe"), message))
     return problems
 
@@ -455,7 +495,7 @@ def semantic_problems(config: dict[str, Any]) -> list[Problem]:
     experiments = config.get("experiments")
     if isinstance(experiments, dict):
         for name, exp in experiments.items():
-            problems += experiment_problems(name, exp)
+            problems += experiment_problems(name, exp, config.get("steps"))
     return problems
 
 
@@ -472,6 +512,11 @@ def load_config(path: str | Path) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return config
+
+
+def probe_steps_of(exp: dict[str, Any]) -> list[int]:
+    """The steps of the layer record: the experiment's, with step 1, sorted."""
+    return sorted({1, *exp.get("probe_steps", DEFAULT_PROBE_STEPS)})
 
 
 def filled_schedule(exp: dict[str, Any]) -> dict[str, Any]:
@@ -521,7 +566,7 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
     for key in ("steps", "batch_size"):
         if not isinstance(config.get(key), int) or config[key] <= 0:
             raise ConfigError(f"{key}: must be a positive integer, got {config.get(key)!r}")
-    problems = run_problems(config) + experiment_problems(name, exp)
+    problems = run_problems(config) + experiment_problems(name, exp, config["steps"])
     if problems:
         raise ConfigError(str(problems[0]))
     return {
@@ -532,6 +577,8 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
         "schedule": filled_schedule(exp),
         "clip_grad": dict(exp["clip_grad"]) if exp.get("clip_grad") is not None else None,
         "burn_backend": exp.get("burn_backend", DEFAULT_BURN_BACKEND),
+        "model": exp.get("model", DEFAULT_MODEL),
+        "probe_steps": probe_steps_of(exp),
         "steps": config["steps"],
         "batch_size": config["batch_size"],
         "threads": config.get("threads", 1),

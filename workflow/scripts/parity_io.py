@@ -3,8 +3,8 @@
 Imported by every script in this folder and by the tests. Rules that run a script list
 this module as an input too, so that editing a format reruns everything that reads it.
 
-Dataset file (written by make_data.py, read by both trainers)
--------------------------------------------------------------
+Dataset file (written by make_data.py, read by both trainers; one per model)
+-----------------------------------------------------------------------------
 Little-endian binary, so that both languages read exactly the same bits::
 
     magic   b"PARITYDS"                      8 bytes
@@ -15,6 +15,9 @@ Little-endian binary, so that both languages read exactly the same bits::
         dtype    u8   (1 = f32, 2 = i64)
         ndim     u8,  dims u32 × ndim
         payload  prod(dims) elements
+
+Arrays: x (f32), y (i64), then the model's parameters and buffers in its order (f32, PyTorch
+names and layouts; model_specs.py). Only x and y are checked here; each model checks its own.
 
 Run files (results/runs/{experiment}/{framework}-{dtype}.json)
 ---------------------------------------------------------------
@@ -36,15 +39,21 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+# model_specs is torch-free (names, shapes, formulas): importing it keeps this module light.
+from model_specs import CNN1D, ModelError, model_of
+
 MAGIC = b"PARITYDS"
 VERSION = 1
 DTYPE_F32 = 1
 DTYPE_I64 = 2
 _ELEMENT = {DTYPE_F32: ("f", 4), DTYPE_I64: ("q", 8)}
 
-# The arrays a dataset file must hold, in this order.
-DATASET_ARRAYS = ("x", "y", "conv.weight", "conv.bias", "fc.weight", "fc.bias")
-PARAM_NAMES = ("conv.weight", "conv.bias", "fc.weight", "fc.bias")
+# The arrays every dataset file holds, first; a model's parameters and buffers follow, and
+# each model checks its own (model_specs.py, models.py).
+DATASET_ARRAYS = ("x", "y")
+# The default model's (cnn1d's) parameters, for callers that know they read a cnn1d run; a
+# run's own names are model_specs.model_of(block).param_names.
+PARAM_NAMES = CNN1D.param_names
 
 NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
@@ -233,7 +242,11 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def experiment_block(path: str | os.PathLike, experiment: str | None = None) -> dict[str, Any]:
-    """The one experiment block of a pipeline run file, checked for the fields analyses use."""
+    """The one experiment block of a pipeline run file, checked for the fields analyses use.
+
+    The trajectory must hold one entry per step for every parameter (params and grads) and
+    every buffer (buffers) of the block's model (`meta.model`, absent: cnn1d).
+    """
     data = read_run(path)
     if experiment is None:
         if len(data) != 1:
@@ -245,9 +258,14 @@ def experiment_block(path: str | os.PathLike, experiment: str | None = None) -> 
     for key in ("losses", "final", "params", "trajectory", "meta"):
         if key not in block:
             raise FormatError(f"{path}: experiment {experiment!r} has no {key!r} field")
+    try:
+        model = model_of(block)
+    except ModelError as exc:
+        raise FormatError(f"{path}: experiment {experiment!r}: {exc}") from None
     steps = len(block["losses"])
-    for kind in ("params", "grads"):
-        for name in PARAM_NAMES:
+    params, buffers = model.param_names, model.buffer_names
+    for kind, names in (("params", params), ("grads", params), ("buffers", buffers)):
+        for name in names:
             series = block["trajectory"].get(kind, {}).get(name)
             if series is None or len(series) != steps:
                 raise FormatError(

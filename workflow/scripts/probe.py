@@ -7,6 +7,7 @@
 Without --parameter, the probe takes the parameter whose f32 gradient (PyTorch's) has the
 largest relative error against its f64 gradient at step 1. Those are tiny gradients born of
 cancellation: a sum of terms of both signs that nearly cancel keeps few correct f32 digits.
+Any model: the parameters are the runs' model's (a buffer has no gradient: refused).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from gaps import add_run_arguments, flat_names, load_runs, param_matrix, run_paths  # noqa: E402
-from parity_io import PARAM_NAMES, FormatError, read_dataset, write_text_atomic  # noqa: E402
+from model_specs import ModelSpec, model_of  # noqa: E402
+from parity_io import FormatError, read_dataset, write_text_atomic  # noqa: E402
 
 # update = parameter after step 1 − initial value; update_diff = |update − the same
 # framework's f64 update|; grad_rel_err = |grad − the same framework's f64 grad| / |f64 grad|.
@@ -99,6 +101,21 @@ def render_md(frame: pd.DataFrame, experiment: str) -> str:
     return f"{title}\n\n{table}\n"
 
 
+def model_arrays(
+    model: ModelSpec, arrays: dict
+) -> tuple[dict[str, list[int]], dict[str, list[int]], np.ndarray]:
+    """The shapes of the model's parameters, of its parameters and buffers (the columns of
+    param_matrix), and their initial values as one vector, from the dataset's arrays."""
+    missing = [name for name in model.state_names if name not in arrays]
+    if missing:
+        raise FormatError(f"the dataset has no array {missing[0]!r} (model {model.name})")
+    shapes = {name: arrays[name][0] for name in model.state_names}
+    initial = np.concatenate(
+        [np.asarray(arrays[name][1], dtype=np.float64) for name in model.state_names]
+    )
+    return {name: shapes[name] for name in model.param_names}, shapes, initial
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", required=True)
@@ -111,10 +128,12 @@ def main(argv: list[str] | None = None) -> None:
     try:
         blocks = load_runs(run_paths(args))
         arrays, _ = read_dataset(args.data)
-        shapes = {name: arrays[name][0] for name in PARAM_NAMES}
-        initial = np.concatenate([np.asarray(arrays[n][1], dtype=np.float64) for n in PARAM_NAMES])
+        model = model_of(blocks["torch_f64"])
+        params, shapes, initial = model_arrays(model, arrays)
+        if args.parameter and args.parameter.split("[")[0].strip() in model.buffer_names:
+            raise ValueError(f"probe parameter {args.parameter!r} is a buffer: it has no gradient")
         if args.parameter:
-            name, flat = parse_parameter(args.parameter, shapes)
+            name, flat = parse_parameter(args.parameter, params)
             column = flat_names(shapes).index(pretty(name, flat, shapes))
         else:
             g32 = param_matrix(blocks["torch_f32"], "grads")[0]

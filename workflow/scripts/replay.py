@@ -1,13 +1,16 @@
 """Replay Burn's optimizer arithmetic on the PyTorch side, in f64, to explain the f64 gap.
 
-    python workflow/scripts/replay.py --experiment adam --data results/data/dataset.bin \\
+    python workflow/scripts/replay.py --experiment adam --data results/data/cnn1d.bin \\
         --torch-f64 results/runs/adam/torch-f64.json --burn-f64 results/runs/adam/burn-f64.json \\
         --replay-csv … --replay-md … --counterfactual-csv … --counterfactual-md …
 
-The model, data and gradients are PyTorch's (f64); only the update rule is Burn 0.22's
-(`burn-optim` sgd.rs, momentum.rs, adam.rs, adamw.rs, adagrad.rs, rmsprop.rs, decay.rs,
-grad_clipping/base.rs), written out below. Each step: gradients by PyTorch's autograd, then
-clipping (if the experiment clips), then the update with that step's learning rate. Variants:
+The model (the runs' `meta.model`, from the registry models.py), data and gradients are
+PyTorch's (f64), in train mode; only the update rule is Burn 0.22's (`burn-optim` sgd.rs,
+momentum.rs, adam.rs, adamw.rs, adagrad.rs, rmsprop.rs, decay.rs, grad_clipping/base.rs),
+written out below, and, where a variant says so, Burn's update of the running statistics.
+Each step: gradients by PyTorch's autograd, then clipping (if the experiment clips), then the
+update with that step's learning rate. The state compared after each step is the parameters,
+then the buffers (running statistics, for a model that has them). Variants:
 
 replay          Burn's rule with the hyperparameters as Burn held them (f32 values widened),
                 `1 − β` (Adam, AdamW) and `1 − α` (RMSProp) computed in f32 as Burn does, the
@@ -15,7 +18,8 @@ replay          Burn's rule with the hyperparameters as Burn held them (f32 valu
                 corrections in `burn_scalars`), Burn's recorded lrs, and Burn's clipping: each
                 parameter tensor on its own, by Burn's formula (norm: coefficient
                 t·recip(‖g‖ + smallest positive normal f64), clamped to 1; value: clamp to
-                [−t, t]) with its f32-held threshold t. Compared with Burn's f64 run: if it
+                [−t, t]) with its f32-held threshold t; and Burn's running statistics (see
+                below) with Burn's held momentum. Compared with Burn's f64 run: if it
                 matches to ~1e-16, Burn's update is fully understood.
 held_f64        Burn's rule and Burn's held values (the clipping threshold too), but every
                 scalar computed in f64, with PyTorch's lrs and PyTorch's clipping scope.
@@ -33,10 +37,24 @@ burn_clipping   (only with clipping) burn_lrs (or held_f64 without a schedule) w
                 clipping (per tensor, Burn's formula, its held threshold) instead of PyTorch's:
                 column `dparam_burn_clipping`, vs PyTorch's f64 run. It has every choice of
                 Burn's — values, lrs, clipping — and differs from the replay only in Burn's
-                f32 arithmetic.
+                f32 arithmetic (and, with running statistics, Burn's estimator).
+burn_running_stats  (only for a model with running statistics) the last of the above
+                (burn_clipping, burn_lrs or held_f64) with Burn's running-statistics update
+                instead of PyTorch's: column `dparam_burn_running_stats`, vs PyTorch's f64 run.
+                Without a schedule and clipping it is held_f64 with Burn's estimator.
 
-held_f64, burn_lrs and burn_clipping add Burn's choices one at a time to the counterfactual
-(which reproduces PyTorch): its values, then its lr sequence, then its clipping. How much
+The running statistics. The counterfactual, held_f64, burn_lrs and burn_clipping keep
+PyTorch's own update (BatchNorm1d's train-mode forward: running_var moves towards the
+batch's unbiased variance, × n/(n−1)); the replay and burn_running_stats apply Burn's instead
+(burn-nn 0.22.1 norm/batch.rs forward_train with burn-backend's batch_norm_train: the biased
+variance, mean((x − mean)²), and `running·(1 − m) + stat·m` in that order, m as Burn holds it,
+from the Burn run's `meta.layer_hyperparameters`). Either way the normalisation uses the
+batch's own statistics, so the running statistics never change a parameter during training:
+they show in the buffer columns (and in the eval-mode final loss) only.
+
+held_f64, burn_lrs, burn_clipping and burn_running_stats add Burn's choices one at a time to
+the counterfactual (which reproduces PyTorch): its values, then its lr sequence, then its
+clipping, then its running-statistics estimator. How much
 each step moves the run further from PyTorch's is that choice's measured share of the gap
 (later steps take the interactions with earlier ones); what separates the last of them from
 the replay that reproduces Burn is Burn's f32 arithmetic (the verdict's remainder). With a
@@ -85,8 +103,9 @@ from gaps import (  # noqa: E402
     run_paths,
     step_gaps,
 )
-from parity_io import PARAM_NAMES, FormatError, read_dataset, write_text_atomic  # noqa: E402
-from train_torch import build_model, inputs  # noqa: E402
+from model_specs import DEFAULT_MODEL, ModelError, model_of, spec  # noqa: E402
+from models import build, inputs, running_stat_layers, state  # noqa: E402
+from parity_io import FormatError, read_dataset, write_text_atomic  # noqa: E402
 
 # The smallest positive normal f64, which Burn adds to a tensor's norm before dividing
 # (grad_clipping/base.rs: `dtype().finfo().min_positive`, f64::MIN_POSITIVE for F64).
@@ -282,16 +301,81 @@ def torch_clipping(clip: dict | None) -> Clipping | None:
     return lambda params: torch.nn.utils.clip_grad_value_(params, clip["value"])
 
 
+# ---------------------------------------------------------------- running statistics
+
+
+def burn_running_stats(
+    x: torch.Tensor, running_mean: torch.Tensor, running_var: torch.Tensor, momentum: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Burn 0.22's running mean and variance after a train-mode batch norm of x [N, C, ...].
+
+    burn-backend ModuleOps::batch_norm_train: mean and variance per channel over the batch
+    and the positions, as `mean_dim` of the input with its first two dims swapped and
+    reshaped to [C, N·L]; the variance of (x − mean)·(x − mean), biased (÷ N·L). burn-nn
+    norm/batch.rs forward_train: `running.mul_scalar(1.0 − momentum).add(stat.mul_scalar(
+    momentum))`, 1 − m in f64.
+    """
+    channels = x.shape[1]
+    mean = x.transpose(0, 1).reshape(channels, -1).mean(1)
+    centered = x - mean.reshape(1, channels, *[1] * (x.dim() - 2))
+    variance = (centered * centered).transpose(0, 1).reshape(channels, -1).mean(1)
+    keep = 1.0 - momentum
+    return running_mean * keep + mean * momentum, running_var * keep + variance * momentum
+
+
+@dataclass
+class BurnRunningStats:
+    """Burn's running-statistics update, with Burn's held momentum of each layer by name."""
+
+    momentum: dict[str, float]
+
+    def install(self, model: torch.nn.Module) -> Callable[[], None]:
+        """Make the model's running statistics follow Burn's update: returns the function to
+        call after each step's backward, which replaces what PyTorch's forward wrote."""
+        layers = running_stat_layers(model)
+        seen: dict[str, tuple] = {}
+
+        def capture(name: str):
+            def hook(layer, args) -> None:  # before PyTorch updates the buffers
+                seen[name] = (args[0].detach(), layer.running_mean.clone(),
+                              layer.running_var.clone())  # fmt: skip
+
+            return hook
+
+        for name, layer in layers.items():
+            layer.register_forward_pre_hook(capture(name))
+
+        def update() -> None:
+            with torch.no_grad():
+                for name, layer in layers.items():
+                    x, mean, var = seen.pop(name)
+                    mean, var = burn_running_stats(x, mean, var, self.momentum[name])
+                    layer.running_mean.copy_(mean)
+                    layer.running_var.copy_(var)
+
+        return update
+
+
+def burn_running_stats_of(burn_run: dict) -> BurnRunningStats | None:
+    """Burn's running-statistics update as the Burn run held it (its layers' momentum), or
+    None for a model without running statistics."""
+    held = burn_run["meta"].get("layer_hyperparameters") or {}
+    momentum = {k.removesuffix(".momentum"): v for k, v in held.items() if k.endswith(".momentum")}
+    return BurnRunningStats(momentum) if momentum else None
+
+
 # ---------------------------------------------------------------- running a variant
 
 
 @dataclass
 class Variant:
-    """Burn's update rule with a set of values, an lr per step and a clipping (or none)."""
+    """Burn's update rule with a set of values, an lr per step and a clipping (or none);
+    Burn's running statistics, or PyTorch's own (None)."""
 
     update: BurnUpdate
     lrs: list[float]
     clip: Clipping | None = None
+    running_stats: BurnRunningStats | None = None
 
 
 def lrs_of(block: dict) -> list[float]:
@@ -301,37 +385,47 @@ def lrs_of(block: dict) -> list[float]:
 
 
 def run(
-    arrays: dict, variant: Variant, steps: int, batch: int, grads: dict | None = None
+    arrays: dict,
+    variant: Variant,
+    steps: int,
+    batch: int,
+    grads: dict | None = None,
+    model: str = DEFAULT_MODEL,
 ) -> tuple[list, np.ndarray]:
-    """Train in f64 with PyTorch's autograd and Burn's update; losses and per-step params.
+    """Train ``model`` in f64 (train mode) with PyTorch's autograd and Burn's update; the
+    losses and the state (parameters, then buffers) after each step.
 
     grads: a run's recorded `trajectory.grads` to use instead of autograd's (a check of the
     update rule alone: it takes the f64 rounding of the two frameworks' backward passes out).
     """
     x, y = inputs(arrays, torch.float64)
-    model = build_model(arrays, torch.float64)
-    params = dict(model.named_parameters())
+    module = build(model, arrays, torch.float64)
+    module.train()
+    declared = spec(model)
+    tensors = state(module)
+    params = [tensors[name] for name in declared.param_names]
+    burn_stats = variant.running_stats.install(module) if variant.running_stats else None
     variant.update.state.clear()  # each run starts from the optimizer's empty state
     batches = x.shape[0] // batch
     losses, snapshots = [], []
     for step in range(steps):
         i = (step % batches) * batch
-        loss = torch.nn.functional.cross_entropy(model(x[i : i + batch]), y[i : i + batch])
+        loss = torch.nn.functional.cross_entropy(module(x[i : i + batch]), y[i : i + batch])
         losses.append(loss.item())
-        model.zero_grad()
+        module.zero_grad()
         loss.backward()
+        if burn_stats is not None:  # after backward: autograd saved the buffers PyTorch wrote
+            burn_stats()
         with torch.no_grad():
             if grads is not None:
-                for name in PARAM_NAMES:
-                    p = params[name]
+                for name, p in zip(declared.param_names, params, strict=True):
                     p.grad = torch.tensor(grads[name][step], dtype=torch.float64).reshape(p.shape)
             if variant.clip is not None:
-                variant.clip([params[name] for name in PARAM_NAMES])
+                variant.clip(params)
             lr = variant.lrs[step]
-            for name in PARAM_NAMES:
-                p = params[name]
+            for name, p in zip(declared.param_names, params, strict=True):
                 p.copy_(variant.update.step(name, p.detach().clone(), p.grad, step + 1, lr))
-        flat = [params[n].detach().flatten().numpy() for n in PARAM_NAMES]
+        flat = [tensors[name].detach().flatten().numpy() for name in declared.state_names]
         snapshots.append(np.concatenate(flat))
     return losses, np.array(snapshots)
 
@@ -378,8 +472,10 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
     burn_lrs, torch_lrs = lrs_of(burn_run), lrs_of(torch_run)
     burn_clip, torch_clip = burn_run["meta"].get("clip_grad"), torch_run["meta"].get("clip_grad")
 
-    def burn_choices(lrs: list[float], clip: Clipping | None) -> Variant:
-        return Variant(BurnUpdate(optimizer, burn_hp, in_f64(burn_hp)), lrs, clip)
+    stats = burn_running_stats_of(burn_run)
+
+    def burn_choices(lrs: list[float], clip: Clipping | None, running=None) -> Variant:
+        return Variant(BurnUpdate(optimizer, burn_hp, in_f64(burn_hp)), lrs, clip, running)
 
     out = {
         "replay": (
@@ -387,6 +483,7 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
                 BurnUpdate(optimizer, burn_hp, recorded(burn_run), True),
                 burn_lrs,
                 burn_clipping(burn_clip),
+                stats,
             ),
             burn_run,
         ),
@@ -398,10 +495,15 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
         # Burn's values, its clipping threshold too, in PyTorch's lrs and clipping scope.
         "held_f64": (burn_choices(torch_lrs, torch_clipping(burn_clip)), torch_run),
     }  # fmt: skip
+    last = (torch_lrs, torch_clipping(burn_clip))  # the chain's last link: held_f64's
     if scheduled(torch_run, burn_run):
-        out["burn_lrs"] = (burn_choices(burn_lrs, torch_clipping(burn_clip)), torch_run)
+        last = (burn_lrs, torch_clipping(burn_clip))
+        out["burn_lrs"] = (burn_choices(*last), torch_run)
     if burn_clip:
-        out["burn_clipping"] = (burn_choices(burn_lrs, burn_clipping(burn_clip)), torch_run)
+        last = (burn_lrs, burn_clipping(burn_clip))
+        out["burn_clipping"] = (burn_choices(*last), torch_run)
+    if stats:
+        out["burn_running_stats"] = (burn_choices(*last, stats), torch_run)
     return out
 
 
@@ -424,18 +526,22 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"replay: {args.burn_f64} was trained on other inputs than {args.data}")
     torch.set_num_threads(burn_run["meta"]["threads"])
     steps, batch = len(burn_run["losses"]), burn_run["meta"]["batch_size"]
-    names = flat_names({name: arrays[name][0] for name in PARAM_NAMES})
+    model = model_of(burn_run)
     try:
         chosen = variants(torch_run, burn_run)
     except (FormatError, KeyError, IndexError) as exc:
         sys.exit(f"replay: {args.burn_f64}: cannot replay this run ({exc!r})")
-
-    frames = {}
-    for key, (variant, reference) in chosen.items():
-        frames[key] = gap_frame(*run(arrays, variant, steps, batch), reference, names)
+    try:  # the dataset's arrays are refused here unless they are the model's
+        results = {
+            key: run(arrays, v, steps, batch, model=model.name) for key, (v, _) in chosen.items()
+        }
+    except ModelError as exc:
+        sys.exit(f"replay: {exc}")
+    names = flat_names({name: arrays[name][0] for name in model.state_names})
+    frames = {key: gap_frame(*results[key], ref, names) for key, (_, ref) in chosen.items()}
     replay_frame, counter_frame = frames["replay"], frames["counterfactual"]
     # Further columns of the counterfactual table: each variant's gap to PyTorch's f64 run.
-    for key in ("held_f64", "burn_lrs", "burn_clipping"):
+    for key in ("held_f64", "burn_lrs", "burn_clipping", "burn_running_stats"):
         if key in frames:
             counter_frame[f"dparam_{key}"] = frames[key]["dparam"]
 
@@ -449,7 +555,11 @@ def main(argv: list[str] | None = None) -> None:
     write_text_atomic(args.counterfactual_md, render_md(counter_frame, title, args.report_steps))
     further = "".join(
         f"; {what} vs torch-f64 max {np.nanmax(counter_frame[f'dparam_{key}']):.2e}"
-        for key, what in (("burn_lrs", "Burn's lrs"), ("burn_clipping", "Burn's clipping"))
+        for key, what in (
+            ("burn_lrs", "Burn's lrs"),
+            ("burn_clipping", "Burn's clipping"),
+            ("burn_running_stats", "Burn's running stats"),
+        )
         if key in frames
     )
     print(

@@ -1,11 +1,13 @@
 """Assemble results/report.md from the pipeline's outputs.
 
     python workflow/scripts/report.py --config results/specs/report/config.json \\
-        --results results --out results/report.md
+        --results results --data results/data/cnn1d.bin results/data/cnn_bn.bin \\
+        --out results/report.md
 
 Reads the compare outputs, the tables (steps, config diff, replay, counterfactual, probe,
-bias correction), the run files, the plots and provenance.json. Every number and verdict
-in the report is computed here from those files; nothing is typed in.
+learning rates, layers where the runs hold a layer record, bias correction), the run files,
+the dataset files (--data, one per model: the shapes), the plots and provenance.json. Every
+number and verdict in the report is computed here from those files; nothing is typed in.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+import gaps  # noqa: E402
 import verdict as vd  # noqa: E402
-from gaps import dataset_shapes, flat_names, param_matrix, report_steps_of  # noqa: E402
+from gaps import buffer_columns, flat_names, param_matrix, report_steps_of, step_gaps  # noqa: E402
+from model_specs import DEFAULT_MODEL, model_of  # noqa: E402
 from parity_io import (  # noqa: E402
     FormatError,
     experiment_block,
@@ -93,6 +97,38 @@ def body(md: str) -> str:
     return compact("\n".join(lines).strip())
 
 
+# ------------------------------------------------------------------ a model's state
+
+
+def dataset_shapes(paths: list[Path]) -> list[dict[str, list[int]]]:
+    """Each dataset file's parameter and buffer shapes, in the model's order."""
+    return [gaps.dataset_shapes(path) for path in paths]
+
+
+def shapes_of(block: dict, datasets: list[dict[str, list[int]]], where: Path) -> dict:
+    """The shapes of the dataset that holds exactly the arrays of the run's model."""
+    model = model_of(block)
+    for shapes in datasets:
+        if set(shapes) == set(model.state_names):
+            return {name: shapes[name] for name in model.state_names}  # param_matrix's order
+    raise FormatError(f"{where}: no dataset file given holds the arrays of model {model.name}")
+
+
+def state_split(steps: pd.DataFrame, torch_f64: dict, burn_f64: dict) -> vd.StateSplit | None:
+    """The f64 gap of the parameters and of the buffers apart, for a model with buffers."""
+    model = model_of(torch_f64)
+    if not model.buffer_names:
+        return None
+    floor = vd.rounding_floor(steps["torch_f64"], steps["burn_f64"])
+    torch64, burn64 = param_matrix(torch_f64), param_matrix(burn_f64)
+    buffers = buffer_columns(torch_f64)
+    return vd.split_state(
+        step_gaps(torch64[:, : buffers.start], burn64[:, : buffers.start]),
+        step_gaps(torch64[:, buffers], burn64[:, buffers]),
+        floor,
+    )
+
+
 def has_factors(config_diff: pd.DataFrame) -> bool:
     """Burn's update uses per-step factors it evaluates in f32 (Adam's bias correction):
     the config diff lists them, and the replay uses the ones Burn's run recorded."""
@@ -114,14 +150,17 @@ def judge(
     """
     differing = config_diff[config_diff["status"] == "differs"]
     stored = config_diff[config_diff["status"] == "f32 storage"]["hyperparameter"]
-    causes = vd.causes(
-        float(np.nanmax(steps["f64_f64"], initial=0.0)),
+    values = (
         float(np.nanmax(counterfactual["dparam_held_f64"], initial=0.0)),
         differing.to_dict("records"),
         list(stored),
         "Burn's f32 evaluation of its per-step Adam factors"
         if has_factors(config_diff)
         else "Burn's f32 arithmetic in its update",
+    )
+    causes = vd.causes(
+        float(np.nanmax(steps["f64_f64"], initial=0.0)),
+        *values,
         vd.further_causes(counterfactual, torch_f64, burn_f64),
     )
     verdict = vd.classify(
@@ -133,7 +172,28 @@ def judge(
     )
     if steps[["dparam", "f64_f64"]].isna().any().any():
         verdict.label = vd.DIVERGED
+    verdict.split = state_split(steps, torch_f64, burn_f64)
+    if verdict.label == vd.EXPLAINED and both_parts(verdict):
+        # The shares above are of the largest gap, the buffers' when they part too. The
+        # parameters' own: the same chain up to, not with, Burn's running statistics. Its
+        # variants keep PyTorch's update of the running statistics, so their buffers move
+        # only with their parameters and their gaps (over both) measure what Burn's values,
+        # lrs and clipping do to training.
+        trained = counterfactual.drop(columns=[vd.RUNNING_STATS_COLUMN], errors="ignore")
+        training = vd.causes(
+            verdict.split.params_gap, *values, vd.further_causes(trained, torch_f64, burn_f64)
+        )
+        verdict.cause = (
+            f"training: {vd.cause_text(training, 'the parameter gap')};"
+            f" evaluation state: {verdict.cause}"
+        )
     return verdict, causes
+
+
+def both_parts(verdict: vd.Verdict) -> bool:
+    """Both the parameters and the buffers leave the rounding floor."""
+    split = verdict.split
+    return bool(split) and split.scope == vd.TRAINING and split.buffers_first is not None
 
 
 def unexplained_start(
@@ -157,11 +217,12 @@ class Experiment:
     """Everything the report says about one experiment, read from the pipeline's files."""
 
     def __init__(
-        self, name: str, spec: dict, results: Path, tolerances: dict, shapes: dict,
-        report_steps: list[int],
+        self, name: str, spec: dict, results: Path, tolerances: dict,
+        datasets: list[dict[str, list[int]]], report_steps: list[int],
     ) -> None:  # fmt: skip
+        """datasets: the parameter and buffer shapes of each dataset file (dataset_shapes)."""
         tables = results / "tables"
-        self.name, self.spec, self.tolerances, self.shapes = name, spec, tolerances, shapes
+        self.name, self.spec, self.tolerances = name, spec, tolerances
         self.report_steps = report_steps
         self.steps = read_table(tables / f"steps_{name}.csv")
         self.config_diff = read_table(tables / f"config_diff_{name}.csv", keep_default_na=False)
@@ -181,6 +242,12 @@ class Experiment:
             (fw, dt): experiment_block(results / "runs" / name / f"{fw}-{dt}.json", name)
             for fw, dt in RUNS
         }
+        self.shapes = shapes_of(self.runs["torch", "f32"], datasets, results / "runs" / name)
+        # The layer record (runs from trainers that take it): where the difference enters.
+        self.has_layers = all("layers" in run for run in self.runs.values())
+        if self.has_layers:
+            self.layers = read_table(tables / f"layers_{name}.csv")
+            self.md["layers"] = read_text(tables / f"layers_{name}.md")
         self.verdict, self.causes = judge(
             self.steps,
             self.replay,
@@ -196,6 +263,14 @@ class Experiment:
     def has_factors(self) -> bool:
         return has_factors(self.config_diff)
 
+    @property
+    def model(self) -> str:
+        return model_of(self.runs["torch", "f32"]).name
+
+    @property
+    def buffer_names(self) -> tuple[str, ...]:
+        return model_of(self.runs["torch", "f32"]).buffer_names
+
     def arithmetic_remainder(self) -> str:
         """What the share no variant measures is put down to."""
         if self.has_factors:
@@ -210,6 +285,7 @@ class Experiment:
             for column, label in (
                 ("dparam_burn_lrs", "with Burn's learning rates as well"),
                 ("dparam_burn_clipping", "with Burn's clipping as well"),
+                ("dparam_burn_running_stats", "with Burn's running-variance estimator as well"),
             )
             if column in c
         ]
@@ -247,9 +323,29 @@ class Experiment:
     def short_verdict(self) -> str:
         """`name`: verdict, and for an explained one its largest cause."""
         text = f"`{self.name}`: {self.verdict.label}"
+        if self.evaluation_only:
+            text += " (evaluation state only)"
         if self.verdict.label == vd.EXPLAINED and self.causes:
             text += f" — {self.causes[0][0]}"
         return text
+
+    @property
+    def evaluation_only(self) -> bool:
+        """A difference in the buffers alone: training matches, evaluation parts."""
+        return self.verdict.label in (vd.EXPLAINED, vd.UNEXPLAINED) and (
+            self.verdict.scope == vd.EVALUATION
+        )
+
+    def evaluation_phrase(self) -> str:
+        """'in the evaluation state only: training matches up to rounding (…), the buffers
+        leave the rounding floor at step 1 (…)', from the verdict's parameter/buffer split."""
+        split = self.verdict.split
+        return (
+            "in the evaluation state only: training matches up to rounding (the f64 parameter"
+            f" gap stays within the floor, at most {e(split.params_gap)}), the buffers"
+            f" ({', '.join(self.buffer_names)}) leave the rounding floor at step"
+            f" {split.buffers_first} (f64 gap up to {e(split.buffers_gap)})"
+        )
 
     @property
     def is_plain(self) -> bool:
@@ -283,10 +379,12 @@ class Experiment:
         v = self.verdict
         if v.label == vd.DIVERGED:
             return "; ".join(self.divergence())
+        scope = "evaluation state only (training matches up to rounding): "
+        scope = scope if self.evaluation_only else ""
         if v.label == vd.EXPLAINED:
-            return v.cause or ""
+            return scope + (v.cause or "")
         if v.label == vd.UNEXPLAINED:
-            return self.unexplained_start()
+            return scope + self.unexplained_start()
         return ""
 
     def unexplained_start(self) -> str:
@@ -298,12 +396,27 @@ class Experiment:
 
     def verdict_line(self) -> str:
         v, detail = self.verdict, self.verdict_detail()
+        if v.label in (vd.EXPLAINED, vd.UNEXPLAINED) and both_parts(v):
+            split = v.split
+            where = (
+                f"in training and in the evaluation state: the parameters leave the rounding"
+                f" floor at step {split.params_first} (f64 gap up to {e(split.params_gap)}),"
+                f" the buffers ({', '.join(self.buffer_names)}) at step {split.buffers_first}"
+                f" (up to {e(split.buffers_gap)})"
+            )
+            return f"{v.label}, {where} — " + (
+                v.cause if v.label == vd.EXPLAINED else self.unexplained_start()
+            )
+        if self.evaluation_only:
+            if v.label == vd.EXPLAINED:
+                return f"{v.label}, {self.evaluation_phrase()}; by {v.cause}"
+            return f"{v.label}, {self.evaluation_phrase()}; {self.unexplained_start()}"
         if v.label == vd.EXPLAINED:
             return f"{v.label} by {detail}"
         return f"{v.label}: {detail}" if detail else v.label
 
     def where_f64(self, step: int) -> str:
-        """The parameter with the largest torch-f64 vs burn-f64 gap after `step`."""
+        """The parameter (or buffer) with the largest torch-f64 vs burn-f64 gap after `step`."""
         torch64 = param_matrix(self.runs["torch", "f64"])[step - 1]
         burn64 = param_matrix(self.runs["burn", "f64"])[step - 1]
         diff = np.nan_to_num(np.abs(torch64 - burn64), nan=np.inf)
@@ -349,6 +462,8 @@ class Experiment:
                 f" (at `{self.where_f64(first)}`) and {trend(s['f64_f64'])}: a difference in the"
                 " arithmetic, not f64 rounding."
             )
+        if v.split and v.label != vd.DIVERGED:
+            out.append(self.split_reading())
         r, c = self.replay, self.counterfactual
         replay_worst = int(np.nanargmax(r["dparam"])) if r["dparam"].notna().any() else 0
         factors = " and the per-step factors it recorded" if self.has_factors else ""
@@ -384,23 +499,85 @@ class Experiment:
             and v.label != vd.EQUIVALENT
             else ""
         )
+        gap = "gap of parameters and buffers" if self.buffer_names else "parameter gap"
         out.append(
-            f"The f32 parameter gap first exceeds the f32 tolerance {tol32:g} at step {first32}"
+            f"The f32 {gap} first exceeds the f32 tolerance {tol32:g} at step {first32}"
             f" and {trend(s['dparam'])}.{rounding}"
             if first32
-            else f"The f32 parameter gap stays within the f32 tolerance {tol32:g} at every step."
+            else f"The f32 {gap} stays within the f32 tolerance {tol32:g} at every step."
         )
         preds = {fw: self.runs[fw, "f32"]["final"]["predictions"] for fw in ("torch", "burn")}
         same = sum(a == b for a, b in zip(preds["torch"], preds["burn"], strict=True))
         final = {fw: self.runs[fw, "f32"]["final"] for fw in ("torch", "burn")}
+        mode = " (in eval mode)" if self.buffer_names else ""
         out.append(
-            f"After training the two f32 models agree on {same} of {len(preds['torch'])}"
+            f"After training the two f32 models{mode} agree on {same} of {len(preds['torch'])}"
             f" predictions; PyTorch's gets {final['torch']['correct']} right (final loss"
             f" {final['torch']['loss']:.4g}), Burn's {final['burn']['correct']} (final loss"
             f" {final['burn']['loss']:.4g})."
         )
         out += [f"Divergence: {line}." for line in self.divergence()]
         return out
+
+    def split_reading(self) -> str:
+        """The parameters' and the buffers' f64 gaps apart, each against the floor."""
+        split, buffers = self.verdict.split, ", ".join(self.buffer_names)
+
+        def where(first: int | None) -> str:
+            if first is None:
+                return "within the rounding floor at every step"
+            return f"leaving the rounding floor at step {first}"
+
+        text = (
+            f"Parameters and buffers apart: the f64 parameter gap reaches {e(split.params_gap)}"
+            f" ({where(split.params_first)}); the f64 gap of the buffers ({buffers}, which"
+            f" only an eval-mode forward reads) reaches {e(split.buffers_gap)}"
+            f" ({where(split.buffers_first)})."
+        )
+        if split.scope == vd.EVALUATION:
+            text += " Training matches; the evaluation state parts."
+        return text
+
+    def layers_reading(self) -> str:
+        """The layers table's sentence, its files, and for a model with buffers train-mode
+        against eval-mode losses."""
+        sentence = body(self.md["layers"]).split("\n\n")[0]
+        parts = [
+            "### Where the difference enters\n",
+            f"{sentence} Every quantity of the probe steps, torch vs burn at each dtype and"
+            f" against its own rounding floor: `tables/layers_{self.name}.csv`.\n",
+            f"![where the difference enters in {self.name}](plots/layers_{self.name}.png)\n",
+        ]
+        if self.buffer_names:
+            parts.append(self.eval_reading() + "\n")
+        return "\n".join(parts)
+
+    def eval_reading(self) -> str:
+        """The last train-mode loss (`losses[-1]`, batch statistics) beside the final
+        eval-mode loss and correct count (`final`, running statistics, whole dataset)."""
+        n = len(self.steps)
+        rows, loss, evaluated = [], {}, {}
+        for fw, dt in RUNS:
+            run = self.runs[fw, dt]
+            final = run["final"]
+            loss[fw, dt], evaluated[fw, dt] = float(run["losses"][-1]), float(final["loss"])
+            rows.append({
+                "run": f"{NAMES[fw]} {dt}",
+                f"train-mode loss, step {n}": f"{loss[fw, dt]:.8g}",
+                "eval-mode loss": f"{evaluated[fw, dt]:.8g}",
+                "eval-mode correct": f"{final['correct']} of {len(final['predictions'])}",
+            })  # fmt: skip
+        d_train = abs(loss["torch", "f64"] - loss["burn", "f64"])
+        d_eval = abs(evaluated["torch", "f64"] - evaluated["burn", "f64"])
+        ratio = f" ({d_eval / d_train:.3g}× the train-mode difference)" if d_train > 0 else ""
+        correct = {fw: self.runs[fw, "f64"]["final"]["correct"] for fw in ("torch", "burn")}
+        return (
+            md_table(pd.DataFrame(rows))
+            + f"\n\nIn f64, PyTorch's and Burn's losses at the last step, {n}, in train mode"
+            f" (each batch's own statistics) differ by {e(d_train)}; their final losses in eval"
+            f" mode (the running statistics, the whole dataset) by {e(d_eval)}{ratio}; in eval"
+            f" mode PyTorch gets {correct['torch']} right, Burn {correct['burn']}."
+        )
 
     def lr_reading(self) -> str:
         """The schedule each framework ran and where their lr sequences part (lrs table)."""
@@ -547,7 +724,8 @@ class Experiment:
     def section(self, shown: dict[str, str]) -> str:
         """This experiment's section. shown: table text -> experiment that printed it first."""
         n, name = len(self.steps), self.name
-        parts = [f"## Experiment `{name}` (optimizer: {self.optimizer})\n"]
+        model = "" if self.model == DEFAULT_MODEL else f", model: {self.model}"
+        parts = [f"## Experiment `{name}` (optimizer: {self.optimizer}{model})\n"]
         if self.spec.get("description"):
             parts.append(f"*{self.spec['description'].strip()}*\n")
         parts.append(f"**Verdict: {self.verdict_line()}.**\n")
@@ -564,6 +742,8 @@ class Experiment:
         parts.append(body(self.md["steps"]) + "\n")
         parts.append(f"![parameter gaps of {name}](plots/gaps_{name}.png)\n")
         parts.append(f"![loss difference of {name}](plots/losses_{name}.png)\n")
+        if self.has_layers:
+            parts.append(self.layers_reading())
         parts.append("### Replay and counterfactual\n")
         for key, label in (
             ("replay", "Replay (Burn's rule, Burn's held values) vs Burn f64"),
@@ -621,6 +801,8 @@ def hyperparameter_table(config: dict, tolerances: dict, skip: set[str]) -> str:
         "clip_grad": "none",
         "amsgrad": "false (default)",
         "burn_backend": "flex (default)",
+        "model": f"{DEFAULT_MODEL} (default)",
+        "probe_steps": "[1] (default)",
     }
     tables = [
         md_table(pd.DataFrame(rows).drop(columns="optimizer").fillna(unset).fillna("—"))
@@ -703,7 +885,6 @@ def burn_backends(experiments: list[Experiment]) -> str:
 
 
 def provenance_lines(info: dict, experiments: list[Experiment]) -> list[str]:
-    hashes = {run["meta"]["input_sha256"] for x in experiments for run in x.runs.values()}
     torch_meta = experiments[0].runs["torch", "f32"]["meta"]
     git = info["git"]
     commit = "not a git checkout"
@@ -720,9 +901,28 @@ def provenance_lines(info: dict, experiments: list[Experiment]) -> list[str]:
         f"- Project commit {commit}; SHA-256 of the effective config (all experiments; each"
         " run's meta holds that of its own experiment's settings)"
         f" `{info['config_sha256'][:16]}…`",
-        f"- Input (dataset and initial weights) SHA-256: `{', '.join(sorted(hashes))}`"
-        + (" — shared by every run" if len(hashes) == 1 else " — **runs disagree on inputs**"),
+        input_line(experiments),
     ]
+
+
+def input_line(experiments: list[Experiment]) -> str:
+    """The SHA-256 of the inputs the runs read: one dataset for all, or one per model."""
+    by_model: dict[str, set[str]] = {}
+    for x in experiments:
+        for run in x.runs.values():
+            by_model.setdefault(x.model, set()).add(run["meta"]["input_sha256"])
+    if len(by_model) <= 1:
+        hashes = set().union(*by_model.values())
+        return f"- Input (dataset and initial weights) SHA-256: `{', '.join(sorted(hashes))}`" + (
+            " — shared by every run" if len(hashes) == 1 else " — **runs disagree on inputs**"
+        )
+    shown = "; ".join(f"{model} `{', '.join(sorted(h))}`" for model, h in sorted(by_model.items()))
+    agree = all(len(h) == 1 for h in by_model.values())
+    return f"- Input (dataset and initial weights) SHA-256, one dataset per model: {shown}" + (
+        " — shared by every run of that model"
+        if agree
+        else " — **runs of one model disagree on inputs**"
+    )
 
 
 def bias_section(results: Path, report_steps: list[int]) -> str:
@@ -796,6 +996,23 @@ READING_GUIDE = """## How to read an experiment's section
   minus its initial value) in both frameworks and precisions; the error columns compare
   each row with the same framework's f64 row.
 """
+
+
+LAYERS_GUIDE = """- **Where the difference enters**: at each probe step, every quantity of the step
+  in the order it is computed — each layer's output (forward), the loss, each layer's input
+  gradient and each parameter's gradient (backward), each parameter and buffer after the
+  step (update) — torch vs burn in f32 and in f64, each against a rounding floor of its own
+  (verdict.py's rule applied to that quantity); the sentence names the first quantity whose
+  f64 difference leaves it. For a model with buffers, the last train-mode loss beside the
+  final eval-mode loss and correct count.
+"""
+BUFFERS_GUIDE = """- **A model with buffers** (BatchNorm's running mean and variance): the gaps
+  cover the buffers as well as the parameters. Training moves the parameters (a train-mode
+  forward normalizes with each batch's own statistics); the buffers are updated alongside
+  and only an eval-mode forward reads them. The verdict says which of the two leaves the
+  rounding floor, and `final` (loss, correct) is an eval-mode evaluation.
+"""
+NAMES = {"torch": "PyTorch", "burn": "Burn"}
 
 
 # A sweep with more experiments than this is summed up in its own section only.
@@ -903,7 +1120,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, type=Path, help="report_config.json")
     parser.add_argument("--results", type=Path, default=Path("results"))
-    parser.add_argument("--data", required=True, type=Path, help="dataset.bin (shapes)")
+    parser.add_argument(
+        "--data", required=True, type=Path, nargs="+", help="the dataset files (shapes)"
+    )
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
     try:
@@ -956,9 +1175,15 @@ def build(args: argparse.Namespace) -> str:
             if (f := run["meta"].get("fault"))
         }
     )
+    models = sorted({x.model for x in experiments})
+    what = (
+        "The same 1-D CNN"
+        if models in ([], [DEFAULT_MODEL])
+        else "The same small 1-D CNNs (models " + ", ".join(f"`{m}`" for m in models) + ")"
+    )
     parts = [
         "# PyTorch ↔ Burn training parity\n",
-        "The same 1-D CNN, trained from the same data and initial weights by PyTorch and by"
+        f"{what}, trained from the same data and initial weights by PyTorch and by"
         f" Burn, {config['steps']} steps per run (batches of {config['batch_size']} in rotation),"
         " in f32 and in f64. Every number below is computed from this pipeline run.\n",
         *(
@@ -990,7 +1215,9 @@ def build(args: argparse.Namespace) -> str:
         *provenance_lines(info, experiments),
         "",
         hyperparameter_table(config, effective["tolerances"], summarised) + "\n",
-        READING_GUIDE,
+        READING_GUIDE
+        + (LAYERS_GUIDE if any(x.has_layers for x in experiments) else "")
+        + (BUFFERS_GUIDE if any(x.buffer_names for x in experiments) else ""),
         *sweep_parts,
         *[x.section(shown) for x in experiments],
         bias_section(args.results, config["report_steps"]),

@@ -26,7 +26,7 @@ from suggest import closest_key
 
 DEFAULT_MAX_EXPERIMENTS = 1000
 # Keys an axis may vary besides the optimizer's hyperparameters.
-RUN_KEYS = ("keep_defaults", "burn_backend")
+RUN_KEYS = ("keep_defaults", "burn_backend", "model")
 
 
 class SweepError(ValueError):

@@ -1,16 +1,21 @@
-"""Train the seed's 1-D CNN with PyTorch for one experiment and dtype; write a run file.
+"""Train one experiment's model with PyTorch for one dtype; write a run file.
 
     python workflow/scripts/train_torch.py --experiment adam --dtype f64 \\
-        --config config.yaml --data results/data/dataset.bin \\
+        --config config.yaml --data results/data/cnn1d.bin \\
         --out results/runs/adam/torch-f64.json
 
-Data and initial weights come from the shared dataset file (f32). An f64 run widens them
-exactly, so precision is the only thing that differs between the f32 and f64 runs.
+The model is the experiment's (`model`, default cnn1d) from the registry (models.py); data
+and initial weights (parameters and buffers) come from that model's dataset file (f32). An
+f64 run widens them exactly, so precision is the only thing that differs between the f32
+and f64 runs. A dataset whose arrays are not the module's is refused before any step.
 
 The optimizer is torch.optim's; a schedule is torch.optim.lr_scheduler's, stepped after each
 optimizer step; clipping (clip_grad_norm_ / clip_grad_value_) acts between backward and step.
 The run file's `lrs` holds the lr each step used, `trajectory.grads` the gradients of
-backward (before clipping).
+backward (before clipping), `trajectory.buffers` the running statistics after each step
+(updated by the train-mode forward). At each of the experiment's `probe_steps` the run records
+every layer's output and the gradient of the loss with respect to its input (`layers`), in that
+step's own forward and backward. The final loss and predictions are computed in eval mode.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from model_specs import DEFAULT_MODEL, ModelError  # noqa: E402
+from models import build, flat, inputs, layer_hyperparameters, recorded_forward, state  # noqa: E402
 from parity_config import (  # noqa: E402
     CLIP_SCOPES,
     DTYPES,
@@ -34,40 +41,10 @@ from parity_config import (  # noqa: E402
     experiment_spec,
     load_config,
 )
-from parity_io import PARAM_NAMES, FormatError, read_dataset, write_run  # noqa: E402
+from parity_io import FormatError, read_dataset, write_run  # noqa: E402
 from provenance import cpu, git_state  # noqa: E402
 
 TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64}
-
-
-class Cnn(nn.Module):
-    """Conv1d(1→C, k) → ReLU → flatten → Linear(C·(L−k+1) → classes), as in the seed."""
-
-    def __init__(self, channels: int, kernel: int, flat: int, classes: int) -> None:
-        super().__init__()
-        self.conv = nn.Conv1d(1, channels, kernel)
-        self.fc = nn.Linear(flat, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(torch.relu(self.conv(x)).flatten(1))
-
-
-def build_model(arrays: dict[str, tuple[list[int], list]], dtype: torch.dtype) -> Cnn:
-    channels, _, kernel = arrays["conv.weight"][0]
-    classes, flat = arrays["fc.weight"][0]
-    model = Cnn(channels, kernel, flat, classes).to(dtype)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            shape, values = arrays[name]
-            # f32 values widened exactly to dtype: the same start for both precisions.
-            param.copy_(torch.tensor(values, dtype=torch.float32).reshape(shape).to(dtype))
-    return model
-
-
-def inputs(arrays: dict, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """The dataset's f32 inputs (widened exactly to dtype) and integer labels."""
-    x = torch.tensor(arrays["x"][1], dtype=torch.float32).reshape(arrays["x"][0]).to(dtype)
-    return x, torch.tensor(arrays["y"][1], dtype=torch.int64)
 
 
 OPTIMIZERS = {
@@ -145,57 +122,79 @@ def clip_gradients(clip: dict[str, float] | None, params: list[torch.Tensor]) ->
         torch.nn.utils.clip_grad_value_(params, clip["value"])
 
 
-def flat(t: torch.Tensor) -> list[float]:
-    return t.detach().flatten().tolist()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
+    """Loss, correct count and predictions on the whole dataset, in eval mode (a batch norm
+    uses its running statistics; cnn1d computes exactly what train mode would)."""
+    model.eval()
+    with torch.no_grad():
+        out = model(x)
+        return {
+            "loss": nn.functional.cross_entropy(out, y).item(),
+            "correct": int((out.argmax(1) == y).sum().item()),
+            "predictions": out.argmax(1).tolist(),
+        }
 
 
 def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
     torch_dtype = TORCH_DTYPE[dtype]
+    model_name = spec.get("model", DEFAULT_MODEL)
+    probe_steps = set(spec.get("probe_steps", [1]))
     x, y = inputs(arrays, torch_dtype)
-    model = build_model(arrays, torch_dtype)
+    model = build(model_name, arrays, torch_dtype)
+    model.train()
     optimizer = make_optimizer(spec, model.parameters())
     used = held_hyperparameters(spec, optimizer)
     scheduler, schedule = make_scheduler(spec, optimizer)
     clip = spec["clip_grad"]
-    params = dict(model.named_parameters())
+    tensors = state(model)  # parameters, then buffers
+    param_names = [name for name, _ in model.named_parameters()]
+    buffer_names = [name for name in tensors if name not in param_names]
     n, batch = x.shape[0], spec["batch_size"]
     batches = n // batch
     losses: list[float] = []
     lrs: list[float] = []  # the lr of each step, as the optimizer step read it
-    traj_params: dict[str, list] = {name: [] for name in PARAM_NAMES}
-    traj_grads: dict[str, list] = {name: [] for name in PARAM_NAMES}
+    traj_params: dict[str, list] = {name: [] for name in param_names}
+    traj_grads: dict[str, list] = {name: [] for name in param_names}
+    traj_buffers: dict[str, list] = {name: [] for name in buffer_names}
+    layers: list[dict] = []
     for step in range(spec["steps"]):
         i = (step % batches) * batch  # no shuffling: the batches in rotation
-        loss = nn.functional.cross_entropy(model(x[i : i + batch]), y[i : i + batch])
+        if step + 1 in probe_steps:
+            out, record = recorded_forward(model, x[i : i + batch])
+        else:
+            out, record = model(x[i : i + batch]), None
+        loss = nn.functional.cross_entropy(out, y[i : i + batch])
         losses.append(loss.item())
         optimizer.zero_grad()
         loss.backward()
-        for name in PARAM_NAMES:  # the gradients of backward, before any clipping
-            traj_grads[name].append(flat(params[name].grad))
+        if record is not None:
+            layers.append(record(step + 1))
+        for name in param_names:  # the gradients of backward, before any clipping
+            traj_grads[name].append(flat(tensors[name].grad))
         clip_gradients(clip, list(model.parameters()))
         lrs.append(optimizer.param_groups[0]["lr"])
         optimizer.step()
         if scheduler is not None:
             scheduler.step()  # after optimizer.step(), as PyTorch documents
-        for name in PARAM_NAMES:
-            traj_params[name].append(flat(params[name]))
-    with torch.no_grad():
-        out = model(x)
-        final = {
-            "loss": nn.functional.cross_entropy(out, y).item(),
-            "correct": int((out.argmax(1) == y).sum().item()),
-            "predictions": out.argmax(1).tolist(),
-        }
+        for name in param_names:
+            traj_params[name].append(flat(tensors[name]))
+        for name in buffer_names:  # running statistics, updated by the forward
+            traj_buffers[name].append(flat(tensors[name]))
+    final = evaluate(model, x, y)
     return {
         "losses": losses,
         "lrs": lrs,
         "final": final,
-        "params": {name: flat(params[name]) for name in PARAM_NAMES},
-        "trajectory": {"params": traj_params, "grads": traj_grads},
+        "params": {name: flat(tensors[name]) for name in param_names},
+        "buffers": {name: flat(tensors[name]) for name in buffer_names},
+        "trajectory": {"params": traj_params, "grads": traj_grads, "buffers": traj_buffers},
+        "layers": layers,
         "meta": {
             "framework": "torch",
             "framework_version": torch.__version__,
             "dtype": dtype,
+            "model": model_name,
+            "layer_hyperparameters": layer_hyperparameters(model_name, model),
             "optimizer": spec["optimizer"],
             "hyperparameters": used,
             "kept_defaults": spec["keep_defaults"]["torch"],
@@ -228,7 +227,10 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(spec["threads"])
     torch.use_deterministic_algorithms(True)
     started = time.perf_counter()
-    block = train(spec, arrays, args.dtype)
+    try:
+        block = train(spec, arrays, args.dtype)
+    except ModelError as exc:  # refused before any step
+        sys.exit(f"train_torch: {exc}")
     block["meta"]["input_sha256"] = sha256
     block["meta"]["config_sha256"] = hashlib.sha256(args.config.read_bytes()).hexdigest()
     block["meta"]["git"] = git_state()

@@ -56,6 +56,49 @@ def growth(gaps: np.ndarray) -> float:
     return float(gaps[-1] / gaps[0])
 
 
+# Which part of a model's state a gap is in. Training moves the parameters (a train-mode
+# forward uses each batch's own statistics); the buffers (BatchNorm's running mean and
+# variance) are updated alongside but only an eval-mode forward reads them.
+TRAINING = "training"
+EVALUATION = "evaluation state"
+
+
+@dataclass
+class StateSplit:
+    """The f64-f64 gap of the parameters and of the buffers apart, against the floor."""
+
+    params_gap: float  # largest f64 parameter gap over all steps
+    params_first: int | None  # 1-based step where it leaves the floor
+    buffers_gap: float
+    buffers_first: int | None
+
+    @property
+    def scope(self) -> str | None:
+        """TRAINING when the parameters leave the floor, EVALUATION when only the buffers
+        do, None when neither does."""
+        if self.params_first is not None:
+            return TRAINING
+        if self.buffers_first is not None:
+            return EVALUATION
+        return None
+
+
+def split_state(params: np.ndarray, buffers: np.ndarray, floor: np.ndarray) -> StateSplit:
+    """The parameter and buffer gap series (f64 torch vs burn, per step) against the floor
+    of the whole state (rounding_floor of the steps table, which covers both)."""
+    params, buffers = np.asarray(params, float), np.asarray(buffers, float)
+
+    def worst(gaps: np.ndarray) -> float:
+        return float("nan") if np.isnan(gaps).any() else float(np.max(gaps, initial=0.0))
+
+    return StateSplit(
+        worst(params),
+        first_step_above(params, floor),
+        worst(buffers),
+        first_step_above(buffers, floor),
+    )
+
+
 @dataclass
 class Verdict:
     label: str
@@ -64,6 +107,15 @@ class Verdict:
     first_above_floor: int | None  # 1-based step where the f64 gap leaves the floor
     replay_gap: float | None = None  # largest gap left by the replay, if one was run
     cause: str | None = None
+    split: StateSplit | None = None  # parameters and buffers apart (models with buffers)
+
+    @property
+    def scope(self) -> str | None:
+        """Where a difference is: TRAINING, EVALUATION (the buffers only), or None (no
+        difference, or a model without buffers, whose whole state is trained)."""
+        if self.first_above_floor is None:
+            return None
+        return self.split.scope if self.split else TRAINING
 
 
 def classify(
@@ -106,11 +158,15 @@ def classify(
 MIN_SHARE = 0.01
 
 
-# Config-diff rows that are not hyperparameter values: the schedule and the clipping scope
-# are measured by variants of their own (see further_causes), not by the held-values replay.
+# Config-diff rows that are not hyperparameter values: the schedule, the clipping scope and
+# the running-variance estimator are measured by variants of their own (see further_causes),
+# not by the held-values replay.
+MEASURED_APART = {"schedule", "bn.running_var_estimator"}
+
+
 def measured_apart(row: dict) -> bool:
     name = str(row["hyperparameter"])
-    return name == "schedule" or name.endswith(" scope")
+    return name in MEASURED_APART or name.endswith(" scope")
 
 
 def causes(
@@ -152,9 +208,9 @@ def causes(
     return sorted((c for c in found if c[1] >= MIN_SHARE), key=lambda c: -c[1])
 
 
-def cause_text(found: list[tuple[str, float, str]]) -> str:
+def cause_text(found: list[tuple[str, float, str]], of: str = "the gap") -> str:
     """'config diff: eps (torch 1e-08, burn 1e-05) (100.0% of the gap, measured)'."""
-    return "; ".join(f"{name} ({share:.1%} of the gap, {how})" for name, share, how in found)
+    return "; ".join(f"{name} ({share:.1%} of {of}, {how})" for name, share, how in found)
 
 
 # How Burn 0.22 computes each schedule kind (burn-optim src/lr_scheduler/*.rs); PyTorch's
@@ -201,17 +257,38 @@ def clipping_cause(torch_run: dict, burn_run: dict) -> str:
     return "the clipping: both clamp each gradient element"
 
 
+def running_stats_cause(torch_run: dict, burn_run: dict) -> str:
+    """'the running-variance estimator (Burn biased, PyTorch unbiased)', from the estimators
+    the runs record (`meta.layer_hyperparameters`)."""
+    held = [
+        (run["meta"].get("layer_hyperparameters") or {}).get("bn.running_var_estimator", "?")
+        for run in (torch_run, burn_run)
+    ]
+    if held[0] == held[1]:
+        return f"the running-statistics update (both {held[0]} variance)"
+    return f"the running-variance estimator (Burn {held[1]}, PyTorch {held[0]})"
+
+
+# The counterfactual table's columns of replay.py's chain variants after the held values, in
+# the chain's order, and what names each one's cause (from the two f64 run blocks).
+RUNNING_STATS_COLUMN = "dparam_burn_running_stats"
+CHAIN = (
+    ("dparam_burn_lrs", schedule_cause),
+    ("dparam_burn_clipping", clipping_cause),
+    (RUNNING_STATS_COLUMN, running_stats_cause),
+)
+
+
 def further_causes(counterfactual, torch_run: dict, burn_run: dict) -> list[tuple[str, float]]:
     """The causes replay.py measured after the values, as (name, gap) for causes(): its
-    counterfactual table's `dparam_burn_lrs` (with a schedule) and `dparam_burn_clipping`
-    (with clipping) columns, the largest distances from PyTorch's f64 run of its variants
-    with Burn's values and Burn's lrs, then also Burn's clipping; the names come from the
-    two f64 run blocks (`meta.schedule`, `lrs`, `meta.clip_grad`)."""
+    counterfactual table's `dparam_burn_lrs` (with a schedule), `dparam_burn_clipping`
+    (with clipping) and `dparam_burn_running_stats` (a model with running statistics)
+    columns, the largest distances from PyTorch's f64 run of its variants with Burn's values
+    and Burn's lrs, then also Burn's clipping, then also Burn's running-variance estimator;
+    the names come from the two f64 run blocks (`meta.schedule`, `lrs`, `meta.clip_grad`,
+    `meta.layer_hyperparameters`)."""
     found = []
-    for column, name in (
-        ("dparam_burn_lrs", schedule_cause),
-        ("dparam_burn_clipping", clipping_cause),
-    ):
+    for column, name in CHAIN:
         if column in counterfactual:
             gaps = np.asarray(counterfactual[column], float)
             gap = float("nan") if np.isnan(gaps).any() else float(np.max(gaps, initial=0.0))

@@ -1,6 +1,9 @@
-//! Shared by the integration tests.
+//! Shared by the integration tests: the F64 device and the models' dataset files, built with
+//! workflow/scripts/make_data.py's formulas (f64, rounded to f32 once).
+#![allow(dead_code)]
 
 use burn::tensor::{Device, FloatDType};
+use parity_train::dataset::{Array, Dataset, Values};
 use std::sync::OnceLock;
 
 /// The process's Flex device, configured for F64 once (settings can be set only once).
@@ -13,4 +16,102 @@ pub fn f64_device() -> Device {
             device
         })
         .clone()
+}
+
+/// The seed's problem size: 96 sequences of length 16 in 3 classes.
+pub const N: usize = 96;
+pub const LENGTH: usize = 16;
+pub const CLASSES: usize = 3;
+
+fn f32_array(shape: &[usize], f: impl Fn(usize) -> f64) -> Array {
+    let n = shape.iter().product();
+    Array {
+        shape: shape.to_vec(),
+        values: Values::F32((0..n).map(|i| f(i) as f32).collect()),
+    }
+}
+
+fn sin1(i: usize) -> f64 {
+    (i as f64 + 1.0).sin()
+}
+
+fn cos1(i: usize) -> f64 {
+    (i as f64 + 1.0).cos()
+}
+
+/// `x` and `y`: x[k][t] = sin(f·t + 0.37k) + 0.3·sin(2.3t + 1.1k), f = 0.3·(c+1), c = k mod 3.
+fn inputs() -> Vec<(&'static str, Array)> {
+    let x = f32_array(&[N, 1, LENGTH], |i| {
+        let (k, t) = ((i / LENGTH) as f64, (i % LENGTH) as f64);
+        let f = 0.3 * ((k as usize % CLASSES) as f64 + 1.0);
+        (f * t + 0.37 * k).sin() + 0.3 * (2.3 * t + 1.1 * k).sin()
+    });
+    let y = Array {
+        shape: vec![N],
+        values: Values::I64((0..N as i64).map(|k| k % CLASSES as i64).collect()),
+    };
+    vec![("x", x), ("y", y)]
+}
+
+/// The cnn1d dataset's arrays, in the file's order.
+pub fn cnn1d_arrays() -> Vec<(&'static str, Array)> {
+    let mut arrays = inputs();
+    arrays.extend([
+        ("conv.weight", f32_array(&[4, 1, 5], |i| 0.4 * sin1(i))),
+        ("conv.bias", f32_array(&[4], |o| 0.02 * o as f64 - 0.03)),
+        ("fc.weight", f32_array(&[3, 48], |i| 0.15 * cos1(i))),
+        ("fc.bias", f32_array(&[3], |_| 0.0)),
+    ]);
+    arrays
+}
+
+/// The cnn_bn dataset's arrays (parameters, then buffers), in the file's order.
+pub fn cnn_bn_arrays() -> Vec<(&'static str, Array)> {
+    let mut arrays = inputs();
+    arrays.extend([
+        ("conv.weight", f32_array(&[4, 1, 5], |i| 0.4 * sin1(i))),
+        ("bn.weight", f32_array(&[4], |i| 1.0 + 0.1 * sin1(i))),
+        ("bn.bias", f32_array(&[4], |i| 0.05 * cos1(i))),
+        ("ln.weight", f32_array(&[12], |i| 1.0 + 0.05 * cos1(i))),
+        ("ln.bias", f32_array(&[12], |i| 0.02 * sin1(i))),
+        ("fc.weight", f32_array(&[3, 48], |i| 0.15 * cos1(i))),
+        ("fc.bias", f32_array(&[3], |_| 0.0)),
+        ("bn.running_mean", f32_array(&[4], |_| 0.0)),
+        ("bn.running_var", f32_array(&[4], |_| 1.0)),
+    ]);
+    arrays
+}
+
+pub fn dataset(arrays: Vec<(&str, Array)>) -> Dataset {
+    Dataset {
+        arrays: arrays
+            .into_iter()
+            .map(|(name, a)| (name.to_string(), a))
+            .collect(),
+        sha256: "test".into(),
+    }
+}
+
+/// The arrays in the dataset file format (workflow/scripts/parity_io.py).
+pub fn encode(arrays: &[(&str, Array)]) -> Vec<u8> {
+    let mut out = b"PARITYDS".to_vec();
+    out.extend(1u32.to_le_bytes());
+    out.extend((arrays.len() as u32).to_le_bytes());
+    for (name, array) in arrays {
+        out.extend((name.len() as u32).to_le_bytes());
+        out.extend(name.as_bytes());
+        let code = match array.values {
+            Values::F32(_) => 1u8,
+            Values::I64(_) => 2u8,
+        };
+        out.extend([code, array.shape.len() as u8]);
+        for &d in &array.shape {
+            out.extend((d as u32).to_le_bytes());
+        }
+        match &array.values {
+            Values::F32(v) => v.iter().for_each(|x| out.extend(x.to_le_bytes())),
+            Values::I64(v) => v.iter().for_each(|x| out.extend(x.to_le_bytes())),
+        }
+    }
+    out
 }

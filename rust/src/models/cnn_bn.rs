@@ -1,0 +1,134 @@
+//! Conv1d(1→4, k=5, no bias) → BatchNorm(4) → GELU (exact) → LayerNorm(12) → flatten →
+//! Linear(48→3).
+//!
+//! The convolution has no bias, as is usual before a BatchNorm: the normalization removes
+//! any per-channel constant, so a bias there would get a gradient that is pure rounding
+//! noise (~1e-17 in f64), which Adam turns into ±lr steps that differ between frameworks.
+//!
+//! Burn names the norms' affine parameters gamma/beta; the run file uses PyTorch's
+//! weight/bias. The running statistics are Burn's `RunningState`s, updated by the
+//! train-mode forward (`BatchNorm::forward_train`) and used by the eval forward after
+//! `valid()`.
+
+use burn::module::{Module, Param, ParamId, RunningState};
+use burn::nn::conv::{Conv1d, Conv1dConfig};
+use burn::nn::{
+    BatchNorm, BatchNormConfig, Gelu, LayerNorm, LayerNormConfig, Linear, LinearConfig,
+};
+use burn::tensor::Tensor;
+use serde_json::{Value, json};
+
+use super::{Arrays, Entry, ParityModel, Probe};
+
+/// PyTorch's defaults, passed explicitly.
+const BN_MOMENTUM: f64 = 0.1;
+const BN_EPS: f64 = 1e-5;
+const LN_EPS: f64 = 1e-5;
+
+#[derive(Module, Debug)]
+pub struct CnnBn {
+    pub conv: Conv1d,
+    pub bn: BatchNorm,
+    pub gelu: Gelu,
+    pub ln: LayerNorm,
+    pub fc: Linear,
+}
+
+impl ParityModel for CnnBn {
+    const NAME: &'static str = "cnn_bn";
+    const PARAMS: &'static [Entry] = &[
+        Entry::same("conv.weight", &[4, 1, 5]),
+        Entry::same("bn.weight", &[4]),
+        Entry::same("bn.bias", &[4]),
+        Entry::same("ln.weight", &[12]),
+        Entry::same("ln.bias", &[12]),
+        // Burn's Linear weight is [in, out]; PyTorch's is [out, in].
+        Entry::transposed("fc.weight", &[3, 48]),
+        Entry::same("fc.bias", &[3]),
+    ];
+    const BUFFERS: &'static [Entry] = &[
+        Entry::same("bn.running_mean", &[4]),
+        Entry::same("bn.running_var", &[4]),
+    ];
+    const LAYERS: &'static [&'static str] = &["conv", "bn", "gelu", "ln", "fc"];
+    const SAMPLE: [usize; 2] = [1, 16];
+
+    fn build(arrays: &Arrays) -> Self {
+        let device = arrays.device();
+        let mut m = CnnBn {
+            conv: Conv1dConfig::new(1, 4, 5).with_bias(false).init(device),
+            bn: BatchNormConfig::new(4)
+                .with_momentum(BN_MOMENTUM)
+                .with_epsilon(BN_EPS)
+                .init(device),
+            gelu: Gelu::new(),
+            ln: LayerNormConfig::new(12).with_epsilon(LN_EPS).init(device),
+            fc: LinearConfig::new(48, 3).init(device),
+        };
+        m.conv.weight = arrays.param("conv.weight");
+        m.bn.gamma = arrays.param("bn.weight");
+        m.bn.beta = arrays.param("bn.bias");
+        m.bn.running_mean = RunningState::new(arrays.tensor("bn.running_mean"));
+        m.bn.running_var = RunningState::new(arrays.tensor("bn.running_var"));
+        m.ln.gamma = arrays.param("ln.weight");
+        m.ln.beta = Some(arrays.param("ln.bias"));
+        m.fc.weight = arrays.param("fc.weight");
+        m.fc.bias = Some(arrays.param("fc.bias"));
+        m
+    }
+
+    fn param_ids(&self) -> Vec<ParamId> {
+        let some = |b: &Option<Param<Tensor<1>>>| b.as_ref().expect("bias").id;
+        vec![
+            self.conv.weight.id,
+            self.bn.gamma.id,
+            self.bn.beta.id,
+            self.ln.gamma.id,
+            some(&self.ln.beta),
+            self.fc.weight.id,
+            some(&self.fc.bias),
+        ]
+    }
+
+    /// The running statistics with this thread's pending update applied (`RunningState`
+    /// holds the latest `forward_train` update apart until synchronised).
+    fn buffers(&self) -> Vec<Tensor<1>> {
+        vec![
+            self.bn.running_mean.value_sync(),
+            self.bn.running_var.value_sync(),
+        ]
+    }
+
+    fn forward(&self, x: Tensor<3>, p: &mut Probe) -> Tensor<2> {
+        let h = p.layer(x, |x| self.conv.forward(x));
+        let h = p.layer(h, |h| self.bn.forward(h));
+        let h = p.layer(h, |h| self.gelu.forward(h));
+        let h = p.layer(h, |h| self.ln.forward(h));
+        p.layer(h.flatten(1, 2), |h| self.fc.forward(h))
+    }
+
+    fn layer_hyperparameters(&self) -> Value {
+        json!({
+            "bn.momentum": self.bn.momentum,
+            "bn.eps": self.bn.epsilon,
+            "ln.eps": layer_norm_epsilon(&self.ln),
+            "gelu.approximate": if self.gelu.approximate { "tanh" } else { "none" },
+            // BatchNorm::forward_train feeds the running variance with batch_norm_train's
+            // variance, the mean of squared deviations (burn-nn src/modules/norm/batch.rs;
+            // burn-backend src/backend/ops/modules/base.rs, batch_norm_train).
+            "bn.running_var_estimator": "biased",
+        })
+    }
+}
+
+/// LayerNorm's epsilon as the module holds it: the field is private, so it is read from the
+/// module's display (`LayerNorm {d_model: 12, epsilon: 0.00001, ...}`), which prints the
+/// f64 in its shortest round-trip form.
+fn layer_norm_epsilon(ln: &LayerNorm) -> f64 {
+    let text = ln.to_string();
+    text.split("epsilon:")
+        .nth(1)
+        .and_then(|rest| rest.split([',', '}', '\n']).next())
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no epsilon in LayerNorm's display: {text}"))
+}

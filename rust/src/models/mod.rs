@@ -1,0 +1,434 @@
+//! The models the trainer can run, as plug-ins: each declares its parameters and buffers in
+//! PyTorch's names, order, shapes and layouts, builds itself from the dataset file, and runs
+//! a forward that can record each layer.
+
+mod cnn1d;
+mod cnn_bn;
+
+pub use cnn_bn::CnnBn;
+pub use cnn1d::Cnn1d;
+
+use std::collections::HashMap;
+
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
+use burn::optim::GradientsParams;
+use burn::tensor::{Device, Gradients, Tensor, TensorData};
+use serde_json::Value;
+
+use crate::dataset::{Array, Dataset, Values};
+
+/// The models a spec's `model` can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Model {
+    /// The seed's Conv1d → ReLU → Linear.
+    #[default]
+    Cnn1d,
+    /// Conv1d → BatchNorm → GELU → LayerNorm → Linear.
+    CnnBn,
+}
+
+impl Model {
+    pub const ALL: [Model; 2] = [Model::Cnn1d, Model::CnnBn];
+    /// The names the config uses, in the order the error messages list them.
+    pub const NAMES: [&'static str; 2] = [Cnn1d::NAME, CnnBn::NAME];
+
+    pub fn from_name(name: &str) -> Option<Model> {
+        match name {
+            Cnn1d::NAME => Some(Model::Cnn1d),
+            CnnBn::NAME => Some(Model::CnnBn),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Cnn1d => Cnn1d::NAME,
+            Model::CnnBn => CnnBn::NAME,
+        }
+    }
+
+    /// The model's parameters (PyTorch names, model order).
+    pub fn params(self) -> &'static [Entry] {
+        match self {
+            Model::Cnn1d => Cnn1d::PARAMS,
+            Model::CnnBn => CnnBn::PARAMS,
+        }
+    }
+}
+
+/// How Burn holds an array relative to PyTorch's layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// The same shape and element order.
+    Same,
+    /// The transpose of PyTorch's matrix (Burn's Linear weight is [in, out]).
+    Transposed,
+}
+
+impl Layout {
+    /// PyTorch's layout → Burn's (an involution, so also Burn's → PyTorch's).
+    pub fn convert<const D: usize>(self, t: Tensor<D>) -> Tensor<D> {
+        match self {
+            Layout::Same => t,
+            Layout::Transposed => t.transpose(),
+        }
+    }
+}
+
+/// One parameter or buffer: PyTorch's name and shape, and how Burn holds it.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    pub name: &'static str,
+    pub shape: &'static [usize],
+    pub layout: Layout,
+}
+
+impl Entry {
+    pub const fn same(name: &'static str, shape: &'static [usize]) -> Entry {
+        Entry {
+            name,
+            shape,
+            layout: Layout::Same,
+        }
+    }
+
+    pub const fn transposed(name: &'static str, shape: &'static [usize]) -> Entry {
+        Entry {
+            name,
+            shape,
+            layout: Layout::Transposed,
+        }
+    }
+}
+
+/// A model as the trainer drives it.
+pub trait ParityModel: Module + Sized {
+    /// The spec's and run file's name of the model.
+    const NAME: &'static str;
+    /// Trainable parameters, in PyTorch's order.
+    const PARAMS: &'static [Entry];
+    /// Buffers (running statistics), in PyTorch's order.
+    const BUFFERS: &'static [Entry];
+    /// The recorded layers, in forward order.
+    const LAYERS: &'static [&'static str];
+    /// The shape of one input sample ([channels, length]).
+    const SAMPLE: [usize; 2];
+
+    /// The model with the arrays' values (already checked by [`Arrays::new`]).
+    fn build(arrays: &Arrays) -> Self;
+
+    /// The ids of the parameters, in `PARAMS` order.
+    fn param_ids(&self) -> Vec<ParamId>;
+
+    /// The buffers' current values, in `BUFFERS` order (Burn's layout).
+    fn buffers(&self) -> Vec<Tensor<1>>;
+
+    /// The forward pass; `probe` records each layer when it is on.
+    fn forward(&self, x: Tensor<3>, probe: &mut Probe) -> Tensor<2>;
+
+    /// `meta.layer_hyperparameters`: the layers' settings as the module holds them.
+    fn layer_hyperparameters(&self) -> Value;
+}
+
+/// Flat f64 values of a tensor (f32 → f64 is exact, like PyTorch's tolist()).
+pub fn values<const D: usize>(t: Tensor<D>) -> Vec<f64> {
+    t.into_data()
+        .convert::<f64>()
+        .try_to_vec::<f64>()
+        .expect("float tensor")
+}
+
+/// f32 values onto the device; `from_data` casts to the device's float dtype, so on an
+/// F64 device this is an exact widening and f64 runs start from the same numbers.
+pub fn tensor<const D: usize>(values: &[f32], shape: &[usize], device: &Device) -> Tensor<D> {
+    let shape: [usize; D] = shape.try_into().expect("array rank");
+    Tensor::from_data(TensorData::new(values.to_vec(), shape), device)
+}
+
+/// A dataset's parameter and buffer arrays, checked against a model's declaration.
+pub struct Arrays<'a> {
+    data: &'a Dataset,
+    entries: Vec<Entry>,
+    device: &'a Device,
+}
+
+impl<'a> Arrays<'a> {
+    /// Refuses, naming the model and the array, unless the arrays other than `x` and `y` are
+    /// exactly `M`'s parameters and buffers with their shapes, and `x` is [N, channels, length].
+    pub fn new<M: ParityModel>(data: &'a Dataset, device: &'a Device) -> Result<Self, String> {
+        let model = M::NAME;
+        let entries: Vec<Entry> = M::PARAMS.iter().chain(M::BUFFERS).copied().collect();
+        for e in &entries {
+            let Some(Array { shape, values }) = data.arrays.get(e.name) else {
+                return Err(format!(
+                    "model {model}: the dataset has no array '{}' (the Burn module needs it, shape {:?})",
+                    e.name, e.shape
+                ));
+            };
+            if shape != e.shape {
+                return Err(format!(
+                    "model {model}: array '{}' has shape {shape:?} in the dataset, the Burn module's is {:?}",
+                    e.name, e.shape
+                ));
+            }
+            if !matches!(values, Values::F32(_)) {
+                return Err(format!(
+                    "model {model}: array '{}' is not f32 in the dataset",
+                    e.name
+                ));
+            }
+        }
+        let known =
+            |name: &str| name == "x" || name == "y" || entries.iter().any(|e| e.name == name);
+        if let Some(extra) = data.arrays.keys().find(|name| !known(name)) {
+            return Err(format!(
+                "model {model}: the dataset holds '{extra}', which the Burn module does not have"
+            ));
+        }
+        let x = data.arrays.get("x").map_or(&[][..], |a| &a.shape[..]);
+        if x.len() != 3 || x[1..] != M::SAMPLE {
+            return Err(format!(
+                "model {model}: array 'x' has shape {x:?} in the dataset, the Burn module takes [N, {}, {}]",
+                M::SAMPLE[0],
+                M::SAMPLE[1]
+            ));
+        }
+        Ok(Arrays {
+            data,
+            entries,
+            device,
+        })
+    }
+
+    pub fn device(&self) -> &Device {
+        self.device
+    }
+
+    fn entry(&self, name: &str) -> Entry {
+        *self
+            .entries
+            .iter()
+            .find(|e| e.name == name)
+            .unwrap_or_else(|| panic!("'{name}' is not declared by the model"))
+    }
+
+    /// A declared array in Burn's layout.
+    pub fn tensor<const D: usize>(&self, name: &str) -> Tensor<D> {
+        let entry = self.entry(name);
+        let (shape, values) = self.data.f32(name).expect("checked in Arrays::new");
+        entry.layout.convert(tensor(values, shape, self.device))
+    }
+
+    /// A declared parameter in Burn's layout.
+    pub fn param<const D: usize>(&self, name: &str) -> Param<Tensor<D>> {
+        Param::from_tensor(self.tensor(name))
+    }
+}
+
+/// The model built from the dataset, after the arrays are checked.
+pub fn build<M: ParityModel>(data: &Dataset, device: &Device) -> Result<M, String> {
+    Ok(M::build(&Arrays::new::<M>(data, device)?))
+}
+
+/// For each parameter id, its index in `PARAMS` and its layout.
+fn by_id<M: ParityModel>(model: &M) -> HashMap<ParamId, (usize, Layout)> {
+    let ids = model.param_ids();
+    assert_eq!(
+        ids.len(),
+        M::PARAMS.len(),
+        "{}: one id per parameter",
+        M::NAME
+    );
+    ids.into_iter()
+        .zip(M::PARAMS.iter().enumerate())
+        .map(|(id, (k, e))| (id, (k, e.layout)))
+        .collect()
+}
+
+/// Collects, per declared parameter, the flat values `read` gives for it in PyTorch's layout.
+struct Reader<'a, F> {
+    slots: HashMap<ParamId, (usize, Layout)>,
+    out: Vec<Option<Vec<f64>>>,
+    read: &'a F,
+}
+
+/// What a [`Reader`] reads of a parameter: its value, or its gradient.
+trait Read {
+    fn read<const D: usize>(&self, param: &Param<Tensor<D>>) -> Tensor<D>;
+}
+
+struct ParamValue;
+
+impl Read for ParamValue {
+    fn read<const D: usize>(&self, param: &Param<Tensor<D>>) -> Tensor<D> {
+        param.val()
+    }
+}
+
+struct ParamGrad<'a>(&'a GradientsParams);
+
+impl Read for ParamGrad<'_> {
+    fn read<const D: usize>(&self, param: &Param<Tensor<D>>) -> Tensor<D> {
+        self.0.get::<D>(param.id).expect("gradient")
+    }
+}
+
+impl<F: Read> ModuleVisitor for Reader<'_, F> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if let Some(&(k, layout)) = self.slots.get(&param.id) {
+            self.out[k] = Some(values(layout.convert(self.read.read(param))));
+        }
+    }
+}
+
+fn read<M: ParityModel, F: Read>(model: &M, read: &F) -> Vec<Vec<f64>> {
+    let mut reader = Reader {
+        slots: by_id(model),
+        out: vec![None; M::PARAMS.len()],
+        read,
+    };
+    model.visit(&mut reader);
+    reader
+        .out
+        .into_iter()
+        .zip(M::PARAMS)
+        .map(|(v, e)| v.unwrap_or_else(|| panic!("{}: {} not visited", M::NAME, e.name)))
+        .collect()
+}
+
+/// Parameters in PyTorch's layouts, flattened, in `PARAMS` order.
+pub fn param_values<M: ParityModel>(model: &M) -> Vec<Vec<f64>> {
+    read(model, &ParamValue)
+}
+
+/// The gradient of each parameter in PyTorch's layouts, flattened, in `PARAMS` order.
+pub fn grad_values<M: ParityModel>(model: &M, grads: &GradientsParams) -> Vec<Vec<f64>> {
+    read(model, &ParamGrad(grads))
+}
+
+/// Buffers in PyTorch's layouts, flattened, in `BUFFERS` order.
+pub fn buffer_values<M: ParityModel>(model: &M) -> Vec<Vec<f64>> {
+    model
+        .buffers()
+        .into_iter()
+        .zip(M::BUFFERS)
+        .map(|(t, e)| values(e.layout.convert(t)))
+        .collect()
+}
+
+/// Adds `delta` (a PyTorch-layout tensor filled by `make`) to one parameter, which stays a
+/// leaf as the optimizer leaves it.
+pub fn add_to_param<M: ParityModel>(
+    model: M,
+    name: &str,
+    make: &dyn Fn(&[usize]) -> Result<TensorData, String>,
+) -> Result<M, String> {
+    let k = M::PARAMS
+        .iter()
+        .position(|e| e.name == name)
+        .ok_or_else(|| format!("model {} has no parameter {name}", M::NAME))?;
+    struct Bump<'a> {
+        id: ParamId,
+        layout: Layout,
+        make: &'a dyn Fn(&[usize]) -> Result<TensorData, String>,
+        result: Result<(), String>,
+    }
+    impl ModuleMapper for Bump<'_> {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+            if param.id != self.id {
+                return param;
+            }
+            let value = param.val();
+            let device = value.device();
+            let torch_dims = self.layout.convert(value).dims();
+            match (self.make)(&torch_dims) {
+                Ok(data) => {
+                    let delta = self.layout.convert(Tensor::<D>::from_data(data, &device));
+                    param.map(|t| (t + delta).detach().require_grad())
+                }
+                Err(e) => {
+                    self.result = Err(e);
+                    param
+                }
+            }
+        }
+    }
+    let mut bump = Bump {
+        id: model.param_ids()[k],
+        layout: M::PARAMS[k].layout,
+        make,
+        result: Ok(()),
+    };
+    let model = model.map(&mut bump);
+    bump.result.map(|()| model)
+}
+
+/// Records each layer's output and the gradient of the loss with respect to each layer's
+/// input, in a forward pass (when on). The input gradient comes from a zero leaf added to the
+/// layer's input: adding an exact zero changes no value.
+pub struct Probe {
+    on: bool,
+    outputs: Vec<Vec<f64>>,
+    leaves: Vec<InputGrad>,
+}
+
+/// Reads one layer's input gradient (the zero leaf's) from the step's gradients.
+type InputGrad = Box<dyn Fn(&Gradients) -> Option<Vec<f64>>>;
+
+impl Probe {
+    /// A probe that records nothing and leaves the forward as it is.
+    pub fn off() -> Probe {
+        Probe {
+            on: false,
+            outputs: Vec::new(),
+            leaves: Vec::new(),
+        }
+    }
+
+    pub fn on() -> Probe {
+        Probe {
+            on: true,
+            ..Probe::off()
+        }
+    }
+
+    /// One layer `f` applied to `x`: when on, a zero leaf is added to its input and its
+    /// output is recorded.
+    pub fn layer<const A: usize, const B: usize>(
+        &mut self,
+        x: Tensor<A>,
+        f: impl FnOnce(Tensor<A>) -> Tensor<B>,
+    ) -> Tensor<B> {
+        if !self.on {
+            return f(x);
+        }
+        let zero = Tensor::<A>::zeros(x.dims(), &x.device()).require_grad();
+        let leaf = zero.clone();
+        self.leaves
+            .push(Box::new(move |grads| leaf.grad(grads).map(values)));
+        let out = f(x + zero);
+        self.outputs.push(values(out.clone()));
+        out
+    }
+
+    /// The layer record of one step: `{"step", "names", "outputs", "input_grads"}`, read from
+    /// the step's gradients before they become the parameters' gradients.
+    pub fn record(self, step: usize, names: &[&str], grads: &Gradients) -> Result<Value, String> {
+        assert_eq!(self.outputs.len(), names.len(), "one output per layer");
+        assert_eq!(self.leaves.len(), names.len(), "one input per layer");
+        let input_grads = self
+            .leaves
+            .iter()
+            .zip(names)
+            .map(|(leaf, name)| {
+                leaf(grads).ok_or_else(|| format!("no gradient for the input of layer {name}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(serde_json::json!({
+            "step": step,
+            "names": names,
+            "outputs": self.outputs.iter().map(|v| crate::runfile::floats(v)).collect::<Vec<_>>(),
+            "input_grads": input_grads.iter().map(|v| crate::runfile::floats(v)).collect::<Vec<_>>(),
+        }))
+    }
+}

@@ -1,0 +1,342 @@
+"""layers_table.py: where the f64 difference enters, on synthetic run blocks of four runs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import layers_table as lt
+import plots
+from model_specs import spec as model_spec
+
+STEPS = 3
+PROBE_STEPS = [1, 3]
+
+CNN_BN = model_spec("cnn_bn")
+# The model's names with small sizes: the rows depend on the names and their order only.
+LAYERS = {name: 3 if name == CNN_BN.layers[-1] else 8 for name in CNN_BN.layers}
+INPUT = 6  # size of the batch input, the input of the first layer
+PARAMS = {name: 3 + i % 3 for i, name in enumerate(CNN_BN.param_names)}
+BUFFERS = {name: 4 for name in CNN_BN.buffer_names}
+RUNS = ("torch_f32", "burn_f32", "torch_f64", "burn_f64")
+RUN_FILES = {key: key.replace("_", "-") + ".json" for key in RUNS}
+
+
+def blocks(
+    buffers: dict[str, int] | None = None,
+    shift: dict | None = None,
+    seed: int = 0,
+    params: dict[str, int] | None = None,
+) -> dict[str, dict]:
+    """Four run blocks of one synthetic experiment that differ by rounding only: each f32
+    run is the f64 values rounded to f32 plus a relative 1e-7 of noise; Burn's f64 run
+    differs from PyTorch's by a relative 1e-16.
+
+    shift: {(kind, name): delta} added to both Burn runs from step 1 on, e.g.
+    {("buffers", "bn.running_var"): 2e-3} (kind: params, buffers, outputs, losses).
+    """
+    buffers = BUFFERS if buffers is None else buffers
+    params = PARAMS if params is None else params
+    shift = shift or {}
+    rng = np.random.default_rng(seed)
+
+    def base(n: int, scale: float = 1.0) -> np.ndarray:
+        return rng.uniform(0.2, 1.0, n) * scale
+
+    values = {
+        "params": {n: [base(s) for _ in range(STEPS)] for n, s in params.items()},
+        "grads": {n: [base(s, 1e-2) for _ in range(STEPS)] for n, s in params.items()},
+        "buffers": {n: [base(s) for _ in range(STEPS)] for n, s in buffers.items()},
+        "outputs": {n: [base(s, 3.0) for _ in range(STEPS)] for n, s in LAYERS.items()},
+        "input_grads": {n: [base(s, 1e-3) for _ in range(STEPS)]
+                        for n, s in zip(LAYERS, [INPUT, *list(LAYERS.values())[:-1]], strict=True)},
+        "losses": [base(1)[0] for _ in range(STEPS)],
+    }  # fmt: skip
+    out = {}
+    for key in RUNS:
+        fw, dt = key.split("_")
+        noise = np.random.default_rng(RUNS.index(key) + 1)
+
+        def look(x: np.ndarray, kind: str, name: str, fw=fw, dt=dt, noise=noise) -> list:
+            x = np.asarray(x, float) + (shift.get((kind, name), 0.0) if fw == "burn" else 0.0)
+            rel = 1e-7 if dt == "f32" else (1e-16 if fw == "burn" else 0.0)
+            x = x * (1 + rel * noise.uniform(-1, 1, x.shape))
+            return (x.astype(np.float32).astype(float) if dt == "f32" else x).tolist()
+
+        trajectory = {
+            kind: {n: [look(v, kind, n) for v in series] for n, series in values[kind].items()}
+            for kind in ("params", "grads", "buffers")
+        }
+        losses = [look(np.array([x]), "losses", "loss")[0] for x in values["losses"]]
+        layers = [
+            {
+                "step": step,
+                "names": list(LAYERS),
+                "outputs": [look(values["outputs"][n][step - 1], "outputs", n) for n in LAYERS],
+                "input_grads": [
+                    look(values["input_grads"][n][step - 1], "input_grads", n) for n in LAYERS
+                ],  # fmt: skip
+            }
+            for step in PROBE_STEPS
+        ]
+        out[key] = {
+            "losses": losses,
+            "final": {"loss": losses[-1], "correct": 50, "predictions": [0] * 96},
+            "params": {n: s[-1] for n, s in trajectory["params"].items()},
+            "buffers": {n: s[-1] for n, s in trajectory["buffers"].items()},
+            "trajectory": trajectory,
+            "layers": layers,
+            "meta": {
+                "framework": fw,
+                "dtype": dt,
+                "model": "cnn_bn",
+                "input_sha256": "ab" * 32,
+                "layer_hyperparameters": {},
+            },  # fmt: skip
+        }
+    return out
+
+
+def write(folder, runs: dict[str, dict]) -> list[str]:
+    """The run files in folder; the CLI arguments that name them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    argv = []
+    for key, block in runs.items():
+        path = folder / RUN_FILES[key]
+        path.write_text(json.dumps({"exp": block}))
+        argv += [f"--{key.replace('_', '-')}", str(path)]
+    return argv
+
+
+def table(runs: dict[str, dict]) -> pd.DataFrame:
+    paths = {key: RUN_FILES[key] for key in RUNS}
+    return lt.layers_frame(lt.quantities(runs, paths))
+
+
+def outputs(folder) -> dict:
+    return {x: folder / f"layers_exp.{x}" for x in ("csv", "md", "png")}
+
+
+def run_main(tmp_path, runs: dict[str, dict]):
+    out = outputs(tmp_path / "out")
+    lt.main(["--experiment", "exp", *write(tmp_path / "runs", runs),
+             *[arg for x, p in out.items() for arg in (f"--{x}", str(p))]])  # fmt: skip
+    return out
+
+
+# ---------------------------------------------------------------------------- the rows
+
+
+def test_rows_follow_the_computation_in_order():
+    frame = table(blocks())
+    step1 = frame[frame["step"] == 1]
+    expected = (
+        [("forward", n) for n in LAYERS]
+        + [("loss", "loss")]
+        + [("backward", n) for n in reversed(LAYERS)]
+        + [("backward", n) for n in reversed(PARAMS)]
+        + [("update", n) for n in [*PARAMS, *BUFFERS]]
+    )
+    assert list(zip(step1["phase"], step1["layer"], strict=True)) == expected
+    assert frame["step"].tolist() == [1] * len(expected) + [3] * len(expected)
+    assert list(frame.columns[: len(lt.COLUMNS)]) == lt.COLUMNS
+
+
+def test_everything_within_rounding_flags_no_row():
+    frame = table(blocks())
+    assert (frame["max_abs_diff_f64"] <= frame["floor"]).all()
+    assert not frame["first_above_floor"].any()
+    assert (
+        lt.sentence(frame) == "f64: every quantity stays within rounding at the probe steps 1, 3."
+    )
+    one = frame[frame["step"] == 1]
+    assert lt.sentence(one) == "f64: every quantity stays within rounding at the probe step 1."
+
+
+def test_a_buffer_gap_flags_the_running_variance_in_the_update_of_step_1():
+    frame = table(blocks(shift={("buffers", "bn.running_var"): 2.1e-3}))
+    flagged = frame[frame["first_above_floor"]]
+    assert len(flagged) == 1
+    row = flagged.iloc[0]
+    assert (row["step"], row["phase"], row["layer"]) == (1, "update", "bn.running_var")
+    assert row["max_abs_diff_f64"] == pytest.approx(2.1e-3, rel=1e-6)
+    # every row before it stays within rounding; the same buffer at step 3 is above too
+    before = frame.loc[: flagged.index[0] - 1]
+    assert (before["max_abs_diff_f64"] <= before["floor"]).all()
+    later = frame[(frame["step"] == 3) & (frame["layer"] == "bn.running_var")].iloc[0]
+    assert later["max_abs_diff_f64"] > later["floor"] and not later["first_above_floor"]
+    assert lt.sentence(frame) == (
+        "f64: the difference enters at `bn.running_var` in the update of step 1"
+        f" (max|Δ| {row['max_abs_diff_f64']:.2e} against a rounding floor of {row['floor']:.2e})."
+    )
+
+
+def test_an_earlier_difference_is_named_before_a_later_one():
+    # A layer output in the forward pass precedes everything of the update.
+    shift = {("buffers", "bn.running_var"): 2e-3, ("outputs", "gelu"): 1e-9}
+    frame = table(blocks(shift=shift))
+    row = frame[frame["first_above_floor"]].iloc[0]
+    assert (row["step"], row["phase"], row["layer"]) == (1, "forward", "gelu")
+    assert lt.sentence(frame).startswith(
+        "f64: the difference enters at the output of `gelu` in the forward pass of step 1"
+    )
+
+
+@pytest.mark.parametrize(
+    ("shift", "words"),
+    [
+        ({("losses", "loss"): 1e-9}, "the loss of step 1"),
+        (
+            {("input_grads", "ln"): 1e-9},
+            "the input gradient of `ln` in the backward pass of step 1",
+        ),
+        ({("grads", "fc.bias"): 1e-9}, "the gradient of `fc.bias` in the backward pass of step 1"),
+    ],
+)
+def test_each_kind_of_quantity_is_named_as_what_it_is(shift, words):
+    assert f"enters at {words} (" in lt.sentence(table(blocks(shift=shift)))
+
+
+def test_the_floor_is_the_verdicts_rounding_floor_of_one_quantity():
+    runs = blocks()
+    frame = table(runs)
+    row = frame[(frame["step"] == 3) & (frame["layer"] == "fc.weight")]
+    row = row[row["phase"] == "update"].iloc[0]
+    series = {k: np.asarray(runs[k]["trajectory"]["params"]["fc.weight"][2]) for k in RUNS}
+    noise = max(np.abs(series["torch_f32"] - series["torch_f64"]).max(),
+                np.abs(series["burn_f32"] - series["burn_f64"]).max())  # fmt: skip
+    size = max(np.abs(series["torch_f64"]).max(), np.abs(series["burn_f64"]).max())
+    assert row["floor"] == max(noise * 2.0**-29 * 100, 64 * 2.0**-52 * size)
+
+
+def test_a_value_that_is_exactly_equal_has_a_zero_floor_and_is_not_above():
+    runs = blocks()
+    for block in runs.values():
+        block["trajectory"]["grads"]["fc.bias"][0] = [0.0, 0.0, 0.0]
+    row = table(runs).query("phase == 'backward' and layer == 'fc.bias' and step == 1").iloc[0]
+    assert row["floor"] == 0.0 and row["max_abs_diff_f64"] == 0.0
+    assert not row["first_above_floor"]
+
+
+def test_a_non_finite_difference_is_above_any_floor():
+    runs = blocks()
+    runs["burn_f64"]["layers"][0]["outputs"][2][0] = math.inf
+    runs["burn_f32"]["layers"][0]["outputs"][2][0] = math.inf
+    frame = table(runs)
+    row = frame[frame["first_above_floor"]].iloc[0]
+    assert (row["phase"], row["layer"]) == ("forward", "gelu")
+    assert math.isnan(row["max_abs_diff_f64"]) and "max|Δ| NaN" in lt.sentence(frame)
+
+
+def test_a_model_without_buffers_has_no_buffer_rows():
+    # The seed's model: its parameters only, and run files without a buffers key.
+    seed = list(model_spec("cnn1d").param_names)
+    runs = blocks(buffers={}, params=dict.fromkeys(seed, 3))
+    for block in runs.values():
+        del block["trajectory"]["buffers"]
+        block["meta"]["model"] = "cnn1d"
+    frame = table(runs)
+    assert (frame[frame["phase"] == "update"]["layer"] == seed * 2).all()
+    grads = frame[(frame["phase"] == "backward") & frame["layer"].str.contains(".", regex=False)]
+    assert grads["layer"].tolist() == seed[::-1] * 2
+
+
+def test_parameters_follow_the_models_order_whatever_the_files_order():
+    runs = blocks()
+    for block in runs.values():  # Burn writes its maps in name order
+        for kind in ("params", "grads", "buffers"):
+            block["trajectory"][kind] = dict(sorted(block["trajectory"][kind].items()))
+    update = table(runs).query("phase == 'update' and step == 1")["layer"]
+    assert update.tolist() == [*PARAMS, *BUFFERS]
+
+
+# ---------------------------------------------------------------------------- the files
+
+
+def test_main_writes_the_csv_the_markdown_and_the_plot(tmp_path, capsys):
+    out = run_main(tmp_path, blocks(shift={("buffers", "bn.running_var"): 2e-3}))
+    frame = pd.read_csv(out["csv"])
+    assert list(frame.columns) == lt.COLUMNS
+    assert frame["first_above_floor"].tolist().count(True) == 1
+    md = out["md"].read_text()
+    assert md.startswith("### Where the difference enters: exp\n\nf64: the difference enters at"
+                         " `bn.running_var` in the update of step 1")  # fmt: skip
+    assert "above ← first" in md and md.count("\n   1  ") == len(frame) // 2
+    assert out["png"].read_bytes().startswith(b"\x89PNG")
+    assert "bn.running_var in the update of step 1" in capsys.readouterr().out.replace("`", "")
+
+
+def test_the_plot_is_byte_deterministic_and_follows_the_data(tmp_path):
+    shifted = blocks(shift={("buffers", "bn.running_var"): 2e-3})
+    a = run_main(tmp_path / "a", shifted)["png"].read_bytes()
+    b = run_main(tmp_path / "b", shifted)["png"].read_bytes()
+    c = run_main(tmp_path / "c", blocks())["png"].read_bytes()
+    assert a == b != c
+
+
+def test_the_plot_title_says_where_the_difference_enters():
+    frame = table(blocks(shift={("buffers", "bn.running_var"): 2e-3}))
+    title, subtitle = plots.layers_title("cnn_bn_sgd", frame)
+    assert title == "cnn_bn_sgd: the f64 difference enters at bn.running_var (update, step 1)"
+    assert subtitle.startswith("there f64 max|Δ| 0.002 against a rounding floor of")
+    title, _ = plots.layers_title("cnn1d", table(blocks()))
+    assert title == "cnn1d: every f64 difference stays within rounding at the probe steps"
+
+
+def broken(change) -> dict[str, dict]:
+    runs = blocks()
+    change(runs)
+    return runs
+
+
+MALFORMED = {
+    "no layer record": (
+        lambda r: r["burn_f32"].pop("layers"),
+        "burn-f32.json: no 'layers' record",
+    ),
+    "other layer names": (
+        lambda r: r["burn_f64"]["layers"][1].__setitem__(
+            "names", ["conv", "bn", "relu", "ln", "fc"]
+        ),
+        "burn-f64.json: layer names ['conv', 'bn', 'relu', 'ln', 'fc'] at step 3 differ from",
+    ),
+    "other probe steps": (
+        lambda r: r["torch_f32"]["layers"][1].__setitem__("step", 2),
+        "torch-f32.json: probe steps [1, 2] differ from",
+    ),
+    "a probe step after the last step": (
+        lambda r: r["torch_f64"]["layers"][1].__setitem__("step", STEPS + 1),
+        "torch-f64.json: layers[1].step is 4; probe steps must rise, from 1 to the last step (3)",
+    ),
+    "an output missing": (
+        lambda r: r["burn_f32"]["layers"][0]["outputs"].pop(),
+        "burn-f32.json: layers[0] (step 1) has 5 names but 4 outputs",
+    ),
+    "an output of another size": (
+        lambda r: r["burn_f64"]["layers"][0]["outputs"][1].pop(),
+        "burn-f64.json: the output of layer bn at step 1 has 7 values",
+    ),
+    "other buffers": (
+        lambda r: r["burn_f64"]["trajectory"]["buffers"].__setitem__("bn.extra", [[0.0]] * STEPS),
+        "burn-f64.json: buffers ['bn.extra', 'bn.running_mean', 'bn.running_var'] differ from",
+    ),
+    "not numbers": (
+        lambda r: r["burn_f32"]["layers"][0]["input_grads"].__setitem__(0, ["x"]),
+        "burn-f32.json: the input gradient of layer conv at step 1 must be a flat list of numbers",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED, ids=list(MALFORMED))
+def test_a_malformed_run_is_refused_in_one_line_and_nothing_is_written(case, tmp_path, capsys):
+    change, message = MALFORMED[case]
+    with pytest.raises(SystemExit) as exit_info:
+        run_main(tmp_path, broken(change))
+    text = str(exit_info.value.code)
+    assert text.startswith("layers_table: ") and "\n" not in text
+    assert message in text, text
+    assert not any(p.exists() for p in outputs(tmp_path / "out").values())
