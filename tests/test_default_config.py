@@ -21,6 +21,11 @@ REPLAY_BOUND = 1e-14
 # (8.8e-13). On Burn's own recorded gradients the same replay matches to 6e-17
 # (tests/test_replay_optimizers.py).
 GRADIENT_AMPLIFIED = {"adagrad_burn_defaults": 1e-12}
+# cnn_bn on NdArray: that backend differentiates GELU by its tanh form (Burn's default
+# gelu_backward), so Burn's gradients differ from PyTorch's by ~1e-4 from step 1 and the
+# replay, which takes PyTorch's gradients, cannot follow Burn's run. On Burn's own recorded
+# gradients it does (test_the_ndarray_gap_is_in_the_gradients_not_the_update).
+BACKEND_GRADIENTS = ("cnn_bn_sgd_ndarray",)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +46,10 @@ def test_replay_and_counterfactual_reach_rounding_at_every_step(default_run, exp
     replay = pd.read_csv(tables / f"replay_{experiment}.csv")
     counterfactual = pd.read_csv(tables / f"counterfactual_{experiment}.csv")
     assert len(replay) == len(counterfactual) == 100
-    assert replay["dparam"].max() <= GRADIENT_AMPLIFIED.get(experiment, REPLAY_BOUND)
+    if experiment in BACKEND_GRADIENTS:
+        assert replay["dparam"].iloc[0] > 1e-6  # Burn's gradients are not PyTorch's
+    else:
+        assert replay["dparam"].max() <= GRADIENT_AMPLIFIED.get(experiment, REPLAY_BOUND)
     assert counterfactual["dparam"].max() <= REPLAY_BOUND
 
 
@@ -61,6 +69,13 @@ def verdict_row(default_run: Path, experiment: str) -> str:
         ("rmsprop", "Burn's f32 storage of alpha, eps"),
         ("adamw", "Burn's f32 evaluation of its per-step Adam factors"),
         ("adamw_recipe", "the clipping scope: Burn clips each parameter tensor by its own norm"),
+        (
+            "cnn_bn_sgd",
+            "evaluation state only (training matches up to rounding): the running-variance"
+            " estimator (Burn biased, PyTorch unbiased) (100.0% of the gap, measured)",
+        ),
+        ("cnn_bn_adam", "evaluation state: the running-variance estimator (Burn biased"),
+        ("cnn_bn_adam", "training: Burn's f32 evaluation of its per-step Adam factors"),
     ],
 )
 def test_atlas_verdicts_name_the_cause_the_runs_show(default_run, experiment, cause):
@@ -83,3 +98,63 @@ def test_the_recipe_records_each_frameworks_lr_at_every_step(default_run):
     assert len(lrs) == 100 and lrs["lr_torch"].iloc[0] == 0.01
     assert 0 < lrs["rel_diff"].max() < 1e-14  # recursive vs closed-form cosine: ulps apart
     assert lrs["lr_burn"].iloc[-1] == pytest.approx(0.001, rel=1e-2)
+
+
+def layers(default_run: Path, experiment: str) -> pd.DataFrame:
+    return pd.read_csv(default_run / f"results/tables/layers_{experiment}.csv")
+
+
+def first_entry(frame: pd.DataFrame) -> tuple:
+    row = frame[frame["first_above_floor"]].iloc[0]
+    return int(row["step"]), row["phase"], row["layer"]
+
+
+def test_the_running_variance_is_where_cnn_bn_parts(default_run):
+    """Flex: every forward, loss and backward quantity of cnn_bn stays within rounding in
+    f64; the difference enters at the running variance, in the update of step 1."""
+    frame = layers(default_run, "cnn_bn_sgd")
+    assert first_entry(frame) == (1, "update", "bn.running_var")
+    step1 = frame[frame["step"] == 1]
+    assert (step1["max_abs_diff_f64"] <= step1["floor"]).sum() == len(step1) - 1
+    md = (default_run / "results/tables/layers_cnn_bn_sgd.md").read_text()
+    assert "enters at `bn.running_var` in the update of step 1" in md
+
+
+def test_the_ndarray_backend_enters_at_gelus_gradient(default_run):
+    """NdArray: the forward stays within rounding, the backward leaves it at GELU's input
+    gradient; the verdict says the difference is in the model's computation."""
+    frame = layers(default_run, "cnn_bn_sgd_ndarray")
+    assert first_entry(frame) == (1, "backward", "gelu")
+    forward = frame[(frame["step"] == 1) & (frame["phase"] == "forward")]
+    assert (forward["max_abs_diff_f64"] <= forward["floor"]).all()
+    row = verdict_row(default_run, "cnn_bn_sgd_ndarray")
+    assert "unexplained" in row and "input gradient of `gelu` in the backward pass" in row
+
+
+def test_the_ndarray_gap_is_in_the_gradients_not_the_update(default_run):
+    """Replayed on Burn's own recorded gradients, Burn's update (and its running statistics)
+    reproduce the NdArray run to rounding: what the replay on PyTorch's gradients cannot
+    follow is the backward pass."""
+    import replay as rp
+    from parity_io import experiment_block, read_dataset
+
+    runs = default_run / "results/runs/cnn_bn_sgd_ndarray"
+    torch_run = experiment_block(runs / "torch-f64.json")
+    burn_run = experiment_block(runs / "burn-f64.json")
+    arrays, _ = read_dataset(default_run / "results/data/cnn_bn.bin")
+    variant = rp.variants(torch_run, burn_run)["replay"][0]
+    steps, batch = len(burn_run["losses"]), burn_run["meta"]["batch_size"]
+    grads = burn_run["trajectory"]["grads"]
+    losses, snapshots = rp.run(arrays, variant, steps, batch, grads, "cnn_bn")
+    from gaps import param_matrix
+
+    assert abs(snapshots - param_matrix(burn_run)).max() <= REPLAY_BOUND
+
+
+def test_cnn_bn_reports_eval_mode_metrics_of_both_frameworks(default_run):
+    report = (default_run / "results/report.md").read_text()
+    section = report[report.index("## Experiment `cnn_bn_sgd`") :]
+    section = section[: section.index("### Replay")]
+    assert "| run | train-mode loss, step 100 | eval-mode loss | eval-mode correct |" in section
+    for run in ("PyTorch f32", "PyTorch f64", "Burn f32", "Burn f64"):
+        assert f"| {run} |" in section

@@ -173,6 +173,22 @@ def test_bad_sweeps_are_one_line_each(change, line):
     assert check(config) == [line]
 
 
+def test_the_model_is_a_sweep_axis():
+    config = sweep_config([0.1])
+    config["sweeps"]["g"]["axes"] = {"model": ["cnn1d", "cnn_bn"]}
+    points = sweeps.expand_all(config, HYPERPARAMETERS)["g"]
+    assert [(n, e["model"]) for n, e, _ in points] == [
+        ("g__model_cnn1d", "cnn1d"),
+        ("g__model_cnn_bn", "cnn_bn"),
+    ]
+    assert check(config) == []
+    config["sweeps"]["g"]["axes"]["model"] = ["cnn1d", "cnn_nb"]
+    assert check(config) == [
+        "sweeps.g.axes.model: unknown model 'cnn_nb' (known: cnn1d, cnn_bn); did you mean"
+        " 'cnn_bn'? (at point g__model_cnn_nb)"
+    ]
+
+
 def test_max_experiments_is_checked_before_expansion():
     config = {**sweep_config([0.1, 0.2, 0.3]), "max_experiments": 5}
     assert check(config) == ["sweeps.g: 6 experiments, more than max_experiments (5)"]

@@ -389,10 +389,37 @@ class Experiment:
 
     def unexplained_start(self) -> str:
         where = unexplained_start(self.steps, self.replay, self.counterfactual)
-        if where:
-            return where
-        step = self.verdict.first_above_floor
-        return f"the f64 gap leaves the rounding floor at step {step} (`{self.where_f64(step)}`)"
+        if not where:
+            step = self.verdict.first_above_floor
+            where = (
+                f"the f64 gap leaves the rounding floor at step {step} (`{self.where_f64(step)}`)"
+            )
+        return where + self.model_entry()
+
+    def model_entry(self) -> str:
+        """Where the layers table says the f64 difference enters, when that is before the
+        update: in the model's own computation (forward, loss or backward), which the replay
+        of the update takes from PyTorch and so cannot reproduce."""
+        if not self.has_layers:
+            return ""
+        first = self.layers[self.layers["first_above_floor"].astype(str) == "True"]
+        if first.empty or first.iloc[0]["phase"] == "update":
+            return ""
+        row = first.iloc[0]
+        layer, phase, step = row["layer"], row["phase"], row["step"]
+        what = {
+            "forward": f"the output of `{layer}` in the forward pass",
+            "loss": "the loss",
+            "backward": (
+                f"the input gradient of `{layer}` in the backward pass"
+                if layer in model_of(self.runs["torch", "f32"]).layers
+                else f"the gradient of `{layer}` in the backward pass"
+            ),
+        }[phase]
+        return (
+            f"; it enters before the update, at {what} of step {step} (layers table): in the"
+            " model's computation, which the replay of the update takes from PyTorch"
+        )
 
     def verdict_line(self) -> str:
         v, detail = self.verdict, self.verdict_detail()

@@ -1,0 +1,164 @@
+"""Each registered model's two definitions agree: the PyTorch module (workflow/scripts/
+model_*.py) and the Burn module (rust/src/models/) compute the same thing from the same
+dataset file, and a dataset whose names or shapes one side does not declare is refused by
+that side before any step, naming the array.
+
+This is the test to run after adding a model (README: "Adding a model"): it covers every
+model in model_specs.SPECS without being told about it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import make_data
+import model_specs
+from conftest import SCRIPTS, SGD, small_config
+from parity_io import decode_dataset, encode_dataset, experiment_block, write_atomic
+
+MODELS = list(model_specs.SPECS)
+# The forward at initialisation: the same f32 values widened to f64, the same layers.
+INIT_BOUND = 1e-12
+
+
+def trainer(framework: str, burn_binary) -> list:
+    return [sys.executable, SCRIPTS / "train_torch.py"] if framework == "torch" else [burn_binary]
+
+
+def train(framework, burn_binary, config, data, out) -> subprocess.CompletedProcess:
+    cmd = trainer(framework, burn_binary)
+    cmd += ["--experiment", "m", "--dtype", "f64", "--config", config, "--data", data,
+            "--out", out]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def first_steps(request, burn_binary, write_config, tmp_path_factory):
+    """(model, {framework: f64 run block}) of one SGD step of each model on both sides."""
+    model = request.param
+    root = tmp_path_factory.mktemp(model)
+    data = root / f"{model}.bin"
+    write_atomic(data, make_data.dataset_bytes(model))
+    config = write_config(small_config(1, m=dict(SGD, model=model)))
+    runs = {}
+    for framework in ("torch", "burn"):
+        out = root / f"{framework}.json"
+        proc = train(framework, burn_binary, config, data, out)
+        assert proc.returncode == 0, proc.stderr
+        runs[framework] = experiment_block(out, "m")
+    return model, runs
+
+
+def largest(a: list[list[float]], b: list[list[float]]) -> float:
+    assert [len(x) for x in a] == [len(y) for y in b]
+    return max(float(np.max(np.abs(np.subtract(x, y)))) for x, y in zip(a, b, strict=True))
+
+
+def test_both_definitions_agree_at_initialisation(first_steps):
+    """Step 1's layer record is the forward of the initial weights: every layer's output
+    agrees to 1e-12 in f64, and so do the input and parameter gradients of the backward."""
+    model, runs = first_steps
+    torch_record, burn_record = runs["torch"]["layers"][0], runs["burn"]["layers"][0]
+    assert torch_record["names"] == burn_record["names"] == list(model_specs.spec(model).layers)
+    assert largest(torch_record["outputs"], burn_record["outputs"]) <= INIT_BOUND
+    assert largest(torch_record["input_grads"], burn_record["input_grads"]) <= INIT_BOUND
+    names = model_specs.spec(model).param_names
+    grads = {fw: [runs[fw]["trajectory"]["grads"][n][0] for n in names] for fw in runs}
+    assert largest(grads["torch"], grads["burn"]) <= INIT_BOUND
+    assert abs(runs["torch"]["losses"][0] - runs["burn"]["losses"][0]) <= INIT_BOUND
+
+
+def test_both_sides_hold_the_declared_state(first_steps):
+    """Both run files carry exactly the registry's parameters and buffers, in its shapes."""
+    model, runs = first_steps
+    spec = model_specs.spec(model)
+    for block in runs.values():
+        assert set(block["params"]) == set(spec.param_names)
+        assert set(block["buffers"]) == set(spec.buffer_names)
+        for name, shape in spec.shapes().items():
+            value = block["params"].get(name, block["buffers"].get(name))
+            assert len(value) == np.prod(shape), name
+
+
+def with_array_renamed(model: str, old: str, new: str) -> bytes:
+    arrays = decode_dataset(make_data.dataset_bytes(model))
+    return encode_dataset(
+        {(new if name == old else name): (shape, 2 if name == "y" else 1, values)
+         for name, (shape, values) in arrays.items()}
+    )  # fmt: skip
+
+
+def with_array_reshaped(model: str, name: str, size: int) -> bytes:
+    arrays = decode_dataset(make_data.dataset_bytes(model))
+    arrays[name] = ([size], [0.5] * size)
+    return encode_dataset(
+        {n: (shape, 2 if n == "y" else 1, values) for n, (shape, values) in arrays.items()}
+    )
+
+
+def last_state_array(model: str) -> tuple[str, list[int]]:
+    """A parameter or buffer of the model other than the first (so a rename is not caught as
+    a change of the input's shape)."""
+    name, shape = list(model_specs.spec(model).shapes().items())[-1]
+    return name, shape
+
+
+@pytest.mark.parametrize("framework", ["torch", "burn"])
+@pytest.mark.parametrize("model", MODELS)
+def test_a_name_one_side_does_not_declare_is_refused(
+    model, framework, burn_binary, write_config, tmp_path
+):
+    name, shape = last_state_array(model)
+    data = tmp_path / "renamed.bin"
+    write_atomic(data, with_array_renamed(model, name, name + "_renamed"))
+    out = tmp_path / "run.json"
+    proc = train(framework, burn_binary, write_config(small_config(1, m=dict(SGD, model=model))),
+                 data, out)  # fmt: skip
+    side = "PyTorch" if framework == "torch" else "Burn"
+    assert proc.returncode != 0 and not out.exists()
+    assert f"model {model}: the dataset has no array '{name}'" in proc.stderr
+    assert f"the {side} module needs it, shape [{', '.join(map(str, shape))}]" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize("framework", ["torch", "burn"])
+@pytest.mark.parametrize("model", MODELS)
+def test_a_shape_one_side_does_not_declare_is_refused(
+    model, framework, burn_binary, write_config, tmp_path
+):
+    name, shape = last_state_array(model)
+    size = int(np.prod(shape)) + 1
+    data = tmp_path / "reshaped.bin"
+    write_atomic(data, with_array_reshaped(model, name, size))
+    out = tmp_path / "run.json"
+    proc = train(framework, burn_binary, write_config(small_config(1, m=dict(SGD, model=model))),
+                 data, out)  # fmt: skip
+    side = "PyTorch" if framework == "torch" else "Burn"
+    assert proc.returncode != 0 and not out.exists()
+    expected = (
+        f"model {model}: array '{name}' has shape [{size}] in the dataset,"
+        f" the {side} module's is [{', '.join(map(str, shape))}]"
+    )
+    assert expected in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_the_burn_binary_knows_exactly_the_registered_models(burn_binary, write_config, tmp_path):
+    config = write_config(small_config(1, m=dict(SGD, model="no_such_model")))
+    out = tmp_path / "run.json"
+    proc = train("burn", burn_binary, config, tmp_path / "unused.bin", out)
+    assert proc.returncode != 0
+    assert f"(known: {', '.join(MODELS)})" in proc.stderr, proc.stderr
+
+
+def test_the_config_schema_offers_exactly_the_registered_models():
+    import yaml
+
+    from conftest import ROOT
+
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    assert schema["$defs"]["experiment"]["properties"]["model"]["enum"] == MODELS
