@@ -1,5 +1,6 @@
-"""The model registry (model_specs.py, models.py, model_cnn1d.py, model_cnn_bn.py) and what
-the PyTorch trainer records with it: buffers, the layer record, the eval-mode final."""
+"""The model registry (model_specs.py, models.py, model_cnn1d.py, model_cnn_bn.py,
+model_transformer.py) and what the PyTorch trainer records with it: buffers, the layer
+record, the eval-mode final."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import make_data
 import model_cnn1d
 import model_cnn_bn
 import model_specs
+import model_transformer
 import models
 import probe
 import train_torch
@@ -58,16 +60,19 @@ def spec_of(model: str, exp: dict, steps: int = 4, probe_steps=(1,)) -> dict:
 # --- the registry ---------------------------------------------------------------------------
 
 
-def test_the_registry_holds_both_models_under_their_names():
-    assert list(models.MODELS) == ["cnn1d", "cnn_bn"] == list(model_specs.SPECS)
+def test_the_registry_holds_every_model_under_its_name():
+    assert list(models.MODELS) == ["cnn1d", "cnn_bn", "transformer"] == list(model_specs.SPECS)
     assert models.MODELS["cnn1d"] is model_cnn1d and models.MODELS["cnn_bn"] is model_cnn_bn
-    with pytest.raises(ModelError, match=r"unknown model 'resnet' \(known: cnn1d, cnn_bn\)"):
+    assert models.MODELS["transformer"] is model_transformer
+    with pytest.raises(
+        ModelError, match=r"unknown model 'resnet' \(known: cnn1d, cnn_bn, transformer\)"
+    ):
         models.build("resnet", arrays_of("cnn1d"), torch.float64)
     with pytest.raises(ModelError, match="unknown model 'resnet'"):
         model_specs.spec("resnet")
 
 
-@pytest.mark.parametrize("name", ["cnn1d", "cnn_bn"])
+@pytest.mark.parametrize("name", list(model_specs.SPECS))
 def test_each_module_declares_what_its_pytorch_module_holds(name):
     module = models.MODELS[name]
     model = module.new()
@@ -224,7 +229,7 @@ def test_a_train_mode_step_moves_running_var_towards_the_unbiased_variance():
     assert np.all(np.abs(model.bn.running_var.numpy() - other) > 1e-5)
 
 
-@pytest.mark.parametrize("name", ["cnn1d", "cnn_bn"])
+@pytest.mark.parametrize("name", list(model_specs.SPECS))
 def test_the_layer_record_is_autograd_of_the_pieces(name):
     """Each recorded input gradient is dLoss/d(input of layer k) computed afresh: the layers
     from k on, run from a new leaf holding the recorded input; each recorded output is the
@@ -266,7 +271,7 @@ def output_shapes(model: torch.nn.Module, x: torch.Tensor) -> list[torch.Size]:
 # --- what train_torch records ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["cnn1d", "cnn_bn"])
+@pytest.mark.parametrize("name", list(model_specs.SPECS))
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_recording_leaves_the_trajectory_bit_identical(name, dtype):
     arrays = arrays_of(name)
@@ -347,3 +352,38 @@ def test_the_probe_takes_the_runs_model_and_refuses_a_buffer(tmp_path):
     assert "`ln.weight[3]`" in (tmp_path / "p.md").read_text()
     with pytest.raises(SystemExit, match="'bn.running_var\\[1\\]' is a buffer"):
         probe.main([*argv, "--parameter", "bn.running_var[1]", *out])
+
+
+# --- the transformer ------------------------------------------------------------------------
+
+
+def test_the_transformer_stages_are_its_encoder_layers_forward():
+    """The recorded stages (embed, attn = x + self_attn(x), norm1, ff = h + ff(h), norm2, fc)
+    compose to nn.TransformerEncoderLayer's own forward, bit for bit, in training mode; the
+    eval-mode forward (fast path kept off) computes the same bits too."""
+    arrays = arrays_of("transformer")
+    model = models.build("transformer", arrays, torch.float64)
+    x, _ = models.inputs(arrays, torch.float64)
+    staged = model(x)
+    with torch.no_grad():
+        tokens = model.embed(x.transpose(1, 2))
+        reference = model.fc(model.enc(tokens).flatten(1))
+        assert torch.equal(staged, reference)
+        model.eval()
+        assert torch.equal(model(x), staged)
+        assert torch.backends.mha.get_fastpath_enabled()  # restored after the forward
+
+
+def test_the_transformer_declares_pytorchs_packed_in_projection():
+    spec = model_specs.TRANSFORMER
+    shapes = spec.shapes()
+    assert shapes["enc.self_attn.in_proj_weight"] == [24, 8]
+    assert shapes["enc.self_attn.in_proj_bias"] == [24]
+    assert shapes["fc.weight"] == [3, 128] and spec.buffer_names == ()
+    assert spec.layers == ("embed", "attn", "norm1", "ff", "norm2", "fc")
+    init = spec.initial_arrays()
+    rows = np.array(init["enc.self_attn.in_proj_weight"][1]).reshape(3, 8, 8)
+    # The query, key and value blocks start apart.
+    assert min(np.abs(rows[a] - rows[b]).max() for a, b in ((0, 1), (0, 2), (1, 2))) > 0.01
+    model = models.build("transformer", arrays_of("transformer"), torch.float64)
+    assert models.layer_hyperparameters("transformer", model) == spec.hyperparameters

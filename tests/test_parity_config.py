@@ -913,7 +913,7 @@ LINES = {
     "model typo": (
         exp("adam", model="cnn_nb"),
         [
-            "experiments.adam.model: unknown model 'cnn_nb' (known: cnn1d, cnn_bn);"
+            "experiments.adam.model: unknown model 'cnn_nb' (known: cnn1d, cnn_bn, transformer);"
             " did you mean 'cnn_bn'?"
         ],
     ),

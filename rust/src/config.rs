@@ -590,7 +590,9 @@ mod tests {
         for (value, shown) in [("resnet", "resnet"), ("1", "1"), ("[cnn1d]", "- cnn1d")] {
             assert_eq!(
                 model(&format!("    model: {value}\n")).unwrap_err(),
-                format!("experiments.e.model: unknown model '{shown}' (known: cnn1d, cnn_bn)")
+                format!(
+                    "experiments.e.model: unknown model '{shown}' (known: cnn1d, cnn_bn, transformer)"
+                )
             );
         }
     }

@@ -15,7 +15,7 @@ use crate::adam_factors::{burn_adam_factors, burn_adamw_bias_corrections};
 use crate::config::{ClipGrad, Optimizer, Spec};
 use crate::dataset::Dataset;
 use crate::fault::Fault;
-use crate::models::{self, Cnn1d, CnnBn, Entry, Model, ParityModel, Probe, tensor};
+use crate::models::{self, Cnn1d, CnnBn, Entry, Model, ParityModel, Probe, Transformer, tensor};
 use crate::runfile::{float, floats};
 use crate::schedule;
 
@@ -372,6 +372,7 @@ pub fn train(
     match spec.model {
         Model::Cnn1d => run::<Cnn1d>(spec, data, device, fault).map(|(block, _)| block),
         Model::CnnBn => run::<CnnBn>(spec, data, device, fault).map(|(block, _)| block),
+        Model::Transformer => run::<Transformer>(spec, data, device, fault).map(|(block, _)| block),
     }
 }
 

@@ -5,12 +5,13 @@
 //! Everything runs on an F64 device, so that values can be checked to f64 rounding.
 
 mod common;
+use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor};
 use parity_train::config::{self, Spec};
 use parity_train::dataset::{Array, Dataset, Values};
 use parity_train::fault::Fault;
-use parity_train::models::{self, Cnn1d, CnnBn, ParityModel, Probe};
+use parity_train::models::{self, Cnn1d, CnnBn, ParityModel, Probe, Transformer};
 use parity_train::train;
 use serde_json::{Value, json};
 use std::process::Command;
@@ -38,6 +39,10 @@ fn cnn1d() -> Dataset {
 
 fn cnn_bn() -> Dataset {
     common::dataset(common::cnn_bn_arrays())
+}
+
+fn transformer() -> Dataset {
+    common::dataset(common::transformer_arrays())
 }
 
 fn run(experiment: &str, data: &Dataset) -> Value {
@@ -420,4 +425,63 @@ fn a_fault_bumps_a_parameter_of_the_model_and_is_refused_for_one_it_lacks() {
         err,
         "PARITY_FAULT: model cnn1d has no parameter ln.weight (it has conv.weight, conv.bias, fc.weight, fc.bias)"
     );
+}
+
+#[test]
+fn the_transformer_reads_back_its_packed_in_projection_in_pytorchs_layout() {
+    // in_proj_weight [24, 8] is three Burn Linear weights ([8, 8] each, transposed), joined
+    // again along PyTorch's rows; in_proj_bias is their three biases.
+    let data = transformer();
+    let device = device();
+    let model: Transformer = models::build(&data, &device).unwrap();
+    for (entry, values) in Transformer::PARAMS.iter().zip(models::param_values(&model)) {
+        assert_eq!(values, f32s(&data, entry.name), "{}", entry.name);
+    }
+    // The key block is rows 8..16: Burn's key weight [in, out] is its transpose.
+    let key = models::values(model.enc.mha.key.weight.val().transpose());
+    assert_eq!(key, f32s(&data, "enc.self_attn.in_proj_weight")[64..128]);
+    let value_bias = models::values(model.enc.mha.value.bias.as_ref().unwrap().val());
+    assert_eq!(
+        value_bias,
+        f32s(&data, "enc.self_attn.in_proj_bias")[16..24]
+    );
+    // Every Burn parameter is a declared one: the dataset replaces the initializer's values.
+    let declared: usize = Transformer::PARAMS
+        .iter()
+        .map(|e| e.shape.iter().product::<usize>())
+        .sum();
+    assert_eq!(model.num_params(), declared);
+}
+
+#[test]
+fn the_transformer_forward_is_its_encoder_layers_forward() {
+    let data = transformer();
+    let device = device();
+    let model: Transformer = models::build(&data, &device).unwrap();
+    let x = models::tensor::<3>(data.f32("x").unwrap().1, &[96, 1, 16], &device);
+    let staged = models::values(model.forward(x.clone(), &mut Probe::on()));
+    let tokens: Tensor<3> = model.embed.forward(x.swap_dims(1, 2));
+    let whole: Tensor<2> = model
+        .fc
+        .forward(model.encoder_forward(tokens).flatten(1, 2));
+    assert_eq!(staged, models::values(whole));
+}
+
+#[test]
+fn the_transformer_gradients_come_back_packed_and_a_fault_bumps_one_part() {
+    let data = transformer();
+    let experiment = format!("{SGD}, model: transformer");
+    let plain = run(&experiment, &data);
+    let grads = &plain["trajectory"]["grads"]["enc.self_attn.in_proj_weight"][0];
+    assert_eq!(list(grads).len(), 24 * 8);
+    // Element 70 is row 8, column 6: the key weight's.
+    let fault = Fault::parse("2:enc.self_attn.in_proj_weight:70:0.25").unwrap();
+    let bumped = train::train(&spec(&experiment), &data, &device(), Some(&fault)).unwrap();
+    let at = |block: &Value, step: usize| {
+        list(&block["trajectory"]["params"]["enc.self_attn.in_proj_weight"][step])
+    };
+    assert_eq!(at(&bumped, 0), at(&plain, 0));
+    let (a, b) = (at(&bumped, 1), at(&plain, 1));
+    assert!((a[70] - b[70] - 0.25).abs() < 1e-15);
+    assert!((0..192).filter(|&i| i != 70).all(|i| a[i] == b[i]));
 }

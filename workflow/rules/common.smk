@@ -52,6 +52,7 @@ MODEL_MODULES = [
     f"{SCRIPTS}/models.py",
     f"{SCRIPTS}/model_cnn1d.py",
     f"{SCRIPTS}/model_cnn_bn.py",
+    f"{SCRIPTS}/model_transformer.py",
 ]
 REPORT_SCRIPT = f"{SCRIPTS}/report.py"
 # Rules run their Python scripts as `python workflow/scripts/warm.py script args`, which

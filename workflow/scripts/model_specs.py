@@ -2,8 +2,9 @@
 
 This is the torch-free half of the model registry. parity_io (imported by every script),
 make_data, gaps and the analyses read a model's parameter and buffer names from here and
-never pay for `import torch` (about 2 s). The PyTorch modules are in model_cnn1d.py and
-model_cnn_bn.py, gathered by models.py, which take their names and values from here.
+never pay for `import torch` (about 2 s). The PyTorch modules are in model_cnn1d.py,
+model_cnn_bn.py and model_transformer.py, gathered by models.py, which take their names and
+values from here.
 
 A model's *state* is its parameters, then its buffers, each in the model's order with
 PyTorch's names and layouts: the order of the dataset file (after x and y), of the run
@@ -24,6 +25,10 @@ from typing import Any
 N, LENGTH, CLASSES, CHANNELS, KERNEL = 96, 16, 3, 4, 5
 POSITIONS = LENGTH - KERNEL + 1  # 12 outputs per channel
 FLAT = CHANNELS * POSITIONS  # 4 × 12 = 48
+# The transformer: the 16 positions as tokens of width D_MODEL, HEADS heads of D_MODEL/HEADS
+# = 4 (so the score scale 1/sqrt(4) = 1/2 is exact on both sides), a feed-forward of D_FF.
+D_MODEL, HEADS, D_FF = 8, 2, 16
+TOKENS_FLAT = LENGTH * D_MODEL  # 16 × 8 = 128
 
 DEFAULT_MODEL = "cnn1d"  # what a config or run file without `model` means
 
@@ -99,6 +104,36 @@ def cnn_bn_formulas() -> dict[str, Array]:
     }
 
 
+def transformer_formulas() -> dict[str, Array]:
+    """Small sines and cosines of the flat index, scaled by 1/sqrt(fan_in), a different phase
+    or frequency per array so that no two rows (the query, key and value blocks of the packed
+    in_proj_weight included) start alike; norms near 1 (weights) and 0 (biases)."""
+    d, ff = D_MODEL, D_FF
+
+    def weight(shape: list[int], scale: float, f: Callable[[float], float], phase: float):
+        fan_in = shape[1]
+        return by_index(shape, lambda i: scale * f(i + phase) / math.sqrt(fan_in))
+
+    return {
+        "embed.weight": by_index([d, 1], lambda i: 0.8 * math.sin(i + 1)),
+        "embed.bias": by_index([d], lambda i: 0.1 * math.cos(i + 1)),
+        "enc.self_attn.in_proj_weight": weight([3 * d, d], 0.9, math.sin, 1),
+        "enc.self_attn.in_proj_bias": by_index([3 * d], lambda i: 0.05 * math.cos(i + 1)),
+        "enc.self_attn.out_proj.weight": weight([d, d], 0.6, math.cos, 2),
+        "enc.self_attn.out_proj.bias": by_index([d], lambda i: 0.02 * math.sin(i + 2)),
+        "enc.linear1.weight": weight([ff, d], 0.9, math.sin, 3),
+        "enc.linear1.bias": by_index([ff], lambda i: 0.05 * math.sin(0.5 * i + 1)),
+        "enc.linear2.weight": weight([d, ff], 0.6, math.cos, 3),
+        "enc.linear2.bias": by_index([d], lambda i: 0.02 * math.cos(i + 3)),
+        "enc.norm1.weight": by_index([d], lambda i: 1 + 0.05 * math.cos(i + 1)),
+        "enc.norm1.bias": by_index([d], lambda i: 0.02 * math.sin(i + 1)),
+        "enc.norm2.weight": by_index([d], lambda i: 1 + 0.05 * math.sin(i + 1)),
+        "enc.norm2.bias": by_index([d], lambda i: 0.02 * math.cos(i + 1)),
+        "fc.weight": weight([CLASSES, TOKENS_FLAT], 1.2, math.cos, 1),
+        "fc.bias": ([CLASSES], [0.0] * CLASSES),
+    }
+
+
 CNN1D = ModelSpec(
     name="cnn1d",
     param_names=("conv.weight", "conv.bias", "fc.weight", "fc.bias"),
@@ -134,7 +169,51 @@ CNN_BN = ModelSpec(
     },  # fmt: skip
 )
 
-SPECS = {spec.name: spec for spec in (CNN1D, CNN_BN)}
+TRANSFORMER = ModelSpec(
+    name="transformer",
+    # PyTorch's names and layouts (nn.TransformerEncoderLayer's): in_proj_weight packs the
+    # query, key and value projections as rows 0..8, 8..16, 16..24 ([out, in] each), and
+    # in_proj_bias their biases; Burn holds them as three Linear layers.
+    # The key bias (in_proj_bias[8:16]) adds q·b_k to every score of a row, which softmax
+    # removes: its gradient is zero but for rounding (~1e-18 in f64), as cnn_bn's conv bias
+    # would be. nn.MultiheadAttention cannot drop it alone (bias=False drops every attention
+    # bias); under Adam that noise moves it by ~lr·1e-10 per step, differently in each
+    # framework (a replay gap of ~1e-9 on in_proj_bias[8:16] after 100 steps, nothing else).
+    param_names=(
+        "embed.weight",
+        "embed.bias",
+        "enc.self_attn.in_proj_weight",
+        "enc.self_attn.in_proj_bias",
+        "enc.self_attn.out_proj.weight",
+        "enc.self_attn.out_proj.bias",
+        "enc.linear1.weight",
+        "enc.linear1.bias",
+        "enc.linear2.weight",
+        "enc.linear2.bias",
+        "enc.norm1.weight",
+        "enc.norm1.bias",
+        "enc.norm2.weight",
+        "enc.norm2.bias",
+        "fc.weight",
+        "fc.bias",
+    ),  # fmt: skip
+    buffer_names=(),
+    # attn and ff are each sublayer with its residual connection (x + sublayer(x)): the
+    # stages form a chain, each taking the previous one's output, on both sides.
+    layers=("embed", "attn", "norm1", "ff", "norm2", "fc"),
+    formulas=transformer_formulas,
+    hyperparameters={
+        "enc.d_model": D_MODEL,
+        "enc.nhead": HEADS,
+        "enc.dim_feedforward": D_FF,
+        "enc.dropout": 0.0,
+        "enc.norm_first": False,
+        "enc.activation": "gelu",
+        "enc.layer_norm_eps": 1e-5,
+    },  # fmt: skip
+)
+
+SPECS = {spec.name: spec for spec in (CNN1D, CNN_BN, TRANSFORMER)}
 
 
 def spec(name: str) -> ModelSpec:

@@ -2,12 +2,13 @@
 
     model = build("cnn_bn", arrays, torch.float64)
 
-The registry maps a model's name to its module (model_cnn1d.py, model_cnn_bn.py), each of
-which declares NAME, PARAM_NAMES, BUFFER_NAMES, LAYERS, initial_arrays(), new() (the
-torch.nn.Module, with its layer hyperparameters passed explicitly; its stages() are the
-layers in LAYERS order, each taking the previous one's output, and its forward runs them)
-and layer_hyperparameters(module) (read back from it). Their names, shapes and initial values
-live in the torch-free model_specs.py, which the scripts that need no torch import instead.
+The registry maps a model's name to its module (model_cnn1d.py, model_cnn_bn.py,
+model_transformer.py), each of which declares NAME, PARAM_NAMES, BUFFER_NAMES, LAYERS,
+initial_arrays(), new() (the torch.nn.Module, with its layer hyperparameters passed
+explicitly; its stages() are the layers in LAYERS order, each taking the previous one's
+output, and its forward runs them) and layer_hyperparameters(module) (read back from it).
+Their names, shapes and initial values live in the torch-free model_specs.py, which the
+scripts that need no torch import instead.
 
 Both the trainer (train_torch.py) and the replay (replay.py) take their model from here.
 """
@@ -23,9 +24,10 @@ from torch import nn
 
 import model_cnn1d
 import model_cnn_bn
+import model_transformer
 from model_specs import ModelError, array_problem
 
-MODELS: dict[str, ModuleType] = {m.NAME: m for m in (model_cnn1d, model_cnn_bn)}
+MODELS: dict[str, ModuleType] = {m.NAME: m for m in (model_cnn1d, model_cnn_bn, model_transformer)}
 
 Arrays = dict[str, tuple[list[int], list]]
 

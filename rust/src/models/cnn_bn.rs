@@ -124,7 +124,7 @@ impl ParityModel for CnnBn {
 /// LayerNorm's epsilon as the module holds it: the field is private, so it is read from the
 /// module's display (`LayerNorm {d_model: 12, epsilon: 0.00001, ...}`), which prints the
 /// f64 in its shortest round-trip form.
-fn layer_norm_epsilon(ln: &LayerNorm) -> f64 {
+pub(super) fn layer_norm_epsilon(ln: &LayerNorm) -> f64 {
     let text = ln.to_string();
     text.split("epsilon:")
         .nth(1)

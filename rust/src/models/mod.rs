@@ -4,9 +4,11 @@
 
 mod cnn1d;
 mod cnn_bn;
+mod transformer;
 
 pub use cnn_bn::CnnBn;
 pub use cnn1d::Cnn1d;
+pub use transformer::Transformer;
 
 use std::collections::HashMap;
 
@@ -25,17 +27,20 @@ pub enum Model {
     Cnn1d,
     /// Conv1d → BatchNorm → GELU → LayerNorm → Linear.
     CnnBn,
+    /// Linear embedding → one post-norm transformer encoder layer → Linear.
+    Transformer,
 }
 
 impl Model {
-    pub const ALL: [Model; 2] = [Model::Cnn1d, Model::CnnBn];
+    pub const ALL: [Model; 3] = [Model::Cnn1d, Model::CnnBn, Model::Transformer];
     /// The names the config uses, in the order the error messages list them.
-    pub const NAMES: [&'static str; 2] = [Cnn1d::NAME, CnnBn::NAME];
+    pub const NAMES: [&'static str; 3] = [Cnn1d::NAME, CnnBn::NAME, Transformer::NAME];
 
     pub fn from_name(name: &str) -> Option<Model> {
         match name {
             Cnn1d::NAME => Some(Model::Cnn1d),
             CnnBn::NAME => Some(Model::CnnBn),
+            Transformer::NAME => Some(Model::Transformer),
             _ => None,
         }
     }
@@ -44,6 +49,7 @@ impl Model {
         match self {
             Model::Cnn1d => Cnn1d::NAME,
             Model::CnnBn => CnnBn::NAME,
+            Model::Transformer => Transformer::NAME,
         }
     }
 
@@ -52,6 +58,7 @@ impl Model {
         match self {
             Model::Cnn1d => Cnn1d::PARAMS,
             Model::CnnBn => CnnBn::PARAMS,
+            Model::Transformer => Transformer::PARAMS,
         }
     }
 }
@@ -76,29 +83,61 @@ impl Layout {
 }
 
 /// One parameter or buffer: PyTorch's name and shape, and how Burn holds it.
+///
+/// Burn holds it as `parts` tensors: PyTorch's array cut along its first dimension into
+/// `parts` equal blocks (in order), each held in `layout`. One part is the array itself; more
+/// is a packed array, e.g. nn.MultiheadAttention's in_proj_weight [3·d, d], whose rows
+/// 0..d, d..2d, 2d..3d are the query, key and value weights, which Burn holds as three
+/// Linear layers (each [d, d] transposed).
 #[derive(Debug, Clone, Copy)]
 pub struct Entry {
     pub name: &'static str,
     pub shape: &'static [usize],
     pub layout: Layout,
+    pub parts: usize,
 }
 
 impl Entry {
     pub const fn same(name: &'static str, shape: &'static [usize]) -> Entry {
-        Entry {
-            name,
-            shape,
-            layout: Layout::Same,
-        }
+        Entry::packed_rows(name, shape, 1, Layout::Same)
     }
 
     pub const fn transposed(name: &'static str, shape: &'static [usize]) -> Entry {
+        Entry::packed_rows(name, shape, 1, Layout::Transposed)
+    }
+
+    /// `parts` Burn tensors stacked along PyTorch's first dimension, each in `layout`.
+    pub const fn packed_rows(
+        name: &'static str,
+        shape: &'static [usize],
+        parts: usize,
+        layout: Layout,
+    ) -> Entry {
+        assert!(
+            parts >= 1 && shape[0].is_multiple_of(parts),
+            "parts divide the rows"
+        );
         Entry {
             name,
             shape,
-            layout: Layout::Transposed,
+            layout,
+            parts,
         }
     }
+
+    /// PyTorch's shape of one part (the whole shape for one part).
+    pub fn part_shape(&self) -> Vec<usize> {
+        let mut shape = self.shape.to_vec();
+        shape[0] /= self.parts;
+        shape
+    }
+}
+
+/// The flat values of part `part` of `parts` of a row-major array: a block of rows is a
+/// contiguous run of the flat values.
+fn part_of<T: Clone>(values: &[T], parts: usize, part: usize) -> Vec<T> {
+    let size = values.len() / parts;
+    values[part * size..(part + 1) * size].to_vec()
 }
 
 /// A model as the trainer drives it.
@@ -117,7 +156,8 @@ pub trait ParityModel: Module + Sized {
     /// The model with the arrays' values (already checked by [`Arrays::new`]).
     fn build(arrays: &Arrays) -> Self;
 
-    /// The ids of the parameters, in `PARAMS` order.
+    /// The ids of the Burn parameters, in `PARAMS` order: one per entry, or an entry's
+    /// `parts` ids in a row, in its parts' order.
     fn param_ids(&self) -> Vec<ParamId>;
 
     /// The buffers' current values, in `BUFFERS` order (Burn's layout).
@@ -212,16 +252,32 @@ impl<'a> Arrays<'a> {
             .unwrap_or_else(|| panic!("'{name}' is not declared by the model"))
     }
 
-    /// A declared array in Burn's layout.
+    /// A declared array of one part in Burn's layout.
     pub fn tensor<const D: usize>(&self, name: &str) -> Tensor<D> {
         let entry = self.entry(name);
-        let (shape, values) = self.data.f32(name).expect("checked in Arrays::new");
-        entry.layout.convert(tensor(values, shape, self.device))
+        assert_eq!(entry.parts, 1, "'{name}' is packed: read it by part");
+        self.part(name, 0)
     }
 
-    /// A declared parameter in Burn's layout.
+    /// Part `part` of a declared array, in Burn's layout.
+    pub fn part<const D: usize>(&self, name: &str, part: usize) -> Tensor<D> {
+        let entry = self.entry(name);
+        assert!(part < entry.parts, "'{name}' has {} parts", entry.parts);
+        let (_, values) = self.data.f32(name).expect("checked in Arrays::new");
+        let values = part_of(values, entry.parts, part);
+        entry
+            .layout
+            .convert(tensor(&values, &entry.part_shape(), self.device))
+    }
+
+    /// A declared parameter of one part in Burn's layout.
     pub fn param<const D: usize>(&self, name: &str) -> Param<Tensor<D>> {
         Param::from_tensor(self.tensor(name))
+    }
+
+    /// Part `part` of a declared packed parameter, in Burn's layout.
+    pub fn param_part<const D: usize>(&self, name: &str, part: usize) -> Param<Tensor<D>> {
+        Param::from_tensor(self.part(name, part))
     }
 }
 
@@ -230,25 +286,42 @@ pub fn build<M: ParityModel>(data: &Dataset, device: &Device) -> Result<M, Strin
     Ok(M::build(&Arrays::new::<M>(data, device)?))
 }
 
-/// For each parameter id, its index in `PARAMS` and its layout.
-fn by_id<M: ParityModel>(model: &M) -> HashMap<ParamId, (usize, Layout)> {
-    let ids = model.param_ids();
-    assert_eq!(
-        ids.len(),
-        M::PARAMS.len(),
-        "{}: one id per parameter",
-        M::NAME
-    );
-    ids.into_iter()
-        .zip(M::PARAMS.iter().enumerate())
-        .map(|(id, (k, e))| (id, (k, e.layout)))
-        .collect()
+/// Where a Burn parameter sits: its entry's index in `PARAMS`, its part, its layout.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    k: usize,
+    part: usize,
+    layout: Layout,
 }
 
-/// Collects, per declared parameter, the flat values `read` gives for it in PyTorch's layout.
+/// For each Burn parameter id, its [`Slot`].
+fn by_id<M: ParityModel>(model: &M) -> HashMap<ParamId, Slot> {
+    let ids = model.param_ids();
+    let slots: Vec<Slot> = M::PARAMS
+        .iter()
+        .enumerate()
+        .flat_map(|(k, e)| {
+            (0..e.parts).map(move |part| Slot {
+                k,
+                part,
+                layout: e.layout,
+            })
+        })
+        .collect();
+    assert_eq!(
+        ids.len(),
+        slots.len(),
+        "{}: one id per parameter part",
+        M::NAME
+    );
+    ids.into_iter().zip(slots).collect()
+}
+
+/// Collects, per declared parameter, the flat values `read` gives for it in PyTorch's layout
+/// (a packed one's parts joined in order).
 struct Reader<'a, F> {
-    slots: HashMap<ParamId, (usize, Layout)>,
-    out: Vec<Option<Vec<f64>>>,
+    slots: HashMap<ParamId, Slot>,
+    out: Vec<Vec<Option<Vec<f64>>>>,
     read: &'a F,
 }
 
@@ -275,8 +348,8 @@ impl Read for ParamGrad<'_> {
 
 impl<F: Read> ModuleVisitor for Reader<'_, F> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        if let Some(&(k, layout)) = self.slots.get(&param.id) {
-            self.out[k] = Some(values(layout.convert(self.read.read(param))));
+        if let Some(&Slot { k, part, layout }) = self.slots.get(&param.id) {
+            self.out[k][part] = Some(values(layout.convert(self.read.read(param))));
         }
     }
 }
@@ -284,15 +357,22 @@ impl<F: Read> ModuleVisitor for Reader<'_, F> {
 fn read<M: ParityModel, F: Read>(model: &M, read: &F) -> Vec<Vec<f64>> {
     let mut reader = Reader {
         slots: by_id(model),
-        out: vec![None; M::PARAMS.len()],
+        out: M::PARAMS.iter().map(|e| vec![None; e.parts]).collect(),
         read,
     };
     model.visit(&mut reader);
+    // Joining the parts along PyTorch's first dimension concatenates their flat values.
     reader
         .out
         .into_iter()
         .zip(M::PARAMS)
-        .map(|(v, e)| v.unwrap_or_else(|| panic!("{}: {} not visited", M::NAME, e.name)))
+        .map(|(parts, e)| {
+            parts
+                .into_iter()
+                .map(|v| v.unwrap_or_else(|| panic!("{}: {} not visited", M::NAME, e.name)))
+                .collect::<Vec<_>>()
+                .concat()
+        })
         .collect()
 }
 
@@ -312,12 +392,15 @@ pub fn buffer_values<M: ParityModel>(model: &M) -> Vec<Vec<f64>> {
         .buffers()
         .into_iter()
         .zip(M::BUFFERS)
-        .map(|(t, e)| values(e.layout.convert(t)))
+        .map(|(t, e)| {
+            assert_eq!(e.parts, 1, "{}: buffers are not packed", e.name);
+            values(e.layout.convert(t))
+        })
         .collect()
 }
 
 /// Adds `delta` (a PyTorch-layout tensor filled by `make`) to one parameter, which stays a
-/// leaf as the optimizer leaves it.
+/// leaf as the optimizer leaves it (each part of a packed one gets its block of `delta`).
 pub fn add_to_param<M: ParityModel>(
     model: M,
     name: &str,
@@ -328,22 +411,32 @@ pub fn add_to_param<M: ParityModel>(
         .position(|e| e.name == name)
         .ok_or_else(|| format!("model {} has no parameter {name}", M::NAME))?;
     struct Bump<'a> {
-        id: ParamId,
-        layout: Layout,
+        entry: Entry,
+        parts: HashMap<ParamId, usize>,
         make: &'a dyn Fn(&[usize]) -> Result<TensorData, String>,
         result: Result<(), String>,
     }
     impl ModuleMapper for Bump<'_> {
         fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-            if param.id != self.id {
+            let Some(&part) = self.parts.get(&param.id) else {
                 return param;
-            }
-            let value = param.val();
-            let device = value.device();
-            let torch_dims = self.layout.convert(value).dims();
-            match (self.make)(&torch_dims) {
-                Ok(data) => {
-                    let delta = self.layout.convert(Tensor::<D>::from_data(data, &device));
+            };
+            let device = param.val().device();
+            let delta = (self.make)(self.entry.shape).and_then(|data| {
+                let flat: Vec<f64> = data
+                    .convert::<f64>()
+                    .try_to_vec()
+                    .map_err(|e| format!("{e:?}"))?;
+                let block = part_of(&flat, self.entry.parts, part);
+                let shape: [usize; D] = self.entry.part_shape().try_into().expect("rank");
+                Ok(Tensor::<D>::from_data(
+                    TensorData::new(block, shape),
+                    &device,
+                ))
+            });
+            match delta {
+                Ok(delta) => {
+                    let delta = self.entry.layout.convert(delta);
                     param.map(|t| (t + delta).detach().require_grad())
                 }
                 Err(e) => {
@@ -353,9 +446,14 @@ pub fn add_to_param<M: ParityModel>(
             }
         }
     }
+    let parts = by_id(&model)
+        .into_iter()
+        .filter(|(_, slot)| slot.k == k)
+        .map(|(id, slot)| (id, slot.part))
+        .collect();
     let mut bump = Bump {
-        id: model.param_ids()[k],
-        layout: M::PARAMS[k].layout,
+        entry: M::PARAMS[k],
+        parts,
         make,
         result: Ok(()),
     };

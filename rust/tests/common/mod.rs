@@ -82,6 +82,55 @@ pub fn cnn_bn_arrays() -> Vec<(&'static str, Array)> {
     arrays
 }
 
+/// The transformer dataset's arrays, in the file's order (PyTorch's names and layouts; any
+/// small values will do: these tests compare Burn with itself and with these arrays).
+pub fn transformer_arrays() -> Vec<(&'static str, Array)> {
+    let mut arrays = inputs();
+    arrays.extend([
+        ("embed.weight", f32_array(&[8, 1], |i| 0.8 * sin1(i))),
+        ("embed.bias", f32_array(&[8], |i| 0.1 * cos1(i))),
+        (
+            "enc.self_attn.in_proj_weight",
+            f32_array(&[24, 8], |i| 0.3 * sin1(i)),
+        ),
+        (
+            "enc.self_attn.in_proj_bias",
+            f32_array(&[24], |i| 0.05 * cos1(i)),
+        ),
+        (
+            "enc.self_attn.out_proj.weight",
+            f32_array(&[8, 8], |i| 0.2 * cos1(i)),
+        ),
+        (
+            "enc.self_attn.out_proj.bias",
+            f32_array(&[8], |i| 0.02 * sin1(i)),
+        ),
+        (
+            "enc.linear1.weight",
+            f32_array(&[16, 8], |i| 0.3 * sin1(i + 2)),
+        ),
+        ("enc.linear1.bias", f32_array(&[16], |i| 0.05 * sin1(i))),
+        (
+            "enc.linear2.weight",
+            f32_array(&[8, 16], |i| 0.15 * cos1(i + 2)),
+        ),
+        ("enc.linear2.bias", f32_array(&[8], |i| 0.02 * cos1(i + 2))),
+        (
+            "enc.norm1.weight",
+            f32_array(&[8], |i| 1.0 + 0.05 * cos1(i)),
+        ),
+        ("enc.norm1.bias", f32_array(&[8], |i| 0.02 * sin1(i))),
+        (
+            "enc.norm2.weight",
+            f32_array(&[8], |i| 1.0 + 0.05 * sin1(i)),
+        ),
+        ("enc.norm2.bias", f32_array(&[8], |i| 0.02 * cos1(i))),
+        ("fc.weight", f32_array(&[3, 128], |i| 0.1 * cos1(i))),
+        ("fc.bias", f32_array(&[3], |_| 0.0)),
+    ]);
+    arrays
+}
+
 pub fn dataset(arrays: Vec<(&str, Array)>) -> Dataset {
     Dataset {
         arrays: arrays
