@@ -151,6 +151,17 @@ def test_the_ndarray_gap_is_in_the_gradients_not_the_update(default_run):
     assert abs(snapshots - param_matrix(burn_run)).max() <= REPLAY_BOUND
 
 
+def test_the_transformer_trains_alike_in_both_frameworks(default_run):
+    """The one-block transformer with SGD: equivalent up to rounding, every quantity of its
+    probe steps within rounding, layer by layer."""
+    assert "| equivalent up to rounding |" in verdict_row(default_run, "transformer_sgd")
+    frame = layers(default_run, "transformer_sgd")
+    assert not frame["first_above_floor"].any() and set(frame["step"]) == {1, 100}
+    assert list(frame[frame["phase"] == "forward"]["layer"][:6]) == [
+        "embed", "attn", "norm1", "ff", "norm2", "fc"
+    ]  # fmt: skip
+
+
 def test_cnn_bn_reports_eval_mode_metrics_of_both_frameworks(default_run):
     report = (default_run / "results/report.md").read_text()
     section = report[report.index("## Experiment `cnn_bn_sgd`") :]

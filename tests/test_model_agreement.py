@@ -162,3 +162,30 @@ def test_the_config_schema_offers_exactly_the_registered_models():
 
     schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
     assert schema["$defs"]["experiment"]["properties"]["model"]["enum"] == MODELS
+
+
+def test_burns_clipping_is_replayed_per_burn_tensor(burn_binary, write_config, tmp_path):
+    """Burn clips each of its tensors by its own norm; the transformer's packed in_proj_weight
+    is three of them (query, key, value). The replay clips those three blocks apart and so
+    reproduces Burn's run; clipping the packed tensor as one would not."""
+    import replay as rp
+    from gaps import param_matrix
+
+    data = tmp_path / "transformer.bin"
+    write_atomic(data, make_data.dataset_bytes("transformer"))
+    exp = dict(SGD, model="transformer", lr=0.1, clip_grad={"norm": 0.01})
+    config = write_config(small_config(4, m=exp))
+    runs = {}
+    for framework in ("torch", "burn"):
+        out = tmp_path / f"{framework}.json"
+        proc = train(framework, burn_binary, config, data, out)
+        assert proc.returncode == 0, proc.stderr
+        runs[framework] = experiment_block(out, "m")
+    arrays = decode_dataset(data.read_bytes())
+    variant = rp.variants(runs["torch"], runs["burn"])["replay"][0]
+    _, snapshots = rp.run(arrays, variant, 4, 16, model="transformer")
+    assert abs(snapshots - param_matrix(runs["burn"])).max() <= 1e-14
+    # The same replay with in_proj_weight and in_proj_bias clipped whole misses Burn's run.
+    variant.clip = rp.burn_clipping({"norm": 0.01}, [1] * 16)
+    _, whole = rp.run(arrays, variant, 4, 16, model="transformer")
+    assert abs(whole - param_matrix(runs["burn"])).max() > 1e-6

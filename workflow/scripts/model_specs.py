@@ -51,6 +51,13 @@ class ModelSpec:
     formulas: Callable[[], dict[str, Array]] = field(repr=False)
     # The layer hyperparameters both trainers pass explicitly (PyTorch's defaults).
     hyperparameters: dict[str, Any] = field(default_factory=dict)
+    # Parameters Burn holds as several tensors, each a block of rows (rust/src/models:
+    # Entry::packed_rows), by how many: Burn clips each tensor on its own.
+    burn_parts: dict[str, int] = field(default_factory=dict)
+
+    def parts_of(self, name: str) -> int:
+        """How many tensors Burn holds parameter ``name`` as (1 but for packed ones)."""
+        return self.burn_parts.get(name, 1)
 
     @property
     def state_names(self) -> tuple[str, ...]:
@@ -202,6 +209,7 @@ TRANSFORMER = ModelSpec(
     # stages form a chain, each taking the previous one's output, on both sides.
     layers=("embed", "attn", "norm1", "ff", "norm2", "fc"),
     formulas=transformer_formulas,
+    burn_parts={"enc.self_attn.in_proj_weight": 3, "enc.self_attn.in_proj_bias": 3},
     hyperparameters={
         "enc.d_model": D_MODEL,
         "enc.nhead": HEADS,

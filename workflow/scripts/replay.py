@@ -265,15 +265,22 @@ def scalar_sources(optimizer: str) -> tuple[Callable, Callable]:
 # ---------------------------------------------------------------- clipping
 
 
-def burn_clipping(clip: dict | None) -> Clipping | None:
-    """Burn's clipping (grad_clipping/base.rs), each parameter tensor on its own."""
+def burn_tensors(params: list[torch.nn.Parameter], parts: list[int]) -> list[torch.Tensor]:
+    """The gradients as the tensors Burn holds: a packed parameter (PyTorch's in_proj_weight)
+    is several Burn tensors, each a block of its rows (views, so clipping them clips it)."""
+    return [g for p, k in zip(params, parts, strict=True) for g in p.grad.chunk(k, dim=0)]
+
+
+def burn_clipping(clip: dict | None, parts: list[int]) -> Clipping | None:
+    """Burn's clipping (grad_clipping/base.rs), each of Burn's parameter tensors on its own
+    (``parts``: how many tensors Burn holds each parameter as, in parameter order)."""
     if not clip:
         return None
     if "norm" in clip:
         threshold = clip["norm"]
 
         def clip_tensors(params: list[torch.nn.Parameter]) -> None:
-            for g in (p.grad for p in params):
+            for g in burn_tensors(params, parts):
                 norm = g.square().sum().sqrt()
                 # `threshold / norm.add_scalar(min_positive)`: recip(), then mul_scalar
                 # (burn-tensor numeric.rs:1008–1013); clamp_max(1.0); then mul.
@@ -284,7 +291,7 @@ def burn_clipping(clip: dict | None) -> Clipping | None:
         threshold = clip["value"]
 
         def clip_tensors(params: list[torch.nn.Parameter]) -> None:
-            for g in (p.grad for p in params):
+            for g in burn_tensors(params, parts):
                 # Both masks of the unclipped gradient, then mask_fill.
                 above, below = g > threshold, g < -threshold
                 g.masked_fill_(above, threshold).masked_fill_(below, -threshold)
@@ -473,6 +480,8 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
     burn_clip, torch_clip = burn_run["meta"].get("clip_grad"), torch_run["meta"].get("clip_grad")
 
     stats = burn_running_stats_of(burn_run)
+    model = model_of(burn_run)
+    parts = [model.parts_of(name) for name in model.param_names]
 
     def burn_choices(lrs: list[float], clip: Clipping | None, running=None) -> Variant:
         return Variant(BurnUpdate(optimizer, burn_hp, in_f64(burn_hp)), lrs, clip, running)
@@ -482,7 +491,7 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
             Variant(
                 BurnUpdate(optimizer, burn_hp, recorded(burn_run), True),
                 burn_lrs,
-                burn_clipping(burn_clip),
+                burn_clipping(burn_clip, parts),
                 stats,
             ),
             burn_run,
@@ -500,7 +509,7 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
         last = (burn_lrs, torch_clipping(burn_clip))
         out["burn_lrs"] = (burn_choices(*last), torch_run)
     if burn_clip:
-        last = (burn_lrs, burn_clipping(burn_clip))
+        last = (burn_lrs, burn_clipping(burn_clip, parts))
         out["burn_clipping"] = (burn_choices(*last), torch_run)
     if stats:
         out["burn_running_stats"] = (burn_choices(*last, stats), torch_run)
