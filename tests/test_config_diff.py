@@ -585,3 +585,12 @@ def test_a_model_with_layers_needs_the_runs_and_the_runs_its_model(tmp_path):
     assert str(stop.value.code).startswith("config_diff: ")
     assert "torch.json: a run of model cnn1d, the spec's is cnn_bn" in str(stop.value.code)
     assert not (tmp_path / "c").exists() and not (tmp_path / "out").exists()
+
+
+def test_a_burn_only_option_that_does_what_pytorch_always_does_is_the_same():
+    # nn.TransformerEncoderLayer has no quiet_softmax: it always uses the standard softmax.
+    found = cd.layer_rows({"enc.nhead": 2}, {"enc.nhead": 2, "enc.quiet_softmax": False})
+    assert found[-1] == row("enc.quiet_softmax", "—", "false", "same",
+                            "Burn-only option; off is PyTorch's softmax")  # fmt: skip
+    on = cd.layer_rows({}, {"enc.quiet_softmax": True})[0]
+    assert on["status"] == "differs" and on["burn"] == "true"

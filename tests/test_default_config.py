@@ -111,13 +111,60 @@ def first_entry(frame: pd.DataFrame) -> tuple:
 
 def test_the_running_variance_is_where_cnn_bn_parts(default_run):
     """Flex: every forward, loss and backward quantity of cnn_bn stays within rounding in
-    f64; the difference enters at the running variance, in the update of step 1."""
+    f64; the difference enters at the running variance after step 1 (a buffer: BatchNorm's
+    train-mode forward updates it, not the optimizer)."""
     frame = layers(default_run, "cnn_bn_sgd")
     assert first_entry(frame) == (1, "update", "bn.running_var")
     step1 = frame[frame["step"] == 1]
     assert (step1["max_abs_diff_f64"] <= step1["floor"]).sum() == len(step1) - 1
     md = (default_run / "results/tables/layers_cnn_bn_sgd.md").read_text()
-    assert "enters at `bn.running_var` in the update of step 1" in md
+    assert "enters at `bn.running_var` after step 1 (" in md
+    assert "a buffer: BatchNorm updates it in the train-mode forward" in md
+
+
+def test_cnn_bn_adam_names_every_update_row_that_parts_and_the_largest(default_run):
+    md = (default_run / "results/tables/layers_cnn_bn_adam.md").read_text()
+    assert "enters at `conv.weight` in the update of step 1" in md
+    assert "7 more update rows of step 1 leave their floors: `bn.weight`," in md
+    assert "The largest f64 difference of step 1 is at `bn.running_var` after step 1" in md
+
+
+def test_the_ndarray_verdict_names_the_cause_of_each_part(default_run):
+    row = verdict_row(default_run, "cnn_bn_sgd_ndarray")
+    assert "parameters — the replay of Burn's run leaves the rounding floor at step 1" in row
+    assert "so it cannot follow a difference in the backward pass; buffers — caused by the" in row
+    assert "running-variance estimator (Burn biased, PyTorch unbiased)" in row
+    report = (default_run / "results/report.md").read_text()
+    section = report[report.index("## Experiment `cnn_bn_sgd_ndarray`") :]
+    replay = next(line for line in section.splitlines() if line.startswith("- Replay:"))
+    assert "misses Burn's f64 run by up to" in replay and "reproduces" not in replay
+
+
+def test_the_transformer_probe_is_not_a_gradient_of_rounding_noise(default_run):
+    """The key biases of attention have an exact gradient of 0 (the softmax cancels them):
+    the automatic probe passes them by, and the config diff counts Burn's quiet_softmax off
+    as PyTorch's softmax."""
+    probe = pd.read_csv(default_run / "results/tables/probe_transformer_sgd.csv")
+    assert not probe["parameter"].iloc[0].startswith("enc.self_attn.in_proj_bias")
+    assert (probe["update"].abs() > 0).all()
+    report = (default_run / "results/report.md").read_text()
+    section = report[report.index("## Experiment `transformer_sgd`") :]
+    assert "inf×" not in section and "differs" not in section
+    assert (
+        "| enc.quiet_softmax | — | false | same | Burn-only option; off is PyTorch's softmax |"
+        in (section)
+    )
+
+
+def test_the_atlas_names_the_experiments_it_does_not_cover(default_run):
+    report = (default_run / "results/report.md").read_text()
+    atlas = report[report.index("## Atlas") : report.index("## Verdicts")]
+    assert "on the model `cnn1d` and Burn's Flex backend" in atlas
+    assert "`cnn_bn_sgd` (cnn_bn, Flex): algorithmic difference, explained (evaluation state" in (
+        atlas
+    )
+    assert "`cnn_bn_sgd_ndarray` (cnn_bn, NdArray): algorithmic difference, unexplained" in atlas
+    assert "`transformer_sgd` (transformer, Flex): equivalent up to rounding" in atlas
 
 
 def test_the_ndarray_backend_enters_at_gelus_gradient(default_run):

@@ -169,10 +169,42 @@ def test_a_buffer_gap_flags_the_running_variance_in_the_update_of_step_1():
     assert (before["max_abs_diff_f64"] <= before["floor"]).all()
     later = frame[(frame["step"] == 3) & (frame["layer"] == "bn.running_var")].iloc[0]
     assert later["max_abs_diff_f64"] > later["floor"] and not later["first_above_floor"]
+    # a buffer: not "in the update" (the optimizer never touches it), but after the step
     assert lt.sentence(frame) == (
-        "f64: the difference enters at `bn.running_var` in the update of step 1"
-        f" (max|Δ| {row['max_abs_diff_f64']:.2e} against a rounding floor of {row['floor']:.2e})."
+        "f64: the difference enters at `bn.running_var` after step 1"
+        f" (max|Δ| {row['max_abs_diff_f64']:.2e} against a rounding floor of {row['floor']:.2e};"
+        " a buffer: BatchNorm updates it in the train-mode forward)."
     )
+    assert "in the update" not in lt.sentence(frame)
+
+
+def test_every_row_of_the_first_step_and_phase_above_its_floor_is_named():
+    # Adam's f32 factors: every parameter's update parts a little, the buffer a lot.
+    shift = {("params", n): 2.2e-10 for n in PARAMS} | {("buffers", "bn.running_var"): 2.5e-4}
+    frame = table(blocks(shift=shift))
+    first = frame[frame["first_above_floor"]].iloc[0]
+    assert (first["phase"], first["layer"]) == ("update", next(iter(PARAMS)))
+    text = lt.sentence(frame)
+    others = [*list(PARAMS)[1:], "bn.running_var"]
+    assert f"; {len(others)} more update rows of step 1 leave their floors: " in text
+    assert ", ".join(f"`{n}`" for n in others) + " (max|Δ| 2.20e-10 to 2.50e-04)" in text
+    assert text.endswith(
+        ". The largest f64 difference of step 1 is at `bn.running_var` after step 1 (a buffer:"
+        " BatchNorm updates it in the train-mode forward): 2.50e-04."
+    )
+
+
+def test_many_rows_above_their_floor_are_counted_and_ties_not_repeated(monkeypatch):
+    shift = {("params", n): 3e-9 for n in PARAMS}
+    text = lt.sentence(table(blocks(shift=shift)))
+    assert f"{len(PARAMS) - 1} more update rows" in text and "(max|Δ| 3.00e-09 each)" in text
+    assert "The largest" not in text  # a tie with the first row, to the digits shown
+    monkeypatch.setattr(lt, "NAMED_UP_TO", 2)
+    text = lt.sentence(table(blocks(shift=shift)))
+    assert text.endswith(
+        f"; {len(PARAMS) - 1} more update rows of step 1 leave their floors (max|Δ| 3.00e-09 each)."
+    )
+    assert "`bn.bias`" not in text
 
 
 def test_an_earlier_difference_is_named_before_a_later_one():
@@ -264,10 +296,10 @@ def test_main_writes_the_csv_the_markdown_and_the_plot(tmp_path, capsys):
     assert frame["first_above_floor"].tolist().count(True) == 1
     md = out["md"].read_text()
     assert md.startswith("### Where the difference enters: exp\n\nf64: the difference enters at"
-                         " `bn.running_var` in the update of step 1")  # fmt: skip
+                         " `bn.running_var` after step 1")  # fmt: skip
     assert "above ← first" in md and md.count("\n   1  ") == len(frame) // 2
     assert out["png"].read_bytes().startswith(b"\x89PNG")
-    assert "bn.running_var in the update of step 1" in capsys.readouterr().out.replace("`", "")
+    assert "bn.running_var after step 1" in capsys.readouterr().out.replace("`", "")
 
 
 def test_the_plot_is_byte_deterministic_and_follows_the_data(tmp_path):
@@ -281,7 +313,7 @@ def test_the_plot_is_byte_deterministic_and_follows_the_data(tmp_path):
 def test_the_plot_title_says_where_the_difference_enters():
     frame = table(blocks(shift={("buffers", "bn.running_var"): 2e-3}))
     title, subtitle = plots.layers_title("cnn_bn_sgd", frame)
-    assert title == "cnn_bn_sgd: the f64 difference enters at bn.running_var (update, step 1)"
+    assert title == "cnn_bn_sgd: the f64 difference enters at bn.running_var (after step 1)"
     assert subtitle.startswith("there f64 max|Δ| 0.002 against a rounding floor of")
     title, _ = plots.layers_title("cnn1d", table(blocks()))
     assert title == "cnn1d: every f64 difference stays within rounding at the probe steps"

@@ -205,12 +205,15 @@ def test_clean_checkout_with_untracked_files_is_not_dirty(tmp_path):
 
 
 def cnn_bn_results(
-    folder, buffer_shift: float = 2.1e-3, param_shift: float = 0.0, steps=4, name="cnn_bn"
-):
+    folder, buffer_shift: float = 2.1e-3, param_shift: float = 0.0, steps=4, name="cnn_bn",
+    loss_shift: float = 0.0, replay_gap: float = 1e-17,
+):  # fmt: skip
     """A results folder of one synthetic experiment `bn` of model `name`: runs, tables and
     compare outputs as the pipeline writes them. The f64 runs differ by rounding in the
     parameters (plus param_shift) and by buffer_shift in bn.running_var from step 1 on
-    (Burn's biased estimator; cnn_bn only); the replays reproduce both runs."""
+    (Burn's biased estimator; cnn_bn only), Burn's train-mode losses by loss_shift; the
+    replay leaves replay_gap (by default: it reproduces Burn's run), the counterfactual
+    reproduces PyTorch's."""
     import config_diff
     import layers_table
     import steps_table
@@ -242,7 +245,7 @@ def cnn_bn_results(
                      for n in model.state_names}  # fmt: skip
             if "bn.running_var" in state:
                 state["bn.running_var"] = look(base["bn.running_var"], buffer_shift)
-            losses = look(np.linspace(1.1, 0.9, steps)).tolist()
+            losses = look(np.linspace(1.1, 0.9, steps), loss_shift).tolist()
             # eval mode: Burn's running variance costs it (more in f32, as a check on the dtype)
             shift = {("burn", "f64"): 0.05, ("burn", "f32"): 0.053}.get((fw, dt), 0.04)
             final = {"loss": losses[-1] + shift, "predictions": [0] * 96,
@@ -292,6 +295,7 @@ def cnn_bn_results(
         {"step": range(1, steps + 1), "dloss": 0.0, "dparam": tiny, "where": where}
     )
     counter = replay.assign(dparam_held_f64=tiny)
+    replay = replay.assign(dparam=np.full(steps, replay_gap))
     if model.buffer_names:
         counter["dparam_burn_running_stats"] = steps_frame["f64_f64"]
     for key, frame in (("replay", replay), ("counterfactual", counter)):
@@ -332,7 +336,8 @@ def test_a_gap_in_the_running_variance_alone_is_named_evaluation_only(tmp_path):
     assert (
         "the buffers (bn.running_mean, bn.running_var) leave the rounding floor at step 1" in line
     )
-    assert line.endswith(f"; by {cause} (100.0% of the gap, measured)")
+    assert line.endswith(f"(f64 gap up to {report.e(v.split.buffers_gap)}) — caused by {cause}"
+                         " (100.0% of the gap, measured)")  # fmt: skip
     assert x.summary_row()["cause, or where it starts"].startswith(
         "evaluation state only (training matches up to rounding): " + cause
     )
@@ -375,28 +380,32 @@ def test_the_section_of_a_model_with_buffers(tmp_path):
         " (within the rounding floor at every step); the f64 gap of the buffers (bn.running_mean,"
         " bn.running_var, which only an eval-mode forward reads) reaches"
         f" {report.e(split.buffers_gap)} (leaving the rounding floor at step 1). Training"
-        " matches; the evaluation state parts."
+        " matches; only the evaluation state (the running statistics) differs."
     ) in text
     layers = text.split("### Where the difference enters\n")[1].split("### Replay")[0]
     row = x.layers[x.layers["first_above_floor"]].iloc[0]
     assert (row["phase"], row["layer"]) == ("update", "bn.running_var")
     assert layers.startswith(
-        "\nf64: the difference enters at `bn.running_var` in the update of step 1 (max|Δ|"
+        "\nf64: the difference enters at `bn.running_var` after step 1 (max|Δ|"
         f" {report.e(row['max_abs_diff_f64'])} against a rounding floor of"
-        f" {report.e(row['floor'])})."
+        f" {report.e(row['floor'])}; a buffer: BatchNorm updates it in the train-mode forward)."
     )
     assert "![where the difference enters in bn](plots/layers_bn.png)" in layers
-    # train mode beside eval mode, from losses[-1] and final
+    # train mode beside eval mode, from losses[-1] and final: the train-mode losses agree to
+    # rounding (the parameters do), so no ratio to a rounding residue
     t64, b64 = x.runs["torch", "f64"], x.runs["burn", "f64"]
     d_train = abs(t64["losses"][-1] - b64["losses"][-1])
     d_eval = abs(t64["final"]["loss"] - b64["final"]["loss"])
+    floor = report.vd.rounding_floor(x.steps["torch_f64"], x.steps["burn_f64"])[-1]
+    assert 0 < d_train <= floor
     assert (
         "In f64, PyTorch's and Burn's losses at the last step, 4, in train mode (each batch's"
-        f" own statistics) differ by {report.e(d_train)}; their final losses in eval mode (the"
-        f" running statistics, the whole dataset) by {report.e(d_eval)}"
-        f" ({d_eval / d_train:.3g}× the train-mode difference); in eval mode PyTorch gets 61"
-        " right, Burn 60."
+        f" own statistics) agree to rounding ({report.e(d_train)}, under the rounding floor of"
+        f" {report.e(floor)}); their final losses in eval mode (the running statistics, the"
+        f" whole dataset) differ by {report.e(d_eval)}: only the running statistics separate"
+        " them; in eval mode PyTorch gets 61 right, Burn 60."
     ) in layers
+    assert "× the train-mode difference" not in layers
     assert f"| PyTorch f32 | {x.runs['torch', 'f32']['losses'][-1]:.8g} |" in layers
     assert "| 61 of 96 |" in layers and "| 60 of 96 |" in layers
     assert "After training the two f32 models (in eval mode) agree on" in text
@@ -451,3 +460,162 @@ def test_the_inputs_are_checked_per_model():
     assert report.input_line([*two, x("cnn_bn", "d")]).endswith(
         "cnn_bn `c, d` — **runs of one model disagree on inputs**"
     )
+
+
+# --------------------------------------------------------------------------- the review's fixes
+
+
+def test_the_opening_names_the_models_without_calling_them_all_cnns():
+    assert report.what_was_trained(["cnn1d"]) == "The same 1-D CNN"
+    assert report.what_was_trained(["cnn1d", "cnn_bn", "transformer"]) == (
+        "The same small models (`cnn1d`, `cnn_bn`, `transformer`)"
+    )
+    assert report.what_was_trained(["transformer"]) == "The same small model (`transformer`)"
+
+
+def test_two_different_final_losses_never_print_alike(tmp_path):
+    assert report.distinct(0.578532, 0.578462) == ("0.57853", "0.57846")
+    assert report.distinct(0.07011, 0.06) == ("0.07011", "0.06")  # apart already: 4 digits
+    assert report.distinct(0.5, 0.5) == ("0.5", "0.5")
+    x = cnn_bn_results(tmp_path)
+    x.runs["burn", "f32"]["final"]["loss"] = x.runs["torch", "f32"]["final"]["loss"] + 1e-6
+    sentence = next(line for line in x.evidence() if line.startswith("After training"))
+    torch, burn = re.findall(r"final loss ([\d.]+)\)", sentence)
+    assert torch != burn
+
+
+def test_train_mode_losses_apart_keep_the_ratio(tmp_path):
+    x = cnn_bn_results(tmp_path, loss_shift=1e-5)
+    t64, b64 = x.runs["torch", "f64"], x.runs["burn", "f64"]
+    d_train = abs(t64["losses"][-1] - b64["losses"][-1])
+    d_eval = abs(t64["final"]["loss"] - b64["final"]["loss"])
+    text = x.eval_reading()
+    assert f"differ by {report.e(d_train)}; their final losses in eval mode" in text
+    assert f"({d_eval / d_train:.3g}× the train-mode difference)" in text
+    assert "agree to rounding" not in text
+
+
+def test_an_unexplained_difference_in_both_parts_names_each_parts_cause(tmp_path):
+    x = cnn_bn_results(tmp_path, param_shift=1e-9, replay_gap=1e-6)
+    v = x.verdict
+    assert v.label == report.vd.UNEXPLAINED and report.both_parts(v)
+    cause = "the running-variance estimator (Burn biased, PyTorch unbiased)"
+    moved = x.counterfactual[report.vd.RUNNING_STATS_COLUMN].max()
+    buffers = (
+        f"buffers — caused by {cause}: Burn's estimator alone moves PyTorch's run by"
+        f" {report.e(moved)} (counterfactual, `dparam_burn_running_stats`), against the"
+        f" buffers' f64 gap of {report.e(v.split.buffers_gap)}"
+    )
+    detail = x.summary_row()["cause, or where it starts"]
+    assert detail.startswith("parameters — the replay of Burn's run leaves the rounding floor")
+    assert detail.endswith("; " + buffers)
+    line = x.verdict_line()
+    assert f"(up to {report.e(v.split.buffers_gap)}): parameters — " in line
+    assert line.endswith(buffers) and " — parameters" not in line
+    # a variant that moves the run by much less than the buffer gap is not named the cause
+    x.counterfactual[report.vd.RUNNING_STATS_COLUMN] *= 0.5
+    assert x.buffer_cause().startswith(f"not accounted for by {cause} alone: ")
+    # the replay bullet says the replay misses Burn's run
+    replay = next(line for line in x.evidence() if line.startswith("Replay:"))
+    assert "misses Burn's f64 run by up to 1.00e-06 over 4 steps (step 1," in replay
+    assert "above the rounding floor (which it leaves at step 1," in replay
+    assert "reproduces" not in replay
+
+
+def test_a_difference_before_the_update_says_why_the_replay_cannot_follow(tmp_path):
+    x = cnn_bn_results(tmp_path)
+    x.layers["first_above_floor"] = False
+    gelu = x.layers[(x.layers["phase"] == "backward") & (x.layers["layer"] == "gelu")].index[0]
+    x.layers.loc[gelu, "first_above_floor"] = True
+    assert x.model_entry() == (
+        "; it enters before the update, at the input gradient of `gelu` in the backward pass of"
+        " step 1 (layers table): the replay re-runs only the update on PyTorch's gradients, so"
+        " it cannot follow a difference in the backward pass"
+    )
+
+
+def set_probe(x, grad: float, rel: float, update: float, optimizer: str = "sgd") -> None:
+    """The probe rows of `fc.weight[1,19]` with f64 gradient `grad` (PyTorch's run's too),
+    f32 relative gradient error `rel`, and f64 update `update` in both frameworks."""
+    rows = x.probe
+    rows["parameter"] = "fc.weight[1,19]"
+    rows["grad"] = grad
+    rows["grad_rel_err"] = np.where(rows["dtype"] == "f32", rel, 0.0)
+    rows["update"], rows["update_diff"] = update, 0.0
+    column = report.flat_names({"fc.weight": x.shapes["fc.weight"]}).index("fc.weight[1,19]")
+    x.runs["torch", "f64"]["trajectory"]["grads"]["fc.weight"][0][column] = grad
+    for run in x.runs.values():
+        run["meta"]["optimizer"] = optimizer
+        run["meta"]["hyperparameters"] = {"lr": 0.01, "eps": 1e-8}
+
+
+def test_a_probed_gradient_of_rounding_noise_is_not_compared(tmp_path):
+    x = cnn_bn_results(tmp_path)
+    set_probe(x, 2.7e-19, 8.6e8, 0.0)
+    text = x.probe_reading()
+    assert (
+        "That is rounding noise: at most 64 f64 ulps of the largest |f64 gradient| of its" in text
+    )
+    assert "rounding noise" in text and "nothing to be compared with" in text
+    assert "×" not in text and "few correct" not in text and "inf" not in text
+
+
+def test_the_probe_never_divides_by_a_zero_update(tmp_path):
+    x = cnn_bn_results(tmp_path)
+    set_probe(x, 1e-3, 1e-5, 0.0)
+    text = x.probe_reading()
+    assert "Neither framework moves it in f64: nothing to compare." in text
+    assert "×" not in text and "inf" not in text
+
+
+def test_the_probes_fixed_clauses_follow_the_numbers(tmp_path):
+    x = cnn_bn_results(tmp_path)
+    set_probe(x, 1e-3, 1e-5, -1e-4)
+    text = x.probe_reading()
+    assert "ordinary f32 accumulation error." in text and "few correct" not in text
+    set_probe(x, 1e-3, 5e-3, -1e-4)
+    assert "terms that nearly cancel keeps few correct f32 digits" in x.probe_reading()
+    # Adam's full first step: "although the gradient is tiny" only for a tiny gradient
+    set_probe(x, 1.6e-3, 1e-5, -0.01, optimizer="adam")
+    text = x.probe_reading()
+    assert "That is 1.000 of a full step of lr = 0.01: adam's first update" in text
+    assert "tiny" not in text
+    set_probe(x, 1e-6, 4e-3, -0.0099, optimizer="adam")
+    assert "of lr = 0.01 although the gradient is tiny: adam's" in x.probe_reading()
+
+
+def test_the_atlas_takes_the_seeds_model_on_flex_and_names_the_others():
+    from types import SimpleNamespace
+
+    def fake(name, optimizer, model="cnn1d", backend="flex", label=report.vd.EXPLAINED,
+             evaluation_only=False):  # fmt: skip
+        return SimpleNamespace(
+            name=name, optimizer=optimizer, model=model, spec={}, is_plain=True,
+            has_schedule=False, evaluation_only=evaluation_only,
+            runs={("burn", dt): {"meta": {"backend": backend}} for dt in report.DTYPES},
+            verdict=SimpleNamespace(label=label), defaults_that_differ=lambda: "none",
+            diff_names=lambda status: "none", short_verdict=lambda: f"`{name}`: {label}",
+        )  # fmt: skip
+
+    experiments = [
+        fake("bn", "sgd", model="cnn_bn", evaluation_only=True),  # first, yet not the atlas's
+        fake("sgd", "sgd"),
+        fake("adam_nd", "adam", backend="ndarray", label=report.vd.UNEXPLAINED),
+        fake("adam", "adam"),
+    ]
+    text = report.atlas_section(experiments)
+    rows = [line for line in text.splitlines() if line.startswith("| sgd") or
+            line.startswith("| adam")]  # fmt: skip
+    assert "`sgd`: " in rows[0] and "`bn`" not in rows[0]
+    assert "`adam`: " in rows[1] and "`adam_nd`" not in rows[1]
+    assert "on the model `cnn1d` and Burn's Flex backend" in text
+    assert text.endswith(
+        "Other models and backends (in the verdict table): `bn` (cnn_bn, Flex): algorithmic"
+        " difference, explained (evaluation state only); `adam_nd` (cnn1d, NdArray):"
+        " algorithmic difference, unexplained.\n"
+    )
+
+
+def test_the_reading_guide_states_the_layer_floors_rule():
+    guide = " ".join(report.LAYERS_GUIDE.split())
+    assert "its minimum of 64 f64 ulps scaled by the quantity's largest |f64 value|" in guide

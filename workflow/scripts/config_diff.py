@@ -239,16 +239,40 @@ LAYER_NOTES = {
 }
 
 
+# Layer options Burn has and PyTorch does not (by the option's name, after the layer's):
+# the value that does what PyTorch always does, and the note. burn-nn 0.22.1's
+# MultiHeadAttention `quiet_softmax` adds 1 to the softmax's denominator when on; PyTorch's
+# attention always uses the standard softmax, i.e. quiet_softmax off.
+BURN_ONLY = {
+    "quiet_softmax": (False, "Burn-only option; off is PyTorch's softmax"),
+}
+
+
+def burn_only(name: str, torch_value, burn_value) -> dict | None:
+    """The row of a Burn-only layer option PyTorch's run cannot record: `same` when Burn's
+    value does what PyTorch always does, else `differs`; None for any other name."""
+    option = name.rsplit(".", 1)[-1]
+    if torch_value is not None or burn_value is None or option not in BURN_ONLY:
+        return None
+    pytorch, note = BURN_ONLY[option]
+    status = "same" if burn_value == pytorch else "differs"
+    return fact(name, "—", show(burn_value), status, note)
+
+
 def layer_rows(torch_layers: dict, burn_layers: dict) -> list[dict]:
     """One row per layer hyperparameter either run records, PyTorch's order first.
 
     Numbers compare as value_row does (Burn holding the f32 rounding of PyTorch's value is
     `f32 storage`); anything else is `same` or `differs`; a value one framework does not
-    record differs.
+    record differs, except a Burn-only option (BURN_ONLY), which is `same` when Burn's value
+    is what PyTorch always does.
     """
     rows = []
     for name in dict.fromkeys([*torch_layers, *burn_layers]):
         t, b = torch_layers.get(name), burn_layers.get(name)
+        if (row := burn_only(name, t, b)) is not None:
+            rows.append(row)
+            continue
         notes = [LAYER_NOTES[name]] if name in LAYER_NOTES else []
         missing = [fw for fw, v in (("torch", t), ("burn", b)) if v is None]
         numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (t, b))

@@ -261,9 +261,30 @@ def e(x: float) -> str:
     return "NaN" if x != x else f"{x:.2e}"
 
 
+# What updates a buffer: the buffers the models have are BatchNorm's running statistics,
+# which its train-mode forward updates (the optimizer never touches them).
+BUFFER_UPDATES = {
+    "running_mean": "BatchNorm updates it in the train-mode forward",
+    "running_var": "BatchNorm updates it in the train-mode forward",
+}
+
+
+def is_buffer(row) -> bool:
+    """An update row of a buffer (its name is not a parameter's: buffers follow them)."""
+    return row["what"] == VALUE and row["layer"].rsplit(".", 1)[-1] in BUFFER_UPDATES
+
+
+def buffer_note(row) -> str:
+    """'a buffer: BatchNorm updates it in the train-mode forward' for a buffer's row, else ''."""
+    return f"a buffer: {BUFFER_UPDATES[row['layer'].rsplit('.', 1)[-1]]}" if is_buffer(row) else ""
+
+
 def quantity(row) -> str:
-    """'`bn.running_var` in the update of step 1', 'the loss of step 1', …"""
+    """'`conv.weight` in the update of step 1', '`bn.running_var` after step 1' (a buffer:
+    the optimizer does not update it), 'the loss of step 1', …"""
     step = row["step"]
+    if is_buffer(row):
+        return f"`{row['layer']}` after step {step}"
     return {
         OUTPUT: f"the output of `{row['layer']}` in the forward pass of step {step}",
         LOSS: f"the loss of step {step}",
@@ -273,18 +294,59 @@ def quantity(row) -> str:
     }[row["what"]]
 
 
+# Up to this many further rows of the first (step, phase) above their floor are named; more
+# are counted, with the largest.
+NAMED_UP_TO = 8
+
+
 def sentence(frame: pd.DataFrame) -> str:
-    """Where the f64 difference first leaves rounding, or that it never does."""
+    """Where the f64 difference first leaves rounding, or that it never does; then the other
+    rows of that step and phase that leave their floor, and the largest f64 difference of
+    that step when it is at another row."""
     first = frame[frame["first_above_floor"]]
     if first.empty:
         steps = [str(s) for s in dict.fromkeys(frame["step"])]
         which = f"step {steps[0]}" if len(steps) == 1 else f"steps {', '.join(steps)}"
         return f"f64: every quantity stays within rounding at the probe {which}."
-    row = first.iloc[0]
-    return (
+    index = first.index[0]
+    row = frame.loc[index]
+    note = f"; {buffer_note(row)}" if is_buffer(row) else ""
+    text = (
         f"f64: the difference enters at {quantity(row)} (max|Δ| {e(row['max_abs_diff_f64'])}"
-        f" against a rounding floor of {e(row['floor'])})."
+        f" against a rounding floor of {e(row['floor'])}{note})"
     )
+    step = frame[frame["step"] == row["step"]]
+    above = step[~(step["max_abs_diff_f64"] <= step["floor"])]
+    more = above[(above["phase"] == row["phase"]) & (above.index != index)]
+    if len(more):
+        diffs = more["max_abs_diff_f64"]
+        span = (
+            f"max|Δ| {e(diffs.min())} to {e(diffs.max())}"
+            if e(diffs.min()) != e(diffs.max())
+            else f"max|Δ| {e(diffs.max())} each"
+        )
+        if len(more) <= NAMED_UP_TO:
+            names = ", ".join(f"`{name}`" for name in more["layer"])
+            text += (
+                f"; {len(more)} more {row['phase']} row{'s' if len(more) > 1 else ''} of step"
+                f" {row['step']} leave their floors: {names} ({span})"
+            )
+        else:
+            text += (
+                f"; {len(more)} more {row['phase']} rows of step {row['step']} leave their"
+                f" floors ({span})"
+            )
+    # NaN (a non-finite difference) counts as the largest, as it counts as above the floor.
+    # Named only when it prints apart from the first row's (not a tie to the digits shown).
+    largest = step["max_abs_diff_f64"].fillna(np.inf).idxmax()
+    if e(frame.loc[largest, "max_abs_diff_f64"]) != e(row["max_abs_diff_f64"]):
+        big = frame.loc[largest]
+        note = f" ({buffer_note(big)})" if is_buffer(big) else ""
+        text += (
+            f". The largest f64 difference of step {row['step']} is at {quantity(big)}{note}:"
+            f" {e(big['max_abs_diff_f64'])}"
+        )
+    return text + "."
 
 
 HEADER = "step  phase     layer             f32 max|Δ|  f64 max|Δ|  floor     f64"

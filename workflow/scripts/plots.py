@@ -344,9 +344,15 @@ def layers_title(experiment: str, frame: pd.DataFrame) -> tuple[str, str]:
             f"largest f64 max|Δ| {e(np.nanmax(f64, initial=0.0))} · {sizes}",
         )
     row = first.iloc[0]
+    # A value after the step (a parameter, or a buffer the train-mode forward updated).
+    when = (
+        f"after step {row['step']}"
+        if row["phase"] == "update"
+        else f"{row['phase']}, step {row['step']}"
+    )
     return (
         f"{experiment}: the f64 difference enters at {labels[frame.index.get_loc(first.index[0])]}"
-        f" ({row['phase']}, step {row['step']})",
+        f" ({when})",
         f"there f64 max|Δ| {e(row['max_abs_diff_f64'])} against a rounding floor of"
         f" {e(row['floor'])} · {sizes}",
     )

@@ -5,8 +5,11 @@
         --csv results/tables/probe_adam.csv --md results/tables/probe_adam.md
 
 Without --parameter, the probe takes the parameter whose f32 gradient (PyTorch's) has the
-largest relative error against its f64 gradient at step 1. Those are tiny gradients born of
-cancellation: a sum of terms of both signs that nearly cancel keeps few correct f32 digits.
+largest relative error against its f64 gradient at step 1, among those whose f64 gradient is
+not rounding noise (64 f64 ulps of its tensor's largest gradient, or less: an exactly zero
+gradient, such as a key bias's in attention, computes as ±1e-19). The chosen one is often a
+small gradient born of cancellation: terms of both signs that nearly cancel keep few
+correct f32 digits.
 Any model: the parameters are the runs' model's (a buffer has no gradient: refused).
 """
 
@@ -62,9 +65,39 @@ def pretty(name: str, flat: int, shapes: dict[str, list[int]]) -> str:
     return f"{name}[{','.join(str(int(i)) for i in index)}]"
 
 
-def most_inaccurate(g32: np.ndarray, g64: np.ndarray) -> int:
+# An f64 gradient below NOISE_ULPS f64 ulps of its tensor's largest |gradient| is rounding
+# noise: an element whose exact gradient is zero (a key bias of attention, which the softmax
+# cancels) comes out of f64 arithmetic as ±1e-19 or so, and its "relative error" is then
+# the error of the f32 sum over nothing. The scale is the element's own tensor: gradients of
+# different tensors differ by orders of magnitude, and the cancelling terms of one element
+# are of the size of its tensor's gradients.
+NOISE_ULPS = 64
+F64_EPS = 2.0**-52
+
+
+def rounding_noise(g64: np.ndarray, sizes: list[int] | None = None) -> np.ndarray:
+    """Which f64 gradients are rounding noise: |g| ≤ NOISE_ULPS·2⁻⁵²·max|g| of its tensor.
+
+    sizes: the number of elements of each parameter tensor, in the order of g64's columns
+    (None: all of g64 is one tensor). An exactly zero gradient is noise as well.
+    """
+    g64 = np.abs(np.asarray(g64, dtype=np.float64))
+    sizes = [g64.size] if sizes is None else sizes
+    if sum(sizes) != g64.size:
+        raise ValueError(f"tensor sizes {sizes} do not add up to {g64.size} gradients")
+    starts = np.cumsum([0, *sizes[:-1]])
+    scale = np.concatenate(
+        [np.full(n, g64[a : a + n].max(initial=0.0)) for a, n in zip(starts, sizes, strict=True)]
+    )
+    return g64 <= NOISE_ULPS * F64_EPS * scale
+
+
+def most_inaccurate(g32: np.ndarray, g64: np.ndarray, sizes: list[int] | None = None) -> int:
+    """The column whose f32 gradient is furthest, relative to the f64 one, from it; gradients
+    that are rounding noise (rounding_noise, with sizes its tensors) are never chosen."""
+    noise = rounding_noise(g64, sizes)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(g64 != 0, np.abs(g32 - g64) / np.abs(g64), 0.0)
+        rel = np.where(noise, -1.0, np.abs(g32 - g64) / np.abs(g64))
     return int(np.nanargmax(rel))
 
 
@@ -138,7 +171,8 @@ def main(argv: list[str] | None = None) -> None:
         else:
             g32 = param_matrix(blocks["torch_f32"], "grads")[0]
             g64 = param_matrix(blocks["torch_f64"], "grads")[0]
-            column = most_inaccurate(g32, g64)
+            sizes = [int(np.prod(shapes[name])) for name in params]
+            column = most_inaccurate(g32, g64, sizes)
     except (FormatError, ValueError) as exc:
         sys.exit(f"probe: {exc}")
     label = flat_names(shapes)[column]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import math
 import re
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import gaps  # noqa: E402
+import probe  # noqa: E402
 import verdict as vd  # noqa: E402
 from gaps import buffer_columns, flat_names, param_matrix, report_steps_of, step_gaps  # noqa: E402
 from model_specs import DEFAULT_MODEL, model_of  # noqa: E402
@@ -37,6 +37,11 @@ from parity_io import (  # noqa: E402
 )
 
 DTYPES = ("f32", "f64")
+# The probe's sentences: a relative f32 gradient error above FEW_DIGITS is "few correct
+# digits" (cancellation), under it ordinary accumulation error; a gradient under
+# TINY_GRADIENT (100 f32 ulps of 1) is "tiny" beside Adam's full first step.
+FEW_DIGITS = 1e-3
+TINY_GRADIENT = 100 * 2.0**-23
 RUNS = [(fw, dt) for fw in ("torch", "burn") for dt in DTYPES]
 
 
@@ -47,6 +52,14 @@ def e(x: float) -> str:
 
 # One key of a compare output: 'sgd.params.fc.bias  n=  3  max|diff|=5.07e-07'.
 COMPARE_LINE = re.compile(r"^(\S+)\s+n=\s*(\d+)\s+max\|diff\|=(\S+)$", re.M)
+
+
+def distinct(a: float, b: float, digits: int = 4) -> tuple[str, str]:
+    """a and b with `digits` significant digits, more when that would print two different
+    numbers alike (never more than 17, which tell any two f64 apart)."""
+    while digits < 17 and a != b and f"{a:.{digits}g}" == f"{b:.{digits}g}":
+        digits += 1
+    return f"{a:.{digits}g}", f"{b:.{digits}g}"
 
 
 def trend(gaps) -> str:
@@ -384,8 +397,17 @@ class Experiment:
         if v.label == vd.EXPLAINED:
             return scope + (v.cause or "")
         if v.label == vd.UNEXPLAINED:
-            return scope + self.unexplained_start()
+            return scope + self.unexplained_parts()
         return ""
+
+    def unexplained_parts(self) -> str:
+        """Where an unexplained difference starts; when the parameters and the buffers both
+        leave the floor, the parameters' start and what the counterfactual measures of the
+        buffers, each under its own name."""
+        buffers = self.buffer_cause() if both_parts(self.verdict) else ""
+        if not buffers:
+            return self.unexplained_start()
+        return f"parameters — {self.unexplained_start()}; buffers — {buffers}"
 
     def unexplained_start(self) -> str:
         where = unexplained_start(self.steps, self.replay, self.counterfactual)
@@ -398,8 +420,8 @@ class Experiment:
 
     def model_entry(self) -> str:
         """Where the layers table says the f64 difference enters, when that is before the
-        update: in the model's own computation (forward, loss or backward), which the replay
-        of the update takes from PyTorch and so cannot reproduce."""
+        update: in the model's own computation (forward, loss or backward). The replay
+        re-runs only the update, on PyTorch's gradients, so it cannot follow it."""
         if not self.has_layers:
             return ""
         first = self.layers[self.layers["first_above_floor"].astype(str) == "True"]
@@ -416,10 +438,32 @@ class Experiment:
                 else f"the gradient of `{layer}` in the backward pass"
             ),
         }[phase]
+        passes = {"forward": "the forward pass", "loss": "the loss",
+                  "backward": "the backward pass"}  # fmt: skip
         return (
-            f"; it enters before the update, at {what} of step {step} (layers table): in the"
-            " model's computation, which the replay of the update takes from PyTorch"
+            f"; it enters before the update, at {what} of step {step} (layers table): the"
+            " replay re-runs only the update on PyTorch's gradients, so it cannot follow a"
+            f" difference in {passes[phase]}"
         )
+
+    def buffer_cause(self) -> str:
+        """What the counterfactual measures of the buffers' gap: its variant with Burn's
+        running-variance estimator (`dparam_burn_running_stats`, on PyTorch's gradients, so
+        its parameters stay with PyTorch's) against the f64 gap of the buffers. Named as the
+        cause when it is within 10% of that gap; else both numbers, and that it does not."""
+        split, c = self.verdict.split, self.counterfactual
+        if vd.RUNNING_STATS_COLUMN not in c or not split or not split.buffers_gap > 0:
+            return ""
+        moved = float(np.nanmax(c[vd.RUNNING_STATS_COLUMN], initial=0.0))
+        name = vd.running_stats_cause(self.runs["torch", "f64"], self.runs["burn", "f64"])
+        measured = (
+            f"Burn's estimator alone moves PyTorch's run by {e(moved)} (counterfactual,"
+            f" `{vd.RUNNING_STATS_COLUMN}`), against the buffers' f64 gap of"
+            f" {e(split.buffers_gap)}"
+        )
+        if 0.9 <= moved / split.buffers_gap <= 1.1:
+            return f"caused by {name}: {measured}"
+        return f"not accounted for by {name} alone: {measured}"
 
     def verdict_line(self) -> str:
         v, detail = self.verdict, self.verdict_detail()
@@ -431,12 +475,15 @@ class Experiment:
                 f" the buffers ({', '.join(self.buffer_names)}) at step {split.buffers_first}"
                 f" (up to {e(split.buffers_gap)})"
             )
-            return f"{v.label}, {where} — " + (
-                v.cause if v.label == vd.EXPLAINED else self.unexplained_start()
+            if v.label == vd.EXPLAINED:
+                return f"{v.label}, {where} — {v.cause}"
+            parts = self.unexplained_parts()
+            return f"{v.label}, {where}" + (
+                f": {parts}" if parts.startswith("parameters — ") else f" — {parts}"
             )
         if self.evaluation_only:
             if v.label == vd.EXPLAINED:
-                return f"{v.label}, {self.evaluation_phrase()}; by {v.cause}"
+                return f"{v.label}, {self.evaluation_phrase()} — caused by {v.cause}"
             return f"{v.label}, {self.evaluation_phrase()}; {self.unexplained_start()}"
         if v.label == vd.EXPLAINED:
             return f"{v.label} by {detail}"
@@ -494,16 +541,31 @@ class Experiment:
         r, c = self.replay, self.counterfactual
         replay_worst = int(np.nanargmax(r["dparam"])) if r["dparam"].notna().any() else 0
         factors = " and the per-step factors it recorded" if self.has_factors else ""
+        floor = vd.rounding_floor(s["torch_f64"], s["burn_f64"])
+        replay_left = vd.first_step_above(r["dparam"], floor)
+        worst = f"(step {r['step'].iloc[replay_worst]}, `{r['where'].iloc[replay_worst]}`)"
         out.append(
             f"Replay: Burn's update rule run on the PyTorch side in f64, with the values Burn"
-            f" held{factors}, reproduces Burn's f64 run to {e(r['dparam'].max())} at worst over"
-            f" {n} steps (step {r['step'].iloc[replay_worst]}, `{r['where'].iloc[replay_worst]}`)."
+            f" held{factors}, "
+            + (
+                f"misses Burn's f64 run by up to {e(r['dparam'].max())} over {n} steps {worst},"
+                f" above the rounding floor (which it leaves at step {replay_left},"
+                f" `{r['where'].iloc[replay_left - 1]}`)."
+                if replay_left is not None
+                else f"reproduces Burn's f64 run to {e(r['dparam'].max())} at worst over {n}"
+                f" steps {worst}."
+            )
         )
         held, counter = c["dparam_held_f64"].max(), c["dparam"].max()
         held_step = int(c["step"].iloc[int(np.nanargmax(c["dparam_held_f64"]))]) if n else 0
+        reproduces = (
+            f"misses PyTorch's f64 run by up to {e(counter)}, above the rounding floor"
+            if vd.first_step_above(c["dparam"], floor) is not None
+            else f"reproduces PyTorch's f64 run to {e(counter)}"
+        )
         out.append(
             f"Counterfactual: the same rule with PyTorch's hyperparameters, every scalar in f64,"
-            f" reproduces PyTorch's f64 run to {e(counter)}. With Burn's held values instead"
+            f" {reproduces}. With Burn's held values instead"
             + (
                 f" (still every scalar in f64) it is {e(held)} from PyTorch's run at worst"
                 f" (step {held_step}) and {e(c['dparam_held_f64'].iloc[-1])} after step {n}."
@@ -537,11 +599,11 @@ class Experiment:
         same = sum(a == b for a, b in zip(preds["torch"], preds["burn"], strict=True))
         final = {fw: self.runs[fw, "f32"]["final"] for fw in ("torch", "burn")}
         mode = " (in eval mode)" if self.buffer_names else ""
+        losses = distinct(float(final["torch"]["loss"]), float(final["burn"]["loss"]))
         out.append(
             f"After training the two f32 models{mode} agree on {same} of {len(preds['torch'])}"
             f" predictions; PyTorch's gets {final['torch']['correct']} right (final loss"
-            f" {final['torch']['loss']:.4g}), Burn's {final['burn']['correct']} (final loss"
-            f" {final['burn']['loss']:.4g})."
+            f" {losses[0]}), Burn's {final['burn']['correct']} (final loss {losses[1]})."
         )
         out += [f"Divergence: {line}." for line in self.divergence()]
         return out
@@ -562,7 +624,7 @@ class Experiment:
             f" ({where(split.buffers_first)})."
         )
         if split.scope == vd.EVALUATION:
-            text += " Training matches; the evaluation state parts."
+            text += " Training matches; only the evaluation state (the running statistics) differs."
         return text
 
     def layers_reading(self) -> str:
@@ -596,14 +658,33 @@ class Experiment:
             })  # fmt: skip
         d_train = abs(loss["torch", "f64"] - loss["burn", "f64"])
         d_eval = abs(evaluated["torch", "f64"] - evaluated["burn", "f64"])
-        ratio = f" ({d_eval / d_train:.3g}× the train-mode difference)" if d_train > 0 else ""
         correct = {fw: self.runs[fw, "f64"]["final"]["correct"] for fw in ("torch", "burn")}
+        counts = f"in eval mode PyTorch gets {correct['torch']} right, Burn {correct['burn']}."
+        intro = f"\n\nIn f64, PyTorch's and Burn's losses at the last step, {n}, in train mode"
+        # The floor of a loss: the experiment's rounding floor at that step, or 64 f64 ulps
+        # of the loss itself, whichever is larger (layers_table.floor_of's minimum).
+        floor = max(
+            float(vd.rounding_floor(self.steps["torch_f64"], self.steps["burn_f64"])[n - 1]),
+            vd.ABSOLUTE_FLOOR * max(abs(loss["torch", "f64"]), abs(loss["burn", "f64"])),
+        )
+        if d_train <= floor:
+            only = (
+                ": only the running statistics separate them"
+                if self.verdict.split and self.verdict.split.scope == vd.EVALUATION
+                else ""
+            )
+            return (
+                md_table(pd.DataFrame(rows))
+                + f"{intro} (each batch's own statistics) agree to rounding ({e(d_train)}, under"
+                f" the rounding floor of {e(floor)}); their final losses in eval mode (the"
+                f" running statistics, the whole dataset) differ by {e(d_eval)}{only}; {counts}"
+            )
+        ratio = f" ({d_eval / d_train:.3g}× the train-mode difference)"
         return (
             md_table(pd.DataFrame(rows))
-            + f"\n\nIn f64, PyTorch's and Burn's losses at the last step, {n}, in train mode"
-            f" (each batch's own statistics) differ by {e(d_train)}; their final losses in eval"
-            f" mode (the running statistics, the whole dataset) by {e(d_eval)}{ratio}; in eval"
-            f" mode PyTorch gets {correct['torch']} right, Burn {correct['burn']}."
+            + f"{intro} (each batch's own statistics) differ by {e(d_train)}; their final losses"
+            f" in eval mode (the running statistics, the whole dataset) by {e(d_eval)}{ratio};"
+            f" {counts}"
         )
 
     def lr_reading(self) -> str:
@@ -632,15 +713,40 @@ class Experiment:
         text = [
             f"At step 1, `{name}` (initial value {row['torch', 'f32']['initial']:.6g}) has an"
             f" f64 gradient of {row['torch', 'f64']['grad']:.4g} in PyTorch and"
-            f" {row['burn', 'f64']['grad']:.4g} in Burn. The f32 gradients are off by"
-            f" {row['torch', 'f32']['grad_rel_err']:.2e} (PyTorch) and"
-            f" {row['burn', 'f32']['grad_rel_err']:.2e} (Burn) relative to their own f64"
-            " gradient: a small gradient made of terms that nearly cancel keeps few correct f32"
-            " digits.",
+            f" {row['burn', 'f64']['grad']:.4g} in Burn."
+        ]
+        noise = self.gradient_noise(name)
+        if noise:
+            text.append(
+                f"That is rounding noise: at most {probe.NOISE_ULPS} f64 ulps of the largest"
+                f" |f64 gradient| of its tensor ({e(noise)}), the residue of terms that cancel"
+                " exactly. Its f32 gradients and updates have nothing to be compared with."
+            )
+            return " ".join(text)
+        rel = {fw: float(row[fw, "f32"]["grad_rel_err"]) for fw in ("torch", "burn")}
+        text += [
+            f"The f32 gradients are off by {rel['torch']:.2e} (PyTorch) and {rel['burn']:.2e}"
+            " (Burn) relative to their own f64 gradient: "
+            + (
+                "a small gradient made of terms that nearly cancel keeps few correct f32 digits."
+                if max(rel.values()) > FEW_DIGITS
+                else "ordinary f32 accumulation error."
+            ),
             f"Its update (parameter after step 1 minus the initial value) is"
             f" {u['torch', 'f64']:.4g} in PyTorch and {u['burn', 'f64']:.4g} in Burn (f64).",
         ]
-        ratio = u["burn", "f64"] / u["torch", "f64"] if u["torch", "f64"] else math.inf
+        if u["torch", "f64"] == 0 or u["burn", "f64"] == 0:
+            if u["torch", "f64"] == u["burn", "f64"]:
+                text.append("Neither framework moves it in f64: nothing to compare.")
+            else:
+                moves = "Burn" if u["burn", "f64"] else "PyTorch"
+                text.append(
+                    f"Only {moves} moves it: the two frameworks do not take the same step from"
+                    " the same gradient, which rounding cannot do — look for a `differs` row in"
+                    " the config diff."
+                )
+            return " ".join(text)
+        ratio = u["burn", "f64"] / u["torch", "f64"]
         if not 0.99 <= ratio <= 1.01:
             text.append(
                 f"Burn's update is {ratio:.3g}× PyTorch's: the two frameworks do not take the"
@@ -664,10 +770,11 @@ class Experiment:
                 if self.optimizer == "adamw" and hp.get("weight_decay")
                 else ""
             )
+            tiny = " although the gradient is tiny" if g < TINY_GRADIENT else ""
             text.append(
-                f"That is {abs(u['torch', 'f64']) / lr:.3f} of a full step of lr = {lr:g} although"
-                f" the gradient is tiny: {self.optimizer}'s first update is −lr·g/(|g| + ε){decay},"
-                f" which depends on |g| only through |g|/ε (here {g / hp['eps']:.3g})."
+                f"That is {abs(u['torch', 'f64']) / lr:.3f} of a full step of lr = {lr:g}{tiny}:"
+                f" {self.optimizer}'s first update is −lr·g/(|g| + ε){decay}, which depends on"
+                f" |g| only through |g|/ε (here {g / hp['eps']:.3g})."
             )
         if u["torch", "f64"] != u["burn", "f64"]:
             d = u["burn", "f64"] - u["torch", "f64"]
@@ -699,6 +806,18 @@ class Experiment:
                 f" {diffs['torch'] / column:.0%} of the `torch-f64` gap at step 1 ({e(column)})."
             )
         return " ".join(text)
+
+    def gradient_noise(self, label: str) -> float:
+        """When PyTorch's f64 step-1 gradient of the probed element is rounding noise
+        (probe.rounding_noise: at most NOISE_ULPS f64 ulps of its tensor's largest |gradient|),
+        that largest |gradient|; else 0."""
+        tensor = label.split("[")[0]
+        grads = self.runs["torch", "f64"]["trajectory"]["grads"].get(tensor)
+        if grads is None:
+            return 0.0
+        g = np.abs(np.asarray(grads[0], dtype=np.float64).ravel())
+        column = flat_names({tensor: self.shapes[tensor]}).index(label)
+        return float(g.max()) if probe.rounding_noise(g)[column] else 0.0
 
     def compare_table(self) -> str:
         """Both compare outputs side by side: one row per key, then the worst of each."""
@@ -842,16 +961,29 @@ def hyperparameter_table(config: dict, tolerances: dict, skip: set[str]) -> str:
     )
 
 
+def burn_backend(x: Experiment) -> str:
+    """The Burn backend of an experiment's runs, by Burn's name (meta.backend; Flex without)."""
+    found = sorted({x.runs["burn", dt]["meta"].get("backend", "flex") for dt in DTYPES})
+    return "/".join(BACKEND_NAMES.get(b, b) for b in found)
+
+
 def atlas_section(experiments: list[Experiment]) -> str:
     """Optimizer by optimizer: where Burn's defaults differ from PyTorch's, what Burn holds
     and computes in f32, and the verdicts with the same values and with Burn's defaults.
 
-    Read from the experiments of this run: for each optimizer the first experiment with
-    neither kept defaults, a schedule nor clipping ("same values"), and the first that
-    keeps some of Burn's defaults ("Burn's defaults").
+    Read from the experiments of this run on the default model and Burn's default backend
+    (cnn1d on Flex): for each optimizer the first experiment with neither kept defaults, a
+    schedule nor clipping ("same values"), the first that keeps some of Burn's defaults
+    ("Burn's defaults") and the first with a schedule or clipping. A sentence after the
+    table names every other experiment (other models or backends) with its verdict.
     """
+    default_backend = BACKEND_NAMES["flex"]
+    atlas = [
+        x for x in experiments if x.model == DEFAULT_MODEL and burn_backend(x) == default_backend
+    ]
+    others = [x for x in experiments if x not in atlas]
     by_optimizer: dict[str, list[Experiment]] = {}
-    for x in experiments:
+    for x in atlas:
         by_optimizer.setdefault(x.optimizer, []).append(x)
     rows = []
     for optimizer, members in by_optimizer.items():
@@ -873,16 +1005,27 @@ def atlas_section(experiments: list[Experiment]) -> str:
                 "verdict, with a schedule or clipping": recipe.short_verdict() if recipe else "—",
             }
         )
+    other = (
+        "\nOther models and backends (in the verdict table): "
+        + "; ".join(
+            f"`{x.name}` ({x.model}, {burn_backend(x)}): {x.verdict.label}"
+            + (" (evaluation state only)" if x.evaluation_only else "")
+            for x in others
+        )
+        + ".\n"
+        if others
+        else ""
+    )
+    table = md_table(pd.DataFrame(rows)) + "\n" if rows else "No such experiment in this run.\n"
     return (
         "## Atlas\n\n"
-        "Each optimizer as this run found it: the hyperparameters whose defaults differ"
+        f"Each optimizer as this run found it on the model `{DEFAULT_MODEL}` and Burn's"
+        f" {default_backend} backend: the hyperparameters whose defaults differ"
         " between the frameworks (from the config diff of the experiment that keeps Burn's"
         " defaults), the values Burn stores in f32 and the arithmetic it does in f32 (from the"
         " config diff of the experiment that passes the same values to both), and the verdicts"
         " of those experiments and of one with a schedule or clipping, each with its largest"
-        " cause (all causes and their shares are in the verdict table below).\n\n"
-        + md_table(pd.DataFrame(rows))
-        + "\n"
+        " cause (all causes and their shares are in the verdict table below).\n\n" + table + other
     )
 
 
@@ -1029,9 +1172,11 @@ LAYERS_GUIDE = """- **Where the difference enters**: at each probe step, every q
   in the order it is computed — each layer's output (forward), the loss, each layer's input
   gradient and each parameter's gradient (backward), each parameter and buffer after the
   step (update) — torch vs burn in f32 and in f64, each against a rounding floor of its own
-  (verdict.py's rule applied to that quantity); the sentence names the first quantity whose
-  f64 difference leaves it. For a model with buffers, the last train-mode loss beside the
-  final eval-mode loss and correct count.
+  (verdict.py's rule applied to that quantity, its minimum of 64 f64 ulps scaled by the
+  quantity's largest |f64 value|); the sentence names the first quantity whose f64
+  difference leaves it, the others of that step and phase that leave theirs, and the
+  largest f64 difference of that step when it is elsewhere. For a model with buffers, the
+  last train-mode loss beside the final eval-mode loss and correct count.
 """
 BUFFERS_GUIDE = """- **A model with buffers** (BatchNorm's running mean and variance): the gaps
   cover the buffers as well as the parameters. Training moves the parameters (a train-mode
@@ -1168,6 +1313,15 @@ def read_json(path: Path) -> dict:
         raise FormatError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
 
 
+def what_was_trained(models: list[str]) -> str:
+    """The report's opening words: 'The same 1-D CNN' (the seed's model alone), or 'The same
+    small models (`cnn1d`, `cnn_bn`, `transformer`)'."""
+    if models in ([], [DEFAULT_MODEL]):
+        return "The same 1-D CNN"
+    plural = "s" if len(models) > 1 else ""
+    return f"The same small model{plural} (" + ", ".join(f"`{m}`" for m in models) + ")"
+
+
 def build(args: argparse.Namespace) -> str:
     """The whole report's text, from the files under --results."""
     effective = read_json(args.config)
@@ -1202,12 +1356,7 @@ def build(args: argparse.Namespace) -> str:
             if (f := run["meta"].get("fault"))
         }
     )
-    models = sorted({x.model for x in experiments})
-    what = (
-        "The same 1-D CNN"
-        if models in ([], [DEFAULT_MODEL])
-        else "The same small 1-D CNNs (models " + ", ".join(f"`{m}`" for m in models) + ")"
-    )
+    what = what_was_trained(sorted({x.model for x in experiments}))
     parts = [
         "# PyTorch ↔ Burn training parity\n",
         f"{what}, trained from the same data and initial weights by PyTorch and by"

@@ -32,17 +32,14 @@ pub enum Model {
 }
 
 impl Model {
+    /// Every model, in the order the error messages list them.
     pub const ALL: [Model; 3] = [Model::Cnn1d, Model::CnnBn, Model::Transformer];
-    /// The names the config uses, in the order the error messages list them.
+    /// The names the config uses, in `ALL`'s order.
     pub const NAMES: [&'static str; 3] = [Cnn1d::NAME, CnnBn::NAME, Transformer::NAME];
 
+    /// The model of that name; found through `name()`, whose match is exhaustive.
     pub fn from_name(name: &str) -> Option<Model> {
-        match name {
-            Cnn1d::NAME => Some(Model::Cnn1d),
-            CnnBn::NAME => Some(Model::CnnBn),
-            Transformer::NAME => Some(Model::Transformer),
-            _ => None,
-        }
+        Model::ALL.into_iter().find(|m| m.name() == name)
     }
 
     pub fn name(self) -> &'static str {
