@@ -55,6 +55,8 @@ MODEL_MODULES = [
     f"{SCRIPTS}/model_transformer.py",
 ]
 REPORT_SCRIPT = f"{SCRIPTS}/report.py"
+# report.py reads the gradient probe with probe.py's own rule for rounding-noise gradients.
+PROBE_SCRIPT = f"{SCRIPTS}/probe.py"
 # Rules run their Python scripts as `python workflow/scripts/warm.py script args`, which
 # does what `python script args` does in a process forked from a warm interpreter that has
 # already imported PyTorch, pandas and matplotlib (see warm.py): 0.05 s to start a job

@@ -3,7 +3,7 @@ rule report:
     input:
         unpack(report_inputs),
         script=f"{SCRIPTS}/report.py",
-        modules=[*IO_MODULES, GAPS_MODULE, VERDICT_MODULE],
+        modules=[*IO_MODULES, GAPS_MODULE, VERDICT_MODULE, PROBE_SCRIPT],
         data=datasets(),
     output:
         report(

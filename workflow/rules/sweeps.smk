@@ -17,7 +17,7 @@ rule sweep_summary:
     """A row per experiment of one sweep, its verdict and cause, and the parity map."""
     input:
         script=f"{SCRIPTS}/sweep_summary.py",
-        modules=[*IO_MODULES, GAPS_MODULE, VERDICT_MODULE, REPORT_SCRIPT],
+        modules=[*IO_MODULES, GAPS_MODULE, VERDICT_MODULE, REPORT_SCRIPT, PROBE_SCRIPT],
         spec="results/specs/sweeps/{sweep}.json",
         tables=lambda w: sweep_tables(w.sweep),
     output:
