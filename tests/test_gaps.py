@@ -16,13 +16,14 @@ import model_specs
 from parity_io import (
     DTYPE_F32,
     DTYPE_I64,
-    PARAM_NAMES,
     FormatError,
     encode_dataset,
     experiment_block,
     write_atomic,
     write_run,
 )
+
+PARAM_NAMES = model_specs.CNN1D.param_names  # the seed model's
 
 # Small stand-in parameters (the trajectory is flat per parameter): 3 + 1 + 2 + 1 columns.
 SIZES = {"conv.weight": 3, "conv.bias": 1, "fc.weight": 2, "fc.bias": 1}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,21 +37,31 @@ def train(framework, burn_binary, config, data, out) -> subprocess.CompletedProc
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-@pytest.fixture(scope="module", params=MODELS)
-def first_steps(request, burn_binary, write_config, tmp_path_factory):
-    """(model, {framework: f64 run block}) of one SGD step of each model on both sides."""
-    model = request.param
-    root = tmp_path_factory.mktemp(model)
-    data = root / f"{model}.bin"
-    write_atomic(data, make_data.dataset_bytes(model))
-    config = write_config(small_config(1, m=dict(SGD, model=model)))
+def both_runs(burn_binary, config, data, root) -> dict:
+    """{framework: f64 run block} of experiment `m` of ``config``, trained on both sides."""
     runs = {}
     for framework in ("torch", "burn"):
         out = root / f"{framework}.json"
         proc = train(framework, burn_binary, config, data, out)
         assert proc.returncode == 0, proc.stderr
         runs[framework] = experiment_block(out, "m")
-    return model, runs
+    return runs
+
+
+def model_dataset(model: str, root: Path) -> Path:
+    """The dataset file of ``model``, written under ``root``."""
+    data = root / f"{model}.bin"
+    write_atomic(data, make_data.dataset_bytes(model))
+    return data
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def first_steps(request, burn_binary, write_config, tmp_path_factory):
+    """(model, {framework: f64 run block}) of one SGD step of each model on both sides."""
+    model = request.param
+    root = tmp_path_factory.mktemp(model)
+    config = write_config(small_config(1, m=dict(SGD, model=model)))
+    return model, both_runs(burn_binary, config, model_dataset(model, root), root)
 
 
 def largest(a: list[list[float]], b: list[list[float]]) -> float:
@@ -171,16 +182,9 @@ def test_burns_clipping_is_replayed_per_burn_tensor(burn_binary, write_config, t
     import replay as rp
     from gaps import param_matrix
 
-    data = tmp_path / "transformer.bin"
-    write_atomic(data, make_data.dataset_bytes("transformer"))
+    data = model_dataset("transformer", tmp_path)
     exp = dict(SGD, model="transformer", lr=0.1, clip_grad={"norm": 0.01})
-    config = write_config(small_config(4, m=exp))
-    runs = {}
-    for framework in ("torch", "burn"):
-        out = tmp_path / f"{framework}.json"
-        proc = train(framework, burn_binary, config, data, out)
-        assert proc.returncode == 0, proc.stderr
-        runs[framework] = experiment_block(out, "m")
+    runs = both_runs(burn_binary, write_config(small_config(4, m=exp)), data, tmp_path)
     arrays = decode_dataset(data.read_bytes())
     variant = rp.variants(runs["torch"], runs["burn"])["replay"][0]
     _, snapshots = rp.run(arrays, variant, 4, 16, model="transformer")

@@ -62,7 +62,7 @@ def spec_of(model: str, exp: dict, steps: int = 4, probe_steps=(1,)) -> dict:
 
 def test_the_registry_holds_every_model_under_its_name():
     assert list(models.MODELS) == list(model_specs.SPECS)  # the same models, in one order
-    assert all(name == module.NAME for name, module in models.MODELS.items())
+    assert all(name == module.SPEC.name for name, module in models.MODELS.items())
     assert models.MODELS["cnn1d"] is model_cnn1d and models.MODELS["cnn_bn"] is model_cnn_bn
     assert models.MODELS["transformer"] is model_transformer
     known = ", ".join(model_specs.SPECS)
@@ -76,25 +76,25 @@ def test_the_registry_holds_every_model_under_its_name():
 def test_each_module_declares_what_its_pytorch_module_holds(name):
     module = models.MODELS[name]
     model = module.new()
-    assert name == module.NAME
-    assert tuple(n for n, _ in model.named_parameters()) == module.PARAM_NAMES
-    assert tuple(models.state(model))[len(module.PARAM_NAMES) :] == module.BUFFER_NAMES
-    assert tuple(n for n, _ in model.stages()) == module.LAYERS
+    assert name == module.SPEC.name
+    assert tuple(n for n, _ in model.named_parameters()) == module.SPEC.param_names
+    assert tuple(models.state(model))[len(module.SPEC.param_names) :] == module.SPEC.buffer_names
+    assert tuple(n for n, _ in model.stages()) == module.SPEC.layers
     shapes = {n: list(t.shape) for n, t in models.state(model).items()}
-    assert shapes == {n: s for n, (s, _) in module.initial_arrays().items()}
+    assert shapes == {n: s for n, (s, _) in module.SPEC.initial_arrays().items()}
 
 
 def test_the_models_names_and_layers():
-    assert model_cnn1d.PARAM_NAMES == ("conv.weight", "conv.bias", "fc.weight", "fc.bias")
-    assert model_cnn1d.BUFFER_NAMES == () and model_cnn1d.LAYERS == ("conv", "relu", "fc")
+    assert model_cnn1d.SPEC.param_names == ("conv.weight", "conv.bias", "fc.weight", "fc.bias")
+    assert model_cnn1d.SPEC.buffer_names == () and model_cnn1d.SPEC.layers == ("conv", "relu", "fc")
     assert model_specs.CNN_BN.shapes() == CNN_BN_SHAPES
     assert list(model_specs.CNN_BN.shapes()) == list(CNN_BN_SHAPES)  # the model's order
-    assert model_cnn_bn.LAYERS == ("conv", "bn", "gelu", "ln", "fc")
+    assert model_cnn_bn.SPEC.layers == ("conv", "bn", "gelu", "ln", "fc")
 
 
 def test_cnn_bn_initial_values_by_formula():
-    init = model_cnn_bn.initial_arrays()
-    seed = model_cnn1d.initial_arrays()
+    init = model_cnn_bn.SPEC.initial_arrays()
+    seed = model_cnn1d.SPEC.initial_arrays()
     for name in ("conv.weight", "fc.weight", "fc.bias"):
         assert init[name] == seed[name]  # as cnn1d
     assert "conv.bias" not in init  # no bias before the BatchNorm
@@ -241,7 +241,7 @@ def test_the_layer_record_is_autograd_of_the_pieces(name):
     out, record = models.recorded_forward(model, batch)
     torch.nn.functional.cross_entropy(out, labels).backward()
     rec = record(1)
-    assert rec["step"] == 1 and rec["names"] == list(models.MODELS[name].LAYERS)
+    assert rec["step"] == 1 and rec["names"] == list(models.MODELS[name].SPEC.layers)
     stages = model.stages()
     outputs = [
         torch.tensor(values, dtype=torch.float64).reshape(shape)

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
+import model_specs
 import models
 import replay as rp
 import verdict as vd
@@ -18,8 +19,10 @@ from conftest import ADAM, SGD, small_config
 from gaps import param_matrix, step_gaps
 from optimizer_examples import ADAGRAD, ADAMW, RMSPROP
 from parity_config import experiment_spec
-from parity_io import PARAM_NAMES, experiment_block, read_dataset, write_run
+from parity_io import experiment_block, read_dataset, write_run
 from train_torch import train
+
+PARAM_NAMES = model_specs.CNN1D.param_names  # the seed model's
 
 STEPS = 8
 LINEAR = {"kind": "linear", "final_lr": 0.002, "num_steps": 6}

@@ -65,7 +65,9 @@ def test_a_setting_is_written_as_a_person_writes_it():
 def test_the_burn_backends_named_are_those_the_runs_recorded(tmp_path):
     from types import SimpleNamespace
 
-    from parity_io import PARAM_NAMES
+    from model_specs import CNN1D
+
+    PARAM_NAMES = CNN1D.param_names
     from provenance import run_backends
 
     def runs(backend):

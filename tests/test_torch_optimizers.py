@@ -11,11 +11,14 @@ import numpy as np
 import pytest
 import torch
 
+import model_specs
 from conftest import ADAM, SGD, small_config
 from optimizer_examples import ADAGRAD, ADAMW, RMSPROP
 from parity_config import FRAMEWORK_DEFAULTS, HYPERPARAMETERS, experiment_spec
-from parity_io import PARAM_NAMES, read_dataset
+from parity_io import read_dataset
 from train_torch import OPTIMIZERS, train
+
+PARAM_NAMES = model_specs.CNN1D.param_names  # the seed model's
 
 # Every hyperparameter away from PyTorch's default, so that one not passed would show.
 GIVEN = {

@@ -14,7 +14,9 @@ import make_data
 import model_specs
 from conftest import ADAM, SCRIPTS, SGD, small_config
 from parity_config import HYPERPARAMETERS
-from parity_io import PARAM_NAMES, experiment_block, read_run, write_atomic
+from parity_io import experiment_block, read_run, write_atomic
+
+PARAM_NAMES = model_specs.CNN1D.param_names  # the seed model's
 
 RUNS = [(fw, dt) for fw in ("torch", "burn") for dt in ("f32", "f64")]
 

@@ -89,11 +89,15 @@ fn ndarray_trains_in_f32_and_f64_and_records_its_backend() {
     assert_eq!(flex_f64["meta"]["backend"], "flex");
 
     let (p32, p64, flex) = (params(&f32_run), params(&f64_run), params(&flex_f64));
-    assert!(gap(&p64, &flex) < 1e-12, "f64: {:e}", gap(&p64, &flex));
     assert!(
-        gap(&p32, &flex) > 1e-9,
+        common::max_gap(&p64, &flex) < 1e-12,
+        "f64: {:e}",
+        common::max_gap(&p64, &flex)
+    );
+    assert!(
+        common::max_gap(&p32, &flex) > 1e-9,
         "f32 vs f64: {:e}",
-        gap(&p32, &flex)
+        common::max_gap(&p32, &flex)
     );
 }
 
@@ -103,14 +107,6 @@ fn layer(block: &Value, key: &str, k: usize) -> Vec<f64> {
         .as_array()
         .expect("a layer's list");
     list.iter().map(|x| x.as_f64().expect("finite")).collect()
-}
-
-fn gap(a: &[f64], b: &[f64]) -> f64 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f64::max)
 }
 
 #[test]
@@ -135,20 +131,20 @@ fn cnn_bn_runs_on_both_backends_and_ndarray_differentiates_gelu_by_its_tanh_form
     let (ndarray, flex) = (&runs[1], &runs[2]);
     // f64, step 1: the same forward on both backends (the GELU forward is erf on both).
     for k in 0..5 {
-        let g = gap(&layer(ndarray, "outputs", k), &layer(flex, "outputs", k));
+        let g = common::max_gap(&layer(ndarray, "outputs", k), &layer(flex, "outputs", k));
         assert!(g < 1e-12, "output of layer {k}: {g:e}");
     }
     // The same backward down to GELU's output (fc, ln); through GELU NdArray uses
     // burn-backend's default gelu_backward, the derivative of the tanh approximation with
     // 6-digit constants (up to ~9e-4 off the exact derivative), where Flex's is exact.
     for k in [3, 4] {
-        let g = gap(
+        let g = common::max_gap(
             &layer(ndarray, "input_grads", k),
             &layer(flex, "input_grads", k),
         );
         assert!(g < 1e-12, "input gradient of layer {k}: {g:e}");
     }
-    let g = gap(
+    let g = common::max_gap(
         &layer(ndarray, "input_grads", 2),
         &layer(flex, "input_grads", 2),
     );

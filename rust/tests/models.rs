@@ -49,14 +49,6 @@ fn run(experiment: &str, data: &Dataset) -> Value {
     train::train(&spec(experiment), data, &device(), None).unwrap()
 }
 
-fn list(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("a list")
-        .iter()
-        .map(|x| x.as_f64().expect("a number"))
-        .collect()
-}
-
 fn f32s(data: &Dataset, name: &str) -> Vec<f64> {
     data.f32(name)
         .unwrap()
@@ -64,14 +56,6 @@ fn f32s(data: &Dataset, name: &str) -> Vec<f64> {
         .iter()
         .map(|&x| x as f64)
         .collect()
-}
-
-fn max_gap(a: &[f64], b: &[f64]) -> f64 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f64::max)
 }
 
 #[test]
@@ -267,14 +251,18 @@ fn the_layer_record_is_taken_at_each_probe_step_with_the_layers_shapes() {
         let record = checked_record(&block, 1, names, sizes);
         checked_record(&block, 3, names, sizes);
         // The last layer's output is the batch's logits: their loss is the step's loss.
-        let logits = list(&record["outputs"][names.len() - 1]);
-        let loss = list(&block["losses"])[0];
+        let logits = common::list(&record["outputs"][names.len() - 1]);
+        let loss = common::list(&block["losses"])[0];
         assert!((cross_entropy(&logits, &y) - loss).abs() < 1e-14);
         // input_grads[0] is dLoss/dx: the conv's input gradient from its output gradient.
         let weight = f32s(&data, "conv.weight");
-        let want = conv_input_grad(&weight, &list(&record["input_grads"][1]));
-        let got = list(&record["input_grads"][0]);
-        assert!(max_gap(&got, &want) < 1e-15, "{:e}", max_gap(&got, &want));
+        let want = conv_input_grad(&weight, &common::list(&record["input_grads"][1]));
+        let got = common::list(&record["input_grads"][0]);
+        assert!(
+            common::max_gap(&got, &want) < 1e-15,
+            "{:e}",
+            common::max_gap(&got, &want)
+        );
         assert!(got.iter().any(|g| g.abs() > 1e-6));
     }
 }
@@ -329,11 +317,17 @@ fn running_statistics_after_step_1_are_burns_biased_batch_statistics() {
     }
     let buffers = &block["trajectory"]["buffers"];
     let (got_mean, got_var) = (
-        list(&buffers["bn.running_mean"][0]),
-        list(&buffers["bn.running_var"][0]),
+        common::list(&buffers["bn.running_mean"][0]),
+        common::list(&buffers["bn.running_var"][0]),
     );
-    assert!(max_gap(&got_mean, &means) < 1e-12, "{got_mean:?} {means:?}");
-    assert!(max_gap(&got_var, &vars) < 1e-12, "{got_var:?} {vars:?}");
+    assert!(
+        common::max_gap(&got_mean, &means) < 1e-12,
+        "{got_mean:?} {means:?}"
+    );
+    assert!(
+        common::max_gap(&got_var, &vars) < 1e-12,
+        "{got_var:?} {vars:?}"
+    );
     // With PyTorch's unbiased estimator the step-1 value would differ by m·var/(n − 1).
     let n = (BATCH * out_len) as f64;
     assert!(vars.iter().all(|v| (v - 0.9) * (1.0 / (n - 1.0)) > 1e-5));
@@ -415,7 +409,9 @@ fn a_fault_bumps_a_parameter_of_the_model_and_is_refused_for_one_it_lacks() {
     let fault = Fault::parse("2:ln.weight:5:0.25").unwrap();
     let bumped = train::train(&spec(&experiment), &data, &device(), Some(&fault)).unwrap();
     let plain = run(&experiment, &data);
-    let at = |block: &Value, step: usize| list(&block["trajectory"]["params"]["ln.weight"][step]);
+    let at = |block: &Value, step: usize| {
+        common::list(&block["trajectory"]["params"]["ln.weight"][step])
+    };
     assert_eq!(at(&bumped, 0), at(&plain, 0));
     let (a, b) = (at(&bumped, 1), at(&plain, 1));
     assert!((a[5] - b[5] - 0.25).abs() < 1e-15);
@@ -473,12 +469,12 @@ fn the_transformer_gradients_come_back_packed_and_a_fault_bumps_one_part() {
     let experiment = format!("{SGD}, model: transformer");
     let plain = run(&experiment, &data);
     let grads = &plain["trajectory"]["grads"]["enc.self_attn.in_proj_weight"][0];
-    assert_eq!(list(grads).len(), 24 * 8);
+    assert_eq!(common::list(grads).len(), 24 * 8);
     // Element 70 is row 8, column 6: the key weight's.
     let fault = Fault::parse("2:enc.self_attn.in_proj_weight:70:0.25").unwrap();
     let bumped = train::train(&spec(&experiment), &data, &device(), Some(&fault)).unwrap();
     let at = |block: &Value, step: usize| {
-        list(&block["trajectory"]["params"]["enc.self_attn.in_proj_weight"][step])
+        common::list(&block["trajectory"]["params"]["enc.self_attn.in_proj_weight"][step])
     };
     assert_eq!(at(&bumped, 0), at(&plain, 0));
     let (a, b) = (at(&bumped, 1), at(&plain, 1));

@@ -42,14 +42,6 @@ fn run(experiment: &str) -> Value {
     train::train(&spec, &dataset(), &device(), None).unwrap()
 }
 
-fn list(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("a list")
-        .iter()
-        .map(|x| x.as_f64().expect("a number"))
-        .collect()
-}
-
 fn widened(x: f64) -> f64 {
     x as f32 as f64
 }
@@ -72,15 +64,15 @@ fn adamw_holds_what_it_was_given_and_records_its_bias_corrections() {
     assert_eq!(widened(0.9), 0.8999999761581421);
     let scalars = &block["burn_scalars"];
     let (bc1, bc2) = (
-        list(&scalars["bias_correction1"]),
-        list(&scalars["bias_correction2"]),
+        common::list(&scalars["bias_correction1"]),
+        common::list(&scalars["bias_correction2"]),
     );
     assert_eq!((bc1.len(), bc2.len()), (STEPS, STEPS));
     // Step 1: 1 − β in f32, exact (Sterbenz); the f32 value 1 − 0.9f32 widened.
     assert_eq!(bc1[0], (1.0f32 - 0.9f32) as f64);
     assert_eq!(bc2[0], (1.0f32 - 0.999f32) as f64);
     assert!(block.get("adam_factors").is_none());
-    assert_eq!(list(&block["lrs"]), vec![0.01; STEPS]);
+    assert_eq!(common::list(&block["lrs"]), vec![0.01; STEPS]);
 }
 
 #[test]
@@ -143,7 +135,10 @@ fn adam_records_amsgrad_and_keeps_its_factors() {
     let adam = "optimizer: adam, lr: 0.01, betas: [0.9, 0.999], eps: 1.0e-8, weight_decay: 0";
     let block = run(&format!("{adam}, amsgrad: true"));
     assert_eq!(block["meta"]["hyperparameters"]["amsgrad"], json!(true));
-    assert_eq!(list(&block["adam_factors"]["combined_factor"]).len(), STEPS);
+    assert_eq!(
+        common::list(&block["adam_factors"]["combined_factor"]).len(),
+        STEPS
+    );
     assert!(block.get("burn_scalars").is_none());
     let plain = run(adam);
     assert_eq!(plain["meta"]["hyperparameters"]["amsgrad"], json!(false));
@@ -153,15 +148,15 @@ fn adam_records_amsgrad_and_keeps_its_factors() {
 /// SGD without momentum: each step moved every parameter by −lr·g with the recorded lr and
 /// gradient, `clip` applied to each parameter tensor's gradient first.
 fn check_sgd_steps(block: &Value, clip: impl Fn(&[f64]) -> Vec<f64>) {
-    let lrs = list(&block["lrs"]);
+    let lrs = common::list(&block["lrs"]);
     let traj = &block["trajectory"];
     let mut checked = 0;
     for name in ["conv.weight", "conv.bias", "fc.weight", "fc.bias"] {
         let params = traj["params"][name].as_array().unwrap();
         let grads = traj["grads"][name].as_array().unwrap();
         for step in 1..STEPS {
-            let (before, after) = (list(&params[step - 1]), list(&params[step]));
-            let g = clip(&list(&grads[step]));
+            let (before, after) = (common::list(&params[step - 1]), common::list(&params[step]));
+            let g = clip(&common::list(&grads[step]));
             for i in 0..g.len() {
                 let want = before[i] - lrs[step] * g[i];
                 assert!(
@@ -190,7 +185,7 @@ fn burn_lrs(spec: &Spec) -> Vec<f64> {
 fn scheduled(schedule: &str) -> (Vec<f64>, Value) {
     let experiment = format!("{SGD}, schedule: {schedule}");
     let block = run(&experiment);
-    let lrs = list(&block["lrs"]);
+    let lrs = common::list(&block["lrs"]);
     assert_eq!(lrs, burn_lrs(&spec(&experiment).unwrap()), "{schedule}");
     check_sgd_steps(&block, |g| g.to_vec());
     (lrs, block["meta"]["schedule"].clone())
@@ -199,7 +194,7 @@ fn scheduled(schedule: &str) -> (Vec<f64>, Value) {
 #[test]
 fn constant_schedule_by_default() {
     let block = run(SGD);
-    assert_eq!(list(&block["lrs"]), vec![0.1; STEPS]);
+    assert_eq!(common::list(&block["lrs"]), vec![0.1; STEPS]);
     assert_eq!(
         block["meta"]["schedule"],
         json!({"kind": "constant", "lr": 0.1})
@@ -276,7 +271,14 @@ fn clip_by_norm_scales_each_parameter_tensor_on_its_own() {
     });
     // The norm is small enough that some tensor is really clipped.
     let grads = &block["trajectory"]["grads"]["fc.weight"][1];
-    assert!(list(grads).iter().map(|x| x * x).sum::<f64>().sqrt() > max_norm);
+    assert!(
+        common::list(grads)
+            .iter()
+            .map(|x| x * x)
+            .sum::<f64>()
+            .sqrt()
+            > max_norm
+    );
 }
 
 #[test]
@@ -288,7 +290,7 @@ fn clip_by_value_clamps_each_element() {
         g.iter().map(|x| x.clamp(-threshold, threshold)).collect()
     });
     assert!(
-        list(&block["trajectory"]["grads"]["fc.bias"][1])
+        common::list(&block["trajectory"]["grads"]["fc.bias"][1])
             .iter()
             .any(|x| x.abs() > threshold)
     );

@@ -22,11 +22,6 @@ from torch import nn
 from model_specs import CHANNELS, CLASSES, CNN_BN, FLAT, KERNEL, POSITIONS
 
 SPEC = CNN_BN
-NAME = SPEC.name
-PARAM_NAMES = SPEC.param_names
-BUFFER_NAMES = SPEC.buffer_names
-LAYERS = SPEC.layers
-initial_arrays = SPEC.initial_arrays
 
 Stage = tuple[str, Callable[[torch.Tensor], torch.Tensor]]
 

@@ -33,11 +33,6 @@ from torch import nn
 from model_specs import CLASSES, D_FF, D_MODEL, HEADS, TOKENS_FLAT, TRANSFORMER
 
 SPEC = TRANSFORMER
-NAME = SPEC.name
-PARAM_NAMES = SPEC.param_names
-BUFFER_NAMES = SPEC.buffer_names
-LAYERS = SPEC.layers
-initial_arrays = SPEC.initial_arrays
 
 Stage = tuple[str, Callable[[torch.Tensor], torch.Tensor]]
 

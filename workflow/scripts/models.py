@@ -3,10 +3,10 @@
     model = build("cnn_bn", arrays, torch.float64)
 
 The registry maps a model's name to its module (model_cnn1d.py, model_cnn_bn.py,
-model_transformer.py), each of which declares NAME, PARAM_NAMES, BUFFER_NAMES, LAYERS,
-initial_arrays(), new() (the torch.nn.Module, with its layer hyperparameters passed
-explicitly; its stages() are the layers in LAYERS order, each taking the previous one's
-output, and its forward runs them) and layer_hyperparameters(module) (read back from it).
+model_transformer.py), each of which declares SPEC (its model_specs.ModelSpec), new() (the
+torch.nn.Module, with its layer hyperparameters passed explicitly; its stages() are the
+layers in SPEC.layers order, each taking the previous one's output, and its forward runs
+them) and layer_hyperparameters(module) (read back from it).
 Their names, shapes and initial values live in the torch-free model_specs.py, which the
 scripts that need no torch import instead.
 
@@ -27,7 +27,9 @@ import model_cnn_bn
 import model_transformer
 from model_specs import ModelError, array_problem
 
-MODELS: dict[str, ModuleType] = {m.NAME: m for m in (model_cnn1d, model_cnn_bn, model_transformer)}
+MODELS: dict[str, ModuleType] = {
+    m.SPEC.name: m for m in (model_cnn1d, model_cnn_bn, model_transformer)
+}
 
 Arrays = dict[str, tuple[list[int], list]]
 

@@ -427,27 +427,15 @@ def accumulator_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
     return [Problem((*at, "initial_accumulator_value"), message)]
 
 
-def backend_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
-    """A burn_backend the binary does not hold (absent means flex)."""
-    if "burn_backend" not in exp or exp["burn_backend"] in BURN_BACKENDS:
+def choice_problems(at: tuple, exp: dict[str, Any], key: str, what: str, known) -> list[Problem]:
+    """A value of ``key`` that is not one of ``known`` (absent means the default)."""
+    if key not in exp or exp[key] in known:
         return []
-    value, known = exp["burn_backend"], list(BURN_BACKENDS)
+    value, known = exp[key], list(known)
     close = _suggest(value, known)
     hint = f"; did you mean {close!r}?" if close else ""
-    message = f"unknown Burn backend {_show(value)} (known: {', '.join(known)}){hint}"
-    return [Problem((*at, "burn_backend"), message)]
-
-
-def model_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
-    """A model no side defines (absent means cnn1d)."""
-    if "model" not in exp or exp["model"] in MODELS:
-        return []
-    value, known = exp["model"], list(MODELS)
-    close = _suggest(value, known)
-    hint = f"; did you mean {close!r}?" if close else ""
-    return [
-        Problem((*at, "model"), f"unknown model {_show(value)} (known: {', '.join(known)}){hint}")
-    ]
+    message = f"unknown {what} {_show(value)} (known: {', '.join(known)}){hint}"
+    return [Problem((*at, key), message)]
 
 
 def probe_steps_problems(at: tuple, exp: dict[str, Any], steps: Any) -> list[Problem]:
@@ -478,8 +466,9 @@ def experiment_problems(name: str, exp: Any, steps: Any = None) -> list[Problem]
         problems += accumulator_problems(at, exp)
     problems += schedule_problems(at, exp)
     problems += clip_problems(at, exp)
-    problems += backend_problems(at, exp)
-    problems += model_problems(at, exp)
+    # The Burn backends the binary holds (absent: flex); the models both sides define.
+    problems += choice_problems(at, exp, "burn_backend", "Burn backend", BURN_BACKENDS)
+    problems += choice_problems(at, exp, "model", "model", MODELS)
     problems += probe_steps_problems(at, exp, steps)
     probe = exp.get("probe")
     model = exp.get("model", DEFAULT_MODEL)

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 # model_specs is torch-free (names, shapes, formulas): importing it keeps this module light.
-from model_specs import CNN1D, ModelError, model_of
+from model_specs import ModelError, model_of
 
 MAGIC = b"PARITYDS"
 VERSION = 1
@@ -51,10 +51,6 @@ _ELEMENT = {DTYPE_F32: ("f", 4), DTYPE_I64: ("q", 8)}
 # The arrays every dataset file holds, first; a model's parameters and buffers follow, and
 # each model checks its own (model_specs.py, models.py).
 DATASET_ARRAYS = ("x", "y")
-# The default model's (cnn1d's) parameters, for callers that know they read a cnn1d run; a
-# run's own names are model_specs.model_of(block).param_names.
-PARAM_NAMES = CNN1D.param_names
-
 NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 

@@ -18,6 +18,24 @@ pub fn f64_device() -> Device {
         .clone()
 }
 
+/// The numbers of a JSON list (a run file's series).
+pub fn list(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array()
+        .expect("a list")
+        .iter()
+        .map(|x| x.as_f64().expect("a number"))
+        .collect()
+}
+
+/// The largest |a − b| over two equally long series.
+pub fn max_gap(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
+}
+
 /// The seed's problem size: 96 sequences of length 16 in 3 classes.
 pub const N: usize = 96;
 pub const LENGTH: usize = 16;
