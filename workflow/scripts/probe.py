@@ -1,6 +1,6 @@
 """Gradient precision probe at step 1: one parameter's gradient and update, f32 vs f64.
 
-    python workflow/scripts/probe.py --experiment adam --data results/data/dataset.bin \\
+    python workflow/scripts/probe.py --experiment adam --data results/data/cnn1d.bin \\
         --torch-f32 … --burn-f32 … --torch-f64 … --burn-f64 … [--parameter 'fc.weight[1,19]'] \\
         --csv results/tables/probe_adam.csv --md results/tables/probe_adam.md
 
