@@ -30,6 +30,15 @@ if ! command -v chromium > /dev/null && ! command -v google-chrome > /dev/null; 
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium > /dev/null
 fi
+# qemu-user for tests/test_cpu_path.py: the same runs on an emulated AVX2-only CPU (Haswell)
+# and one without FMA (Nehalem), as Burn's and PyTorch's kernel dispatchers see them.
+if ! command -v qemu-x86_64 > /dev/null; then
+    echo "installing qemu-user from Debian's packages"
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq qemu-user > /dev/null
+fi
 # actionlint checks the GitHub Actions workflow (tests/test_lint.py); built from the Go
 # module proxy when Go is available and actionlint is not already on PATH.
 if ! command -v actionlint > /dev/null && command -v go > /dev/null; then

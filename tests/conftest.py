@@ -17,13 +17,23 @@ sys.path.insert(0, str(SCRIPTS))
 # The scripts the tests start may cache compiled bytecode, like the pipeline's jobs do.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+import cpu_path  # noqa: E402
+
+# The CPU path the whole suite runs on (workflow/scripts/cpu_path.py): PARITY_TEST_CPU_PATH=
+# native (default), avx2 or compatible. Set here, before PyTorch starts in this process or
+# any process the tests start; tests/golden files compare byte for byte only on their path.
+TEST_CPU_PATH = os.environ.get("PARITY_TEST_CPU_PATH", cpu_path.DEFAULT)
+if (_why := cpu_path.problem(TEST_CPU_PATH)) is not None:
+    raise pytest.UsageError(f"PARITY_TEST_CPU_PATH: {_why}")
+cpu_path.apply(TEST_CPU_PATH)
+
 SGD = {"optimizer": "sgd", "lr": 0.5, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
        "nesterov": False}  # fmt: skip
 ADAM = {"optimizer": "adam", "lr": 0.01, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0}
 
 
 def small_config(steps: int = 3, **experiments: dict) -> dict:
-    return {"steps": steps, "batch_size": 16, "threads": 1,
+    return {"steps": steps, "batch_size": 16, "threads": 1, "cpu_path": TEST_CPU_PATH,
             "experiments": experiments or {"sgd": SGD, "adam": ADAM}}  # fmt: skip
 
 

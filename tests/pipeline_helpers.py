@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import ADAM, ROOT, SGD
+from conftest import ADAM, ROOT, SGD, TEST_CPU_PATH
 
 PROJECT_FILES = ("Snakefile", "config.yaml", "workflow", "rust", "profiles")
 EXPERIMENTS = ("sgd", "adam", "momentum", "pitfall")  # those of small_pipeline_config()
@@ -49,6 +49,7 @@ def small_pipeline_config(**overrides) -> dict:
         "steps": 6,
         "batch_size": 16,
         "threads": 1,
+        "cpu_path": TEST_CPU_PATH,
         "report_steps": [1, 2, 5],
         "tolerance": {"f32": 1e-6, "f64": 1e-12},
         "experiments": {

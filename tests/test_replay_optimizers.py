@@ -82,6 +82,20 @@ def gaps(arrays, variant: rp.Variant, reference: dict, grads: dict | None = None
     return step_gaps(params, param_matrix(reference))
 
 
+# Bounds from f64's rounding, not from what one CPU met. On recorded gradients the replay
+# recomputes each update rule in another order of operations: a few ulps of the largest
+# parameter per step (5.5 seen, rmsprop, on AVX-512 and with every cpu_path; RULE_ULPS leaves
+# a factor of 3). With each framework's own backward pass, the verdicts' floor under the
+# floor (verdict.ABSOLUTE_FLOOR, 64 ulps of O(1) values) is the bound.
+RULE_ULPS = 16
+
+
+def rule_bound(reference: dict) -> np.ndarray:
+    """RULE_ULPS ulps of the reference's largest parameter (at least 1), per step."""
+    largest = np.abs(param_matrix(reference)).max(axis=1)
+    return RULE_ULPS * 2.0**-52 * np.maximum(largest, 1.0)
+
+
 def test_every_case_is_exercised(runs):
     """The schedules change the lr, and every clipping threshold is below what it clips."""
     for name, (torch_run, burn_run) in runs.items():
@@ -105,10 +119,10 @@ def test_replay_reproduces_burn_and_counterfactual_pytorch(runs, arrays, name):
     chosen = rp.variants(torch_run, burn_run)
     replay, reference = chosen["replay"]
     assert reference is burn_run
-    assert (gaps(arrays, replay, burn_run) <= 1e-14).all()
+    assert (gaps(arrays, replay, burn_run) <= vd.ABSOLUTE_FLOOR).all()
     counter, reference = chosen["counterfactual"]
     assert reference is torch_run
-    assert (gaps(arrays, counter, torch_run) <= 1e-14).all()
+    assert (gaps(arrays, counter, torch_run) <= vd.ABSOLUTE_FLOOR).all()
 
 
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
@@ -118,8 +132,10 @@ def test_on_recorded_gradients_the_rules_match_to_an_ulp_or_so(runs, arrays, nam
     torch_run, burn_run = runs[name]
     chosen = rp.variants(torch_run, burn_run)
     burn_grads, torch_grads = burn_run["trajectory"]["grads"], torch_run["trajectory"]["grads"]
-    assert (gaps(arrays, chosen["replay"][0], burn_run, burn_grads) <= 1e-15).all()
-    assert (gaps(arrays, chosen["counterfactual"][0], torch_run, torch_grads) <= 1e-15).all()
+    on_burn = gaps(arrays, chosen["replay"][0], burn_run, burn_grads)
+    on_torch = gaps(arrays, chosen["counterfactual"][0], torch_run, torch_grads)
+    assert (on_burn <= rule_bound(burn_run)).all()
+    assert (on_torch <= rule_bound(torch_run)).all()
 
 
 def test_adagrads_epsilon_amplifies_the_backward_passes_rounding(runs, arrays):
@@ -130,8 +146,8 @@ def test_adagrads_epsilon_amplifies_the_backward_passes_rounding(runs, arrays):
     replay = rp.variants(torch_run, burn_run)["replay"][0]
     on_torch_grads = gaps(arrays, replay, burn_run)
     on_burn_grads = gaps(arrays, replay, burn_run, burn_run["trajectory"]["grads"])
-    assert 1e-15 < on_torch_grads[0] < 1e-12
-    assert (on_burn_grads <= 1e-15).all()
+    assert rule_bound(burn_run)[0] < on_torch_grads[0] < 1e-12
+    assert (on_burn_grads <= rule_bound(burn_run)).all()
 
 
 def test_the_variants_are_those_the_experiment_needs(runs):

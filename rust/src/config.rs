@@ -118,6 +118,10 @@ pub struct Spec {
     pub steps: usize,
     pub batch_size: usize,
     pub threads: usize,
+    /// The config's `cpu_path` (`native`, `avx2` or `compatible`): PyTorch's pinned kernel
+    /// paths. Burn has no such switch, so its trainer only records it beside the kernels it
+    /// took (`parity_train::cpu_path`).
+    pub cpu_path: String,
 }
 
 impl Spec {
@@ -519,7 +523,26 @@ pub fn parse(config: &Value, experiment: &str) -> Result<Spec, String> {
         steps,
         batch_size: positive("batch_size", None)?,
         threads: positive("threads", Some(1))?,
+        cpu_path: cpu_path(config)?,
     })
+}
+
+/// The known `cpu_path` settings (workflow/scripts/cpu_path.py holds what each pins).
+pub const CPU_PATHS: [&str; 3] = ["native", "avx2", "compatible"];
+
+/// The optional top-level `cpu_path`: absent means `native`.
+fn cpu_path(config: &Value) -> Result<String, String> {
+    match config.get("cpu_path") {
+        None => Ok("native".into()),
+        Some(value) => match value.as_str() {
+            Some(name) if CPU_PATHS.contains(&name) => Ok(name.into()),
+            _ => Err(format!(
+                "cpu_path: unknown setting {} (known: {})",
+                serde_yaml::to_string(value).unwrap_or_default().trim(),
+                CPU_PATHS.join(", ")
+            )),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -673,6 +696,21 @@ mod tests {
                 format!("experiments.e.keep_defaults.burn: '{key}' has no Burn default for adam")
             );
         }
+    }
+
+    #[test]
+    fn reads_the_cpu_path_native_by_default_and_refuses_others() {
+        let base = "steps: 1\nbatch_size: 1\nexperiments:\n  e: {optimizer: sgd, lr: 0.1, momentum: 0.0, dampening: 0.0, weight_decay: 0.0, nesterov: false}\n";
+        let spec = |text: &str| parse(&serde_yaml::from_str(text).unwrap(), "e");
+        assert_eq!(spec(base).unwrap().cpu_path, "native");
+        assert_eq!(
+            spec(&format!("cpu_path: avx2\n{base}")).unwrap().cpu_path,
+            "avx2"
+        );
+        assert_eq!(
+            spec(&format!("cpu_path: avx3\n{base}")).unwrap_err(),
+            "cpu_path: unknown setting avx3 (known: native, avx2, compatible)"
+        );
     }
 
     #[test]

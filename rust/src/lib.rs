@@ -52,6 +52,52 @@ pub fn cpu() -> serde_json::Value {
     })
 }
 
+/// The CPU kernels Burn's backends take on this CPU, by the dispatch rules of the crates
+/// they call, detected at run time as those crates detect them (so an emulated CPU, e.g.
+/// `qemu-x86_64 -cpu Haswell`, reports its own). Burn has no switch to pin them.
+/// * `gemm` (Flex's matrix products and convolutions): `fma` where the CPU has FMA, else
+///   `scalar`; gemm's AVX-512 kernels need its `x86-v4` feature, which this build leaves off,
+///   so every CPU with FMA (AVX2 class and newer) takes the same kernels.
+/// * `matrixmultiply` (NdArray's matrix products): `fma+avx2`, `avx` or `sse2` (its
+///   `avx512` feature is off).
+/// * `macerator` (NdArray's SIMD element-wise, pooling and convolution kernels): `v4`
+///   (AVX-512), `v3` (AVX2, FMA), `v2` (SSE4.2) or `scalar`.
+pub fn cpu_path() -> serde_json::Value {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        let v3 = has!("avx2") && has!("fma") && has!("bmi1") && has!("bmi2") && has!("f16c");
+        let v4 = v3
+            && has!("avx512f")
+            && has!("avx512bw")
+            && has!("avx512cd")
+            && has!("avx512dq")
+            && has!("avx512vl");
+        let gemm = if has!("fma") { "fma" } else { "scalar" };
+        let matrixmultiply = if has!("fma") && has!("avx2") {
+            "fma+avx2"
+        } else if has!("avx") {
+            "avx"
+        } else {
+            "sse2"
+        };
+        let macerator = if v4 {
+            "v4"
+        } else if v3 {
+            "v3"
+        } else if has!("sse4.2") && has!("popcnt") {
+            "v2"
+        } else {
+            "scalar"
+        };
+        serde_json::json!({"gemm": gemm, "matrixmultiply": matrixmultiply, "macerator": macerator})
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        serde_json::json!({"arch": std::env::consts::ARCH})
+    }
+}
+
 /// The project's git commit and whether the work tree has uncommitted changes, as
 /// workflow/scripts/provenance.py records them (null outside a git checkout).
 pub fn git_state() -> serde_json::Value {

@@ -10,7 +10,8 @@
 use burn::tensor::{Device, FloatDType};
 use parity_train::config::Backend;
 use parity_train::{
-    BURN_VERSION, RUSTC_VERSION, config, cpu, dataset, fault, git_state, hex_sha256, runfile, train,
+    BURN_VERSION, RUSTC_VERSION, config, cpu, cpu_path, dataset, fault, git_state, hex_sha256,
+    runfile, train,
 };
 use serde_json::json;
 use std::path::PathBuf;
@@ -95,6 +96,7 @@ fn run() -> Result<(), String> {
     block["meta"]["dtype"] = json!(args.dtype);
     block["meta"]["rustc"] = json!(RUSTC_VERSION);
     block["meta"]["cpu"] = cpu();
+    block["meta"]["cpu_path"] = json!({"setting": spec.cpu_path, "kernels": cpu_path()});
     block["meta"]["git"] = git_state();
     let config_bytes =
         std::fs::read(&args.config).map_err(|e| format!("{}: {e}", args.config.display()))?;

@@ -160,7 +160,7 @@ rule provenance:
     """Versions, CPU and SIMD flags, threads, git commit and config hash of this run."""
     input:
         script=f"{SCRIPTS}/provenance.py",
-        io=IO_MODULES,
+        io=[*IO_MODULES, f"{SCRIPTS}/cpu_path.py"],
         config="results/specs/report/config.json",
         runs=[f for e in EXPERIMENTS for f in run_files(e).values()],
     output:

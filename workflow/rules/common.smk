@@ -7,6 +7,7 @@ import sys
 from snakemake.io import report as mark_for_report
 
 sys.path.insert(0, f"{workflow.basedir}/workflow/scripts")
+import cpu_path
 from parity_config import DEFAULT_MODEL, HYPERPARAMETERS, MODELS
 from stale_lock import clear_stale_locks
 from sweeps import expand_all
@@ -21,6 +22,11 @@ if workflow.is_main_process:
 # Jobs may cache compiled bytecode: where PYTHONDONTWRITEBYTECODE is set, every job would
 # otherwise recompile the PyTorch and pandas sources it imports (torch import 4.4 s → 2.3 s).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+# PyTorch's libraries read their kernel-path variables once, when they start: set them here,
+# before any job (or the warm server that forks the Python jobs) starts, so every job of
+# this run takes the config's cpu_path (workflow/scripts/cpu_path.py).
+cpu_path.apply(config.get("cpu_path", cpu_path.DEFAULT))
 
 # Sweeps become experiments before anything else reads the config (workflow/scripts/
 # sweeps.py); their names are stable, so a changed axis reruns only the new points.
@@ -39,12 +45,15 @@ IO_MODULES = [f"{SCRIPTS}/parity_io.py", f"{SCRIPTS}/model_specs.py"]
 # from suggest.py.
 CONFIG_MODULES = [
     f"{SCRIPTS}/parity_config.py",
+    f"{SCRIPTS}/cpu_path.py",
     f"{SCRIPTS}/model_specs.py",
     f"{SCRIPTS}/suggest.py",
 ]
 GAPS_MODULE = f"{SCRIPTS}/gaps.py"
 VERDICT_MODULE = f"{SCRIPTS}/verdict.py"
 PROVENANCE_MODULE = f"{SCRIPTS}/provenance.py"
+# report.py's section on the CPU paths, and the module that reads them from the run files.
+CPU_REPORT_MODULES = [f"{SCRIPTS}/cpu_section.py", f"{SCRIPTS}/cpu_path.py"]
 TORCH_TRAINER = f"{SCRIPTS}/train_torch.py"
 # The PyTorch side of every model (models.py and one module per model), for the trainer
 # and the replay.
@@ -108,6 +117,7 @@ def trainer_spec(experiment):
         "steps": config["steps"],
         "batch_size": config["batch_size"],
         "threads": config["threads"],
+        "cpu_path": config.get("cpu_path", cpu_path.DEFAULT),
         "experiments": {experiment: exp},
     }
 

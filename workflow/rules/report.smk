@@ -3,7 +3,13 @@ rule report:
     input:
         unpack(report_inputs),
         script=f"{SCRIPTS}/report.py",
-        modules=[*IO_MODULES, GAPS_MODULE, VERDICT_MODULE, PROBE_SCRIPT],
+        modules=[
+            *IO_MODULES,
+            GAPS_MODULE,
+            VERDICT_MODULE,
+            PROBE_SCRIPT,
+            *CPU_REPORT_MODULES,
+        ],
         data=datasets(),
     output:
         report(

@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+import cpu_path
 from model_specs import DEFAULT_MODEL, SPECS
 from model_specs import N as DATASET_SIZE
 from suggest import closest_key
@@ -169,13 +170,18 @@ def _number(value: Any) -> bool:
 
 
 def run_problems(config: dict[str, Any]) -> list[Problem]:
-    """Run settings a trainer would crash on: a batch larger than the dataset."""
+    """Run settings a trainer would crash on (a batch larger than the dataset) or that cannot
+    take effect on this machine (a `cpu_path` its CPU cannot take)."""
+    problems = []
     batch = config.get("batch_size")
     if _integer(batch) and batch > DATASET_SIZE:
-        return [
+        problems.append(
             Problem(("batch_size",), f"{batch} is larger than the dataset ({DATASET_SIZE} samples)")
-        ]
-    return []
+        )
+    setting = config.get("cpu_path", cpu_path.DEFAULT)
+    if isinstance(setting, str) and (why := cpu_path.problem(setting)) is not None:
+        problems.append(Problem(("cpu_path",), why))
+    return problems
 
 
 def probe_problem(text: str, model: str = DEFAULT_MODEL) -> str | None:
@@ -571,6 +577,7 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
         "steps": config["steps"],
         "batch_size": config["batch_size"],
         "threads": config.get("threads", 1),
+        "cpu_path": config.get("cpu_path", cpu_path.DEFAULT),
     }
 
 

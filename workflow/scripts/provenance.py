@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cpu_path import DEFAULT, describe, record  # noqa: E402
 from parity_io import FormatError, experiment_block, write_text_atomic  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,6 +100,15 @@ def run_backends(runs: list[Path]) -> list[str]:
     )
 
 
+def run_cpu_paths(runs: list[Path]) -> dict[str, list[str]]:
+    """{framework: the CPU paths its run files record (cpu_path.describe), sorted}."""
+    paths: dict[str, set[str]] = {}
+    for path in runs:
+        meta = experiment_block(path)["meta"]
+        paths.setdefault(meta.get("framework", "unknown"), set()).add(describe(meta))
+    return {fw: sorted(p) for fw, p in sorted(paths.items())}
+
+
 def config_hash(path: Path) -> str:
     """SHA-256 of the effective config file, once it is known to be whole (valid JSON)."""
     try:
@@ -120,7 +130,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         threads = run_threads(args.runs)
         backends = run_backends(args.runs)
+        cpu_paths = run_cpu_paths(args.runs)
         config_sha256 = config_hash(args.config)
+        setting = json.loads(args.config.read_text())["config"].get("cpu_path", DEFAULT)
     except FormatError as exc:
         sys.exit(f"provenance: {exc}")
     info = {
@@ -132,6 +144,8 @@ def main(argv: list[str] | None = None) -> None:
         "rustc": command_output("rustc", "--version"),
         "platform": platform.platform(),
         "cpu": cpu(),
+        "cpu_path": {"setting": setting, "environment": record(setting, {})["environment"],
+                     "runs": cpu_paths},  # fmt: skip
         "threads": {fw: sorted(t) for fw, t in sorted(threads.items())},
         "git": git_state(),
         "config_sha256": config_sha256,

@@ -26,6 +26,7 @@ import pandas as pd  # noqa: E402
 import gaps  # noqa: E402
 import probe  # noqa: E402
 import verdict as vd  # noqa: E402
+from cpu_section import cpu_section  # noqa: E402
 from gaps import buffer_columns, flat_names, param_matrix, report_steps_of, step_gaps  # noqa: E402
 from model_specs import DEFAULT_MODEL, model_of  # noqa: E402
 from parity_io import (  # noqa: E402
@@ -1390,6 +1391,13 @@ def build(args: argparse.Namespace) -> str:
         "## What was run\n",
         *provenance_lines(info, experiments),
         "",
+        cpu_section(
+            [run["meta"] for x in experiments for run in x.runs.values()],
+            max(
+                (x.verdict.f64_gap for x in experiments if x.verdict.label == vd.EQUIVALENT),
+                default=None,
+            ),
+        ),
         hyperparameter_table(config, effective["tolerances"], summarised) + "\n",
         READING_GUIDE
         + (LAYERS_GUIDE if any(x.has_layers for x in experiments) else "")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import platform
 import sys
 import time
@@ -32,6 +33,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cpu_path  # noqa: E402
 from model_specs import DEFAULT_MODEL, ModelError  # noqa: E402
 from models import build, flat, inputs, layer_hyperparameters, recorded_forward, state  # noqa: E402
 from parity_config import (  # noqa: E402
@@ -207,6 +209,9 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
             "python": platform.python_version(),
             "cpu": cpu(),
             "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cpu_path": cpu_path.record(
+                spec.get("cpu_path", cpu_path.DEFAULT), cpu_path.torch_path(torch)
+            ),
         },
     }
 
@@ -224,6 +229,13 @@ def main(argv: list[str] | None = None) -> None:
         arrays, sha256 = read_dataset(args.data)
     except (ConfigError, FormatError, FileNotFoundError) as exc:
         sys.exit(f"train_torch: {exc}")
+    if not cpu_path.pinned(spec["cpu_path"]):
+        # Run by hand without the setting's variables: PyTorch has started, so start again
+        # with them (the pipeline sets them before any job starts).
+        env = dict(os.environ)
+        cpu_path.apply(spec["cpu_path"], env)
+        sys.stdout.flush()
+        os.execve(sys.executable, [sys.executable, __file__, *(argv or sys.argv[1:])], env)
     torch.set_num_threads(spec["threads"])
     torch.use_deterministic_algorithms(True)
     started = time.perf_counter()

@@ -48,7 +48,8 @@ IDLE_SECONDS = float(os.environ.get("PARITY_WARM_IDLE_SECONDS", 60))
 START_TIMEOUT_SECONDS = 180
 # Environment variables read once, when a library is imported or Python starts: a server
 # started under other values would run scripts differently, so they are part of its key.
-IMPORT_TIME_ENV = ("OMP_", "MKL_", "OPENBLAS_", "KMP_", "TORCH", "CUDA", "MPL", "PYTHON", "LD_")
+IMPORT_TIME_ENV = ("OMP_", "MKL_", "OPENBLAS_", "KMP_", "TORCH", "CUDA", "MPL", "PYTHON", "LD_",
+                   "ATEN_", "ONEDNN_", "DNNL_")  # fmt: skip
 STARTED, FINISHED = b"S", b"F"
 MAX_SOCKET_PATH = 107
 

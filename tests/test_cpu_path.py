@@ -1,0 +1,162 @@
+"""The CPU path: the setting's checks and pins, what each trainer records, and the claim the
+setting makes, tried on another CPU (this one emulated as a Haswell, AVX2 without AVX-512,
+by `qemu-x86_64 -cpu Haswell`; skipped where Debian's qemu-user is not installed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cpu_path
+import golden_numbers
+from conftest import ADAM, SCRIPTS, SGD, small_config
+from cpu_section import cpu_section
+from gaps import param_matrix
+from parity_config import ConfigError, experiment_spec
+from parity_io import experiment_block
+
+HAS_QEMU = shutil.which("qemu-x86_64") is not None
+needs_qemu = pytest.mark.skipif(not HAS_QEMU, reason="qemu-x86_64 not installed (qemu-user)")
+GOLDEN = Path(__file__).parent / "golden/seed_numbers_small_config.json"
+AVX512 = {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq"}
+
+
+def test_each_setting_pins_its_variables_and_native_none():
+    env: dict = {"MKL_CBWR": "AVX512"}
+    cpu_path.apply("native", env)
+    assert env == {"MKL_CBWR": "AVX512"}  # left as the user set it
+    cpu_path.apply("avx2", env)
+    assert env == {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    assert cpu_path.pinned("avx2", env) and not cpu_path.pinned("compatible", env)
+
+
+def test_a_setting_the_cpu_cannot_take_is_refused_in_one_line():
+    assert cpu_path.problem("avx2", AVX512) is None
+    assert cpu_path.problem("avx2", {"sse4_2", "avx"}) == (
+        "avx2 needs a CPU with avx2 and fma; this one lacks avx2, fma (use native or compatible)"
+    )
+    assert cpu_path.problem("compatible", {"sse4_2"}) is None
+    assert "unknown setting 'avx3'" in cpu_path.problem("avx3", AVX512)
+
+
+def test_the_config_check_names_the_key(monkeypatch):
+    monkeypatch.setattr(cpu_path, "cpu_flags", lambda: {"sse4_2"})
+    config = small_config(1, e=ADAM) | {"cpu_path": "avx2"}
+    with pytest.raises(ConfigError, match=r"^cpu_path: avx2 needs a CPU with avx2 and fma"):
+        experiment_spec(config, "e")
+
+
+def test_the_isa_class_is_the_widest_level():
+    assert cpu_path.isa_class(AVX512) == "avx512"
+    assert cpu_path.isa_class(AVX512 - {"avx512bw"}) == "avx2"
+    assert cpu_path.isa_class({"avx", "sse4_2"}) == "avx"
+    assert cpu_path.isa_class(set()) == "baseline"
+
+
+def test_describe_reads_the_kernels_each_backend_calls():
+    flex = {"framework": "burn", "backend": "flex",
+            "cpu_path": {"kernels": {"gemm": "fma", "matrixmultiply": "fma+avx2",
+                                     "macerator": "v4"}}}  # fmt: skip
+    assert cpu_path.describe(flex) == "gemm fma"
+    ndarray = flex | {"backend": "ndarray"}
+    assert cpu_path.describe(ndarray) == "matrixmultiply fma+avx2 · macerator v4"
+    assert cpu_path.describe({"framework": "torch"}) == "unknown"  # the seed's files
+
+
+def test_both_trainers_record_their_path(train, write_config):
+    config = write_config(small_config(2, adam=ADAM))
+    for fw in ("torch", "burn"):
+        meta = experiment_block(train(fw, "adam", "f64", config)[1])["meta"]
+        assert meta["cpu_path"]["setting"] == small_config()["cpu_path"]
+        assert cpu_path.describe(meta) != "unknown"
+    assert set(meta["cpu_path"]["kernels"]) == {"gemm", "matrixmultiply", "macerator"}
+
+
+def test_a_hand_run_takes_the_configs_setting(write_config, dataset, tmp_path):
+    """train_torch.py started without the setting's variables starts again with them."""
+    config = write_config(small_config(1, adam=ADAM) | {"cpu_path": "compatible"})
+    out = tmp_path / "t.json"
+    env = {k: v for k, v in os.environ.items() if k not in cpu_path.VARIABLES}
+    subprocess.run([sys.executable, SCRIPTS / "train_torch.py", "--experiment", "adam",
+                    "--dtype", "f32", "--config", config, "--data", dataset, "--out", out],
+                   check=True, env=env, capture_output=True)  # fmt: skip
+    path = experiment_block(out)["meta"]["cpu_path"]
+    assert path["kernels"]["aten"] == "default" and path["kernels"]["mkl"] == "compatible"
+    assert path["environment"]["MKL_CBWR"] == "COMPATIBLE"
+
+
+def test_the_report_warns_when_runs_took_different_paths():
+    torch = {"framework": "torch", "cpu": {"model": "X"},
+             "cpu_path": {"setting": "native", "kernels": {"aten": "avx512"}}}  # fmt: skip
+    burn = {"framework": "burn", "backend": "flex", "cpu": {"model": "X"},
+            "cpu_path": {"setting": "native", "kernels": {"gemm": "fma"}}}  # fmt: skip
+    same = cpu_section([torch, burn, torch], 1e-15)
+    assert "Warning" not in same and "- PyTorch: `aten avx512`" in same and "1e-15" in same
+    other = torch | {"cpu_path": {"setting": "native", "kernels": {"aten": "avx2"}}}
+    mixed = cpu_section([torch, burn, other], None)
+    assert "**Warning: the runs did not all take one CPU path (PyTorch: `aten avx2`, " in mixed
+    assert "Warning" in cpu_section([torch, burn | {"cpu": {"model": "Y"}}], None)
+    assert "Warning" in cpu_section([{"framework": "torch"}, burn], None)  # a seed's file
+
+
+def test_golden_numbers_refuse_a_move_beyond_rounding():
+    """The bound check, mutated: a number moved by more than its bound is reported."""
+    golden = json.loads(GOLDEN.read_text())["files"]
+    assert golden_numbers.check(golden, golden) == []
+    moved = dict(golden)
+    text = moved["tables/steps_adam.csv"].splitlines()
+    cells = text[3].split(",")
+    cells[-1] = repr(float(cells[-1]) * 1.01)  # f64_f64 at step 3 by 1 %: far above rounding
+    moved["tables/steps_adam.csv"] = "\n".join([*text[:3], ",".join(cells), *text[4:]]) + "\n"
+    problems = golden_numbers.check(moved, golden)
+    assert len(problems) == 1 and "f64_f64 at step 3" in problems[0]
+    compare = golden["compare/sgd-f32.txt"].replace("max|diff|=8.94e-08", "max|diff|=8.94e-06")
+    problems = golden_numbers.check(golden | {"compare/sgd-f32.txt": compare}, golden)
+    assert len(problems) == 1 and "sgd.params.conv.weight" in problems[0]
+
+
+@needs_qemu
+def test_burn_takes_the_same_kernels_on_an_avx2_cpu(train, write_config, burn_binary, dataset,
+                                                    tmp_path):  # fmt: skip
+    """Flex on this CPU and on a Haswell: byte-identical runs. Without FMA (a Nehalem) gemm
+    takes its scalar kernels, and says so."""
+    config = write_config(small_config(6, adam=ADAM))
+    native = experiment_block(train("burn", "adam", "f32", config)[1])
+    for cpu, gemm in (("Haswell", "fma"), ("Nehalem", "scalar")):
+        out = tmp_path / f"{cpu}.json"
+        subprocess.run(["qemu-x86_64", "-cpu", cpu, burn_binary, "--experiment", "adam",
+                        "--dtype", "f32", "--config", config, "--data", dataset, "--out", out],
+                       check=True, capture_output=True)  # fmt: skip
+        emulated = experiment_block(out)
+        assert emulated["meta"]["cpu_path"]["kernels"]["gemm"] == gemm
+        same = np.array_equal(param_matrix(emulated), param_matrix(native))
+        assert same == (gemm == "fma"), cpu
+
+
+@needs_qemu
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_pytorch_pinned_to_avx2_trains_sgd_as_an_avx2_cpu(write_config, dataset, tmp_path, dtype):
+    """cpu_path: avx2 gives the same SGD run here (AVX-512) as on a Haswell (AVX2 only), layer
+    record included: convolution, Linear, cross-entropy, forward and backward. (Adam's square
+    root goes through MKL's vector math, which MKL_CBWR does not make the same: README.)"""
+    config = write_config(small_config(6, sgd=SGD) | {"cpu_path": "avx2"})
+    # The variables set beforehand: a re-exec would leave the emulator (no binfmt here).
+    env = {k: v for k, v in os.environ.items() if k not in cpu_path.VARIABLES}
+    cpu_path.apply("avx2", env)
+    blocks = {}
+    for name, prefix in (("pinned", []), ("haswell", ["qemu-x86_64", "-cpu", "Haswell"])):
+        out = tmp_path / f"{name}.json"
+        subprocess.run([*prefix, sys.executable, SCRIPTS / "train_torch.py", "--experiment",
+                        "sgd", "--dtype", dtype, "--config", config, "--data", dataset,
+                        "--out", out], check=True, env=env, capture_output=True)  # fmt: skip
+        blocks[name] = experiment_block(out)
+    assert blocks["haswell"]["meta"]["cpu_path"]["kernels"]["aten"] == "avx2"
+    for key in ("losses", "trajectory", "layers"):
+        assert blocks["pinned"][key] == blocks["haswell"][key], key

@@ -1,0 +1,153 @@
+"""The CPU path: which kernels each framework takes on this CPU, and the setting that pins them.
+
+The same run on another x86-64 CPU can give other numbers: PyTorch dispatches its own
+vectorised kernels (ATen) by the CPU's widest SIMD level, Intel MKL (its BLAS: Linear and
+f64 products) picks a code branch per CPU, and oneDNN (its f32 convolutions) by the ISA;
+Burn's Flex backend calls the gemm crate (FMA or scalar kernels), its NdArray backend
+matrixmultiply and macerator. A sum taken 8 lanes at a time rounds differently from one
+taken 4 at a time, so these choices move f32 and f64 results by rounding, never by more.
+
+The config's top-level `cpu_path` pins what PyTorch lets one pin, through the environment
+variables its libraries read once, when they start:
+
+* `native` (default): nothing pinned; every library takes the best path for this CPU.
+* `avx2`: ATen's AVX2 kernels, MKL's AVX2 branch (`MKL_CBWR=AVX2`), oneDNN at most AVX2:
+  PyTorch's numbers are the same on every x86-64 CPU with AVX2 and FMA (checked on an
+  AVX-512 machine against the same machine emulating a Haswell, `qemu-x86_64 -cpu Haswell`).
+* `compatible`: ATen's scalar kernels, MKL's `COMPATIBLE` branch, oneDNN at most SSE4.1:
+  the same on any x86-64 CPU, and the slowest.
+
+Burn has no such switch; its trainer records the kernels it took (`meta.cpu_path.kernels`).
+With gemm's AVX-512 kernels compiled out (burn-flex does not enable them), Flex takes the
+same FMA kernels on every CPU with FMA.
+
+    python workflow/scripts/cpu_path.py            # this CPU's path, as the runs record it
+    python workflow/scripts/cpu_path.py --setting avx2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+from pathlib import Path
+
+# What each setting sets; `native` sets nothing and leaves the environment as it is.
+PINS: dict[str, dict[str, str]] = {
+    "native": {},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "compatible": {
+        "ATEN_CPU_CAPABILITY": "default",
+        "MKL_CBWR": "COMPATIBLE",
+        "ONEDNN_MAX_CPU_ISA": "SSE41",
+    },
+}
+SETTINGS = tuple(PINS)
+DEFAULT = "native"
+# The variables that choose a PyTorch kernel path, whoever set them (recorded in each run).
+VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA",
+             "DNNL_MAX_CPU_ISA")  # fmt: skip
+# CPU features each setting needs: MKL's AVX2 branch on a CPU without AVX2 would fall back
+# to another branch without a word.
+NEEDS = {"avx2": ("avx2", "fma")}
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (Linux /proc/cpuinfo; empty where there is none)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    flags = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", text, re.M)
+    return set(flags.group(1).split()) if flags else set()
+
+
+def isa_class(flags: set[str]) -> str:
+    """The widest x86-64 SIMD level the CPU has, as the libraries' dispatchers see it."""
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        return "avx512"
+    if {"avx2", "fma"} <= flags:
+        return "avx2"
+    if "avx" in flags:
+        return "avx"
+    return "sse4_2" if "sse4_2" in flags else "baseline"
+
+
+def problem(setting: str, flags: set[str] | None = None) -> str | None:
+    """Why `setting` cannot take effect on this machine (one line, for the key `cpu_path`),
+    or None."""
+    if setting not in PINS:
+        return f"unknown setting {setting!r} (known: {', '.join(SETTINGS)})"
+    if setting != "native" and platform.machine() not in ("x86_64", "AMD64"):
+        return (f"{setting} pins x86-64 kernel paths; this machine is {platform.machine()} "
+                "(use native)")  # fmt: skip
+    flags = cpu_flags() if flags is None else flags
+    missing = [f for f in NEEDS.get(setting, ()) if f not in flags]
+    if missing and flags:
+        return (f"{setting} needs a CPU with {' and '.join(NEEDS[setting])}; this one lacks "
+                f"{', '.join(missing)} (use native or compatible)")  # fmt: skip
+    return None
+
+
+def apply(setting: str, environ: os._Environ | dict = os.environ) -> None:
+    """Set the setting's variables; must run before PyTorch starts (its libraries read them
+    once). `native` leaves the environment as it is."""
+    environ.update(PINS[setting])
+
+
+def pinned(setting: str, environ: os._Environ | dict = os.environ) -> bool:
+    """Whether the environment holds every variable the setting sets."""
+    return all(environ.get(k) == v for k, v in PINS[setting].items())
+
+
+def torch_path(torch_module, environ: os._Environ | dict = os.environ) -> dict:
+    """PyTorch's kernel path in this process: ATen's capability as PyTorch reports it, MKL's
+    and oneDNN's as the environment fixes them (`auto` = the best for this CPU)."""
+    isa = isa_class(cpu_flags())
+    return {
+        "aten": torch_module.backends.cpu.get_cpu_capability().lower(),
+        "mkl": environ.get("MKL_CBWR", f"auto:{isa}").lower(),
+        "onednn": environ.get("ONEDNN_MAX_CPU_ISA", environ.get("DNNL_MAX_CPU_ISA",
+                                                               f"auto:{isa}")).lower(),
+    }  # fmt: skip
+
+
+def record(setting: str, kernels: dict, environ: os._Environ | dict = os.environ) -> dict:
+    """The run file's `meta.cpu_path`: the setting, the kernels taken, the variables set."""
+    return {
+        "setting": setting,
+        "kernels": kernels,
+        "environment": {k: environ[k] for k in VARIABLES if k in environ},
+    }
+
+
+def describe(meta: dict) -> str:
+    """One run's CPU path in a few words, e.g. `aten avx2 · mkl avx2 · onednn avx2`, or
+    `unknown` for a run file that does not record it (the seed's, or an older one)."""
+    path = meta.get("cpu_path") if isinstance(meta, dict) else None
+    kernels = path.get("kernels") if isinstance(path, dict) else None
+    if not isinstance(kernels, dict) or not kernels:
+        return "unknown"
+    if meta.get("framework") == "burn":
+        # Flex calls only gemm; NdArray matrixmultiply and macerator.
+        names = ("matrixmultiply", "macerator") if meta.get("backend") == "ndarray" else ("gemm",)
+        kernels = {k: kernels[k] for k in names if k in kernels} or kernels
+    return " · ".join(f"{k} {v}" for k, v in kernels.items())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--setting", choices=SETTINGS, default=DEFAULT)
+    args = parser.parse_args(argv)
+    if (why := problem(args.setting)) is not None:
+        raise SystemExit(f"cpu_path: {why}")
+    apply(args.setting)
+    import torch
+
+    meta = {"framework": "torch", "cpu_path": record(args.setting, torch_path(torch))}
+    print(f"CPU: {isa_class(cpu_flags())}; setting {args.setting}: PyTorch {describe(meta)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""The report's "What depends on your CPU": the CPU paths the runs took, what would move on
+another, and a warning when the runs did not all take the same one.
+
+Imported by report.py; the paths come from each run file's meta (cpu_path.describe).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from cpu_path import DEFAULT, describe
+
+BACKEND_NAMES = {"flex": "Flex", "ndarray": "NdArray"}
+
+
+def paths_by_side(metas: Iterable[dict]) -> dict[str, set[str]]:
+    """{'PyTorch' | 'Burn, Flex' | 'Burn, NdArray': the paths its runs took}."""
+    sides: dict[str, set[str]] = {}
+    for meta in metas:
+        if meta.get("framework") == "burn":
+            side = f"Burn, {BACKEND_NAMES.get(meta.get('backend', 'flex'), meta.get('backend'))}"
+        else:
+            side = "PyTorch"
+        sides.setdefault(side, set()).add(describe(meta))
+    return sides
+
+
+def settings(metas: Iterable[dict]) -> set[str]:
+    """The cpu_path settings the runs were made under (`native` for runs that predate it)."""
+    return {(m.get("cpu_path") or {}).get("setting", DEFAULT) for m in metas}
+
+
+def cpus(metas: Iterable[dict]) -> set[str]:
+    return {(m.get("cpu") or {}).get("model", "unknown") for m in metas}
+
+
+def cpu_section(metas: list[dict], largest_rounding_gap: float | None) -> str:
+    """The section's Markdown. `largest_rounding_gap`: the largest f64 gap among experiments
+    judged equivalent up to rounding (None if there is none)."""
+    sides = paths_by_side(metas)
+    setting = ", ".join(sorted(settings(metas)))
+    lines = ["## What depends on your CPU\n"]
+    mixed = [side for side, paths in sides.items() if len(paths) > 1]
+    machines = cpus(metas)
+    if mixed or len(machines) > 1 or any("unknown" in p for p in set().union(*sides.values())):
+        what = "; ".join(f"{side}: {', '.join(f'`{p}`' for p in sorted(sides[side]))}"
+                         for side in mixed) or f"CPUs {', '.join(sorted(machines))}"  # fmt: skip
+        lines.append(
+            f"**Warning: the runs did not all take one CPU path ({what}). Differences between"
+            " runs of different paths include each path's own rounding.**\n"
+        )
+    lines.append(f"The runs took these kernel paths (`cpu_path: {setting}`):\n")
+    lines += [f"- {side}: {', '.join(f'`{p}`' for p in sorted(paths))}"
+              for side, paths in sorted(sides.items())]  # fmt: skip
+    rounding = (
+        f" The largest f64 gap this report calls rounding is {largest_rounding_gap:.2g}."
+        if largest_rounding_gap is not None
+        else ""
+    )
+    lines += [
+        "",
+        "On another CPU path the same runs round differently, and only that: the f32 figures"
+        " (f32 compare outputs, f32 gaps, the `torch-f64` and `burn-f64` columns, f32 losses)"
+        " move by about their own f32 rounding and the f64 gaps by less than the rounding floor,"
+        " so a figure on this page may differ in its last digits from the same report made on"
+        f" another CPU.{rounding} The verdicts do not move: for the default config they are the"
+        " same over the five CPU paths measured in the README (What depends on the CPU).",
+        "`cpu_path: avx2` makes PyTorch's numbers the same on every x86-64 CPU with AVX2 and FMA"
+        " (`compatible`: on any x86-64 CPU); Burn has no such switch, and its Flex backend takes"
+        " the same kernels on every CPU with FMA.\n",
+    ]
+    return "\n".join(lines)
