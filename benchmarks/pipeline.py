@@ -24,8 +24,12 @@ the environment and the Burn binary already built, and measures:
                 writes to its log, for the Burn binary from Snakemake's benchmark file), its
                 no-op rerun against `snakemake --version`
 
+  cpu-path      PyTorch's training time (the trainer's own "N steps in s", imports left out)
+                of adam and transformer_sgd, f32 and f64, under each cpu_path setting: what
+                pinning the kernel paths costs (workflow/scripts/cpu_path.py)
+
 Prints a table with the median of --repeat runs and the ratio to the reference.
-`--only sweep` measures the sweep alone.
+`--only sweep` or `--only cpu-path` measures that alone.
 """
 
 from __future__ import annotations
@@ -167,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path, default=ROOT / "results/benchmarks/pipeline.json")
-    parser.add_argument("--only", choices=["sweep"], help="measure only this")
+    parser.add_argument("--only", choices=["sweep", "cpu-path"], help="measure only this")
     parser.add_argument("--sweep-sizes", type=int, nargs=2, default=[2, 6])
     args = parser.parse_args(argv)
     if args.sweep_sizes[0] >= args.sweep_sizes[1]:
@@ -185,10 +189,14 @@ def main(argv: list[str] | None = None) -> None:
                 shutil.copy2(src, work / name)
         print("building the Burn binary and the dataset (not timed) …", flush=True)
         subprocess.run(
-            snakemake("--cores", "2", "results/bin/parity-train", "results/data/cnn1d.bin"),
+            snakemake("--cores", "2", "results/bin/parity-train", "results/data/cnn1d.bin",
+                      "results/data/transformer.bin"),
             cwd=work, env=env, check=True, capture_output=True,
         )  # fmt: skip
         (work / "ref").mkdir()
+        speed = measure_cpu_paths(work, env, args.repeat)
+        if args.only == "cpu-path":
+            return
         script = work / "workflow/scripts/steps_table.py"
         default_config = (work / "config.yaml").read_text()
         seed_config = yaml.safe_load(default_config)
@@ -225,9 +233,44 @@ def main(argv: list[str] | None = None) -> None:
         runs = ", ".join(f"{t:.2f}" for t in row["runs_s"])
         print(f"{key:<12} {row['median_s']:>9.2f} {row['ratio']:>12.2f}   {runs}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    result = {"cpu_count": os.cpu_count(), "results": rows, "sweep": sweep}
+    result = {"cpu_count": os.cpu_count(), "results": rows, "sweep": sweep, "cpu_path": speed}
     args.json.write_text(json.dumps(result, indent=2))
     print(f"\nwritten to {args.json}")
+
+
+TRAINED = re.compile(r"(\d+) steps in ([\d.]+)s")
+
+
+def measure_cpu_paths(work: Path, env: dict, repeat: int) -> dict[str, float]:
+    """Median PyTorch training seconds (adam and transformer_sgd, f32 and f64, summed) per
+    cpu_path setting; each trainer process cold, started with the setting's variables."""
+    sys.path.insert(0, str(work / "workflow" / "scripts"))
+    import cpu_path
+
+    config = yaml.safe_load((work / "config.yaml").read_text())
+    seconds: dict[str, list[float]] = {s: [] for s in cpu_path.SETTINGS}
+    for _ in range(repeat):
+        for setting in cpu_path.SETTINGS:
+            path = work / f"ref/cpu_path_{setting}.yaml"
+            path.write_text(yaml.safe_dump(dict(config, cpu_path=setting)))
+            run_env = {k: v for k, v in env.items() if k not in cpu_path.VARIABLES}
+            cpu_path.apply(setting, run_env)
+            total = 0.0
+            for experiment, data in (("adam", "cnn1d"), ("transformer_sgd", "transformer")):
+                for dtype in ("f32", "f64"):
+                    out = subprocess.run(
+                        [sys.executable, "workflow/scripts/train_torch.py", "--experiment",
+                         experiment, "--dtype", dtype, "--config", path, "--data",
+                         f"results/data/{data}.bin", "--out", f"ref/{setting}.json"],
+                        cwd=work, env=run_env, check=True, capture_output=True, text=True,
+                    ).stdout  # fmt: skip
+                    total += float(TRAINED.search(out).group(2))
+            seconds[setting].append(total)
+    medians = {s: statistics.median(v) for s, v in seconds.items()}
+    print("\nPyTorch training time by cpu_path (adam + transformer_sgd, f32 + f64, median):")
+    for setting, median in medians.items():
+        print(f"  {setting:<11} {median:6.2f} s  ({median / medians['native']:.2f}× native)")
+    return medians
 
 
 def print_sweep(sweep: dict) -> None:

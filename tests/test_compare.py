@@ -427,3 +427,27 @@ def test_buffers_missing_from_the_second_file_are_named():
     b["buffers"] = [1.0]
     with pytest.raises(compare.FormatError, match=r"b: e\.buffers: expected an object"):
         compare.compare({"e": a}, {"e": b}, "a", "b")
+
+
+def with_cpu(block: dict, model: str, simd: list[str]) -> dict:
+    return block | {"meta": {"cpu": {"model": model, "simd": simd}}}
+
+
+def test_runs_from_different_cpus_get_a_note_on_stderr(tmp_path):
+    """The seed's files record no CPU; runs of one CPU compare without a word; runs of two
+    CPUs are said to carry each one's rounding. The output itself stays the seed's."""
+    seed_a = write(tmp_path / "pt.json", {"sgd": seed_block()})
+    seed_b = write(tmp_path / "burn.json", {"sgd": seed_block(1e-7)})
+    proc = run(seed_a, seed_b)
+    assert proc.stderr == (
+        f"compare: note: {seed_a} and {seed_b} do not record the CPUs they ran on; the"
+        " differences may include each CPU's own rounding\n"
+    )
+    here = write(tmp_path / "a.json", {"sgd": with_cpu(seed_block(), "X", ["avx2", "avx512f"])})
+    same = write(tmp_path / "b.json", {"sgd": with_cpu(seed_block(1e-7), "X", ["avx2", "avx512f"])})
+    other = write(tmp_path / "c.json", {"sgd": with_cpu(seed_block(1e-7), "Y", ["avx2"])})
+    assert run(here, same).stderr == ""
+    assert "different CPUs (" in run(here, other).stderr and "Y; avx2)" in run(here, other).stderr
+    note = run(here, seed_b).stderr
+    assert f"{seed_b} does not record the CPU it ran on" in note
+    assert run(here, other).stdout == run(here, same).stdout  # the compare output is unchanged

@@ -140,6 +140,30 @@ def render(rows: list[tuple[str, int, float]], tol: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+def machine(run: dict) -> str | None:
+    """The CPU a run file's first experiment ran on (model; SIMD flags), or None if unrecorded."""
+    meta = next(iter(run.values()), {})
+    cpu = meta.get("meta", {}).get("cpu") if isinstance(meta, dict) else None
+    if not isinstance(cpu, dict) or "model" not in cpu:
+        return None
+    return f"{cpu['model']}; {' '.join(cpu.get('simd', []))}"
+
+
+def cpu_note(a: dict, b: dict, a_name: str, b_name: str) -> str | None:
+    """A one-line note when the two runs came from different CPUs, or one does not say: their
+    differences then include each CPU's own rounding (README: What depends on the CPU)."""
+    ma, mb = machine(a), machine(b)
+    if a_name == b_name or ma is not None and ma == mb:
+        return None
+    if ma is None or mb is None:
+        which = " and ".join(n for n, m in ((a_name, ma), (b_name, mb)) if m is None)
+        verb = "do not record the CPUs they" if ma is mb else "does not record the CPU it"
+        what = f"{which} {verb} ran on"
+    else:
+        what = f"the runs came from different CPUs ({a_name}: {ma}; {b_name}: {mb})"
+    return f"compare: note: {what}; the differences may include each CPU's own rounding"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("a", type=Path, help="first run file (e.g. PyTorch's)")
@@ -151,10 +175,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.tol > 0:
         parser.error(f"--tol must be a positive number, got {args.tol}")
     try:
-        rows = compare(read_run(args.a), read_run(args.b), str(args.a), str(args.b))
+        run_a, run_b = read_run(args.a), read_run(args.b)
+        rows = compare(run_a, run_b, str(args.a), str(args.b))
     except FormatError as exc:
         print(f"compare: {exc}", file=sys.stderr)
         return 2
+    if (note := cpu_note(run_a, run_b, str(args.a), str(args.b))) is not None:
+        print(note, file=sys.stderr)
     text = render(rows, args.tol)
     sys.stdout.write(text)
     if args.out:

@@ -65,8 +65,9 @@ def cpu_section(metas: list[dict], largest_rounding_gap: float | None) -> str:
         " so a figure on this page may differ in its last digits from the same report made on"
         f" another CPU.{rounding} The verdicts do not move: for the default config they are the"
         " same over the five CPU paths measured in the README (What depends on the CPU).",
-        "`cpu_path: avx2` makes PyTorch's numbers the same on every x86-64 CPU with AVX2 and FMA"
-        " (`compatible`: on any x86-64 CPU); Burn has no such switch, and its Flex backend takes"
-        " the same kernels on every CPU with FMA.\n",
+        "`cpu_path: avx2` pins PyTorch's kernel choices to their AVX2 forms (`compatible`: to"
+        " their most portable ones), but not MKL's vector math (square roots, exponentials of"
+        " whole tensors), whose last bit may still move. Burn has no such switch; its Flex"
+        " backend takes the same kernels on every CPU with FMA.\n",
     ]
     return "\n".join(lines)

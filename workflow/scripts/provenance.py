@@ -144,8 +144,11 @@ def main(argv: list[str] | None = None) -> None:
         "rustc": command_output("rustc", "--version"),
         "platform": platform.platform(),
         "cpu": cpu(),
-        "cpu_path": {"setting": setting, "environment": record(setting, {})["environment"],
-                     "runs": cpu_paths},  # fmt: skip
+        "cpu_path": {
+            "setting": setting,
+            "environment": record(setting, {})["environment"],
+            "runs": cpu_paths,
+        },  # fmt: skip
         "threads": {fw: sorted(t) for fw, t in sorted(threads.items())},
         "git": git_state(),
         "config_sha256": config_sha256,
