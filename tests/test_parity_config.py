@@ -108,6 +108,10 @@ EDGES = {
     "batch_size 97": (top(batch_size=DATASET_SIZE + 1), "batch_size"),
     "batch_size 16.0": (top(batch_size=16.0), "batch_size"),
     "threads 0": (top(threads=0), "threads"),
+    "cpu_path native": (top(cpu_path="native"), None),
+    "cpu_path compatible": (top(cpu_path="compatible"), None),
+    "cpu_path avx3": (top(cpu_path="avx3"), "cpu_path"),
+    "cpu_path 2": (top(cpu_path=2), "cpu_path"),
     "threads 1": (top(threads=1), None),
     "threads true": (top(threads=True), "threads"),
     "report_steps []": (top(report_steps=[]), "report_steps"),
@@ -898,6 +902,10 @@ LINES = {
             "experiments.sgd.schedule.kind: missing"
             " (one of: constant, linear, cosine, exponential, step)"
         ],
+    ),
+    "cpu_path unknown": (
+        top(cpu_path="AVX2"),
+        ["cpu_path: unknown setting 'AVX2' (known: native, avx2, compatible)"],
     ),
     "burn_backend unknown": (
         exp("adam", burn_backend="wgpu"),

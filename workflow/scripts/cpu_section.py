@@ -64,7 +64,7 @@ def cpu_section(metas: list[dict], largest_rounding_gap: float | None) -> str:
         " move by about their own f32 rounding and the f64 gaps by less than the rounding floor,"
         " so a figure on this page may differ in its last digits from the same report made on"
         f" another CPU.{rounding} The verdicts do not move: for the default config they are the"
-        " same over the five CPU paths measured in the README (What depends on the CPU).",
+        " same over the five CPU paths measured in the README (What depends on the CPU).\n",
         "`cpu_path: avx2` pins PyTorch's kernel choices to their AVX2 forms (`compatible`: to"
         " their most portable ones), but not MKL's vector math (square roots, exponentials of"
         " whole tensors), whose last bit may still move. Burn has no such switch; its Flex"

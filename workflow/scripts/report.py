@@ -1387,10 +1387,14 @@ def build(args: argparse.Namespace) -> str:
         f" and never below {vd.ABSOLUTE_FLOOR:.2g} (64 f64 ulps of 1). A gap above the floor is"
         " an algorithmic difference; it is *explained* when the replays of Burn's update rule"
         " (`replays leave`: the largest gap the replay and the counterfactual leave) close it,"
-        " and its causes are shared out by measurement (see each experiment).\n",
+        " and its causes are shared out by measurement (see each experiment). These figures"
+        " come from the CPU path named under What depends on your CPU: on another CPU the f32"
+        " columns, and an f64 gap that is rounding, move in their last digits; the verdicts"
+        " do not.\n",
         "## What was run\n",
         *provenance_lines(info, experiments),
         "",
+        hyperparameter_table(config, effective["tolerances"], summarised) + "\n",
         cpu_section(
             [run["meta"] for x in experiments for run in x.runs.values()],
             max(
@@ -1398,7 +1402,6 @@ def build(args: argparse.Namespace) -> str:
                 default=None,
             ),
         ),
-        hyperparameter_table(config, effective["tolerances"], summarised) + "\n",
         READING_GUIDE
         + (LAYERS_GUIDE if any(x.has_layers for x in experiments) else "")
         + (BUFFERS_GUIDE if any(x.buffer_names for x in experiments) else ""),
