@@ -47,6 +47,18 @@ def pipeline_cpu_path(workdir: Path) -> dict[str, str]:
             for fw in ("torch", "burn")}  # fmt: skip
 
 
+def test_the_report_names_the_cpu_path_of_its_runs(pipeline):
+    report = (pipeline / "results/report.md").read_text()
+    section = report[report.index("## What depends on your CPU") :]
+    path = pipeline_cpu_path(pipeline)
+    assert (
+        f"- PyTorch: `{path['torch']}`" in section and f"- Burn, Flex: `{path['burn']}`" in section
+    )
+    assert "Warning" not in section  # one machine, one path
+    provenance = json.loads((pipeline / "results/provenance.json").read_text())["cpu_path"]
+    assert provenance["runs"] == {"burn": [path["burn"]], "torch": [path["torch"]]}
+
+
 def test_the_seed_models_numbers_have_not_moved(pipeline):
     """cnn1d's compare outputs, per-step tables (their f64-f64 columns included) and the
     bias-correction table: byte for byte what tests/golden holds on the CPU path it was
