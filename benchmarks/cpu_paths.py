@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 from cpu_path import describe  # noqa: E402
 from gaps import param_matrix  # noqa: E402
 from parity_io import experiment_block  # noqa: E402
+from verdict import rounding_floor  # noqa: E402
 
 PROJECT_FILES = ("Snakefile", "config.yaml", "workflow", "rust", "profiles")
 # path: (cpu_path setting, qemu CPU model for the Burn binary or None)
@@ -106,8 +107,10 @@ def figures(work: Path) -> dict:
         import pandas as pd
 
         table = pd.read_csv(steps)
+        floor = rounding_floor(table["torch_f64"], table["burn_f64"])
         row = {"verdict": verdict, "f64_gap": float(table["f64_f64"].max()),
-               "f32_gap": float(table["dparam"].max())}  # fmt: skip
+               "f32_gap": float(table["dparam"].max()),
+               "gap_over_floor": float((table["f64_f64"] / floor).max())}  # fmt: skip
         for dtype in ("f32", "f64"):
             text = (work / f"results/compare/{experiment}-{dtype}.txt").read_text()
             row[f"compare_{dtype}"] = float(WORST.search(text).group(1))
@@ -190,8 +193,8 @@ def print_summary(results: dict, base: str) -> None:
         tables = results[name]["tables_identical"]
         print(f"| {name} | " + " | ".join(cells) + f" | {tables[0]}/{tables[1]} identical |")
     print("\nPer experiment, over the paths: verdict, and each figure's range")
-    keys = ("f64_gap", "f32_gap", "compare_f32", "compare_f64", "torch_final_loss_f32",
-            "burn_final_loss_f32")  # fmt: skip
+    keys = ("f64_gap", "gap_over_floor", "f32_gap", "compare_f32", "compare_f64",
+            "torch_final_loss_f32", "burn_final_loss_f32")  # fmt: skip
     print("| experiment | verdict | " + " | ".join(keys) + " |")
     print("| --- " * (len(keys) + 2) + "|")
     for experiment in results[base]["experiments"]:

@@ -118,7 +118,7 @@ def test_all_zero_replays_are_one_sentence(pipeline, report_md):
     for name in EXPERIMENTS:
         frame = pd.read_csv(pipeline / f"results/tables/counterfactual_{name}.csv")
         zero = frame["dparam"].eq(0).all() and frame["dloss"].eq(0).all()
-        assert ("0 at every one of the" in section(report_md, name)) == zero, name
+        assert (f"0 at every one of `{name}`'s" in section(report_md, name)) == zero, name
 
 
 def test_growth_words_match_the_f64_gap(pipeline, report_md):

@@ -60,14 +60,25 @@ VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "ONED
 NEEDS = {"avx2": ("avx2", "fma")}
 
 
-def cpu_flags() -> set[str]:
-    """The CPU's feature flags (Linux /proc/cpuinfo; empty where there is none)."""
+def cpuinfo(field: str) -> str | None:
+    """A field of Linux's /proc/cpuinfo (None where there is none)."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return set()
-    flags = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", text, re.M)
-    return set(flags.group(1).split()) if flags else set()
+        return None
+    match = re.search(rf"^{field}\s*:\s*(.+)$", text, re.M)
+    return match.group(1).strip() if match else None
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (empty where they cannot be read)."""
+    return set((cpuinfo("(?:flags|Features)") or "").split())
+
+
+def vendor() -> str:
+    """intel, amd or other: MKL takes other branches on other vendors' CPUs."""
+    name = cpuinfo("vendor_id") or ""
+    return {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(name, name.lower() or "other")
 
 
 def isa_class(flags: set[str]) -> str:
@@ -111,7 +122,7 @@ def pinned(setting: str, environ: os._Environ | dict = os.environ) -> bool:
 def torch_path(torch_module, environ: os._Environ | dict = os.environ) -> dict:
     """PyTorch's kernel path in this process: ATen's capability as PyTorch reports it, MKL's
     and oneDNN's as the environment fixes them (`auto` = the best for this CPU)."""
-    isa = isa_class(cpu_flags())
+    isa = f"{vendor()}-{isa_class(cpu_flags())}"
     return {
         "aten": torch_module.backends.cpu.get_cpu_capability().lower(),
         "mkl": environ.get("MKL_CBWR", f"auto:{isa}").lower(),
@@ -153,7 +164,8 @@ def main(argv: list[str] | None = None) -> None:
     import torch
 
     meta = {"framework": "torch", "cpu_path": record(args.setting, torch_path(torch))}
-    print(f"CPU: {isa_class(cpu_flags())}; setting {args.setting}: PyTorch {describe(meta)}")
+    cpu = f"{vendor()} {isa_class(cpu_flags())}"
+    print(f"CPU: {cpu}; setting {args.setting}: PyTorch {describe(meta)}")
 
 
 if __name__ == "__main__":

@@ -898,7 +898,8 @@ class Experiment:
         ):
             frame, table = getattr(self, key), body(self.md[key])
             if frame["dparam"].eq(0).all() and frame["dloss"].eq(0).all():
-                parts.append(f"{label}: 0 at every one of the {n} steps (bit-identical).\n")
+                # Named: two experiments' all-zero tables would otherwise read the same.
+                parts.append(f"{label}: 0 at every one of `{name}`'s {n} steps (bit-identical).\n")
             elif table in shown:
                 parts.append(f"{label}: the same table as `{shown[table]}`'s.\n")
             else:
