@@ -13,8 +13,9 @@ Each path runs the pipeline cold in a copy of the project (binary prebuilt, not 
   nehalem     cpu_path: compatible, and Burn under `qemu-x86_64 -cpu Nehalem`: no AVX, no
               FMA (gemm's scalar kernels, matrixmultiply's SSE2)
 
-and prints, against the first path: which run files are byte-identical and by how much the
-others moved (max |Δ| over every recorded parameter, step and run), each experiment's
+and prints, against the first path: which runs have identical parameter and buffer
+trajectories and by how much the others moved (max |Δ| over every recorded parameter, buffer,
+step and run), how many CSV tables are byte-identical, each experiment's
 verdict and the figures the report shows beside it (f64 gap and floor, f32 gap, compare
 worst, final losses), and the wall time of the pipeline. PyTorch under emulation is not
 run here (half a minute just to import it); tests/test_cpu_path.py runs one training that way.

@@ -8,7 +8,9 @@ verdicts use, never a literal one CPU happened to meet.
 
 * A value of an f32 run (losses, f32 gaps, f32 compare outputs) may move by F32_MARGIN ×
   the f32 rounding noise of its step: the larger of the two frameworks' f32-vs-f64 parameter
-  gaps (`torch_f64`, `burn_f64` of the golden steps table), at least one f32 ulp of the value.
+  gaps (`torch_f64`, `burn_f64` of the golden steps table), or one f32 ulp of max(|value|, 1)
+  where that is larger. A loss is bounded by the parameters' noise too: it is computed from
+  them, and its own rounding is the ulp term.
 * A value of an f64 comparison (`f64_f64`, f64 compare outputs) may move by F64_MARGIN × the
   rounding floor at its step (`verdict.rounding_floor`).
 * A value computed once from scalars (the bias-correction factors) may move by ULP_MARGIN

@@ -38,16 +38,21 @@ def test_each_setting_pins_its_variables_and_native_none():
 
 
 def test_a_setting_the_cpu_cannot_take_is_refused_in_one_line():
-    assert cpu_path.problem("avx2", AVX512) is None
-    assert cpu_path.problem("avx2", {"sse4_2", "avx"}) == (
+    assert cpu_path.problem("avx2", AVX512, "intel") is None
+    assert cpu_path.problem("avx2", {"sse4_2", "avx"}, "intel") == (
         "avx2 needs a CPU with avx2 and fma; this one lacks avx2, fma (use native or compatible)"
     )
-    assert cpu_path.problem("compatible", {"sse4_2"}) is None
-    assert "unknown setting 'avx3'" in cpu_path.problem("avx3", AVX512)
+    assert cpu_path.problem("avx2", AVX512, "amd") == (
+        "avx2 pins MKL's AVX2 branch, which MKL offers on Intel CPUs only; this one is amd"
+        " (use native or compatible)"
+    )
+    assert cpu_path.problem("compatible", {"sse4_2"}, "amd") is None
+    assert "unknown setting 'avx3'" in cpu_path.problem("avx3", AVX512, "intel")
 
 
 def test_the_config_check_names_the_key(monkeypatch):
     monkeypatch.setattr(cpu_path, "cpu_flags", lambda: {"sse4_2"})
+    monkeypatch.setattr(cpu_path, "vendor", lambda: "intel")
     config = small_config(1, e=ADAM) | {"cpu_path": "avx2"}
     with pytest.raises(ConfigError, match=r"^cpu_path: avx2 needs a CPU with avx2 and fma"):
         experiment_spec(config, "e")

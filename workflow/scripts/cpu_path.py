@@ -5,7 +5,8 @@ vectorised kernels (ATen) by the CPU's widest SIMD level, Intel MKL (its BLAS: L
 f64 products) picks a code branch per CPU, and oneDNN (its f32 convolutions) by the ISA;
 Burn's Flex backend calls the gemm crate (FMA or scalar kernels), its NdArray backend
 matrixmultiply and macerator. A sum taken 8 lanes at a time rounds differently from one
-taken 4 at a time, so these choices move f32 and f64 results by rounding, never by more.
+taken 4 at a time, so these choices move f32 and f64 results by rounding, and training
+carries that rounding on from step to step.
 
 The config's top-level `cpu_path` pins what PyTorch lets one pin, through the environment
 variables its libraries read once, when they start:
@@ -56,8 +57,10 @@ DEFAULT = "native"
 VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA",
              "DNNL_MAX_CPU_ISA")  # fmt: skip
 # CPU features each setting needs: MKL's AVX2 branch on a CPU without AVX2 would fall back
-# to another branch without a word.
+# to another branch without a word. MKL offers branches other than AUTO and COMPATIBLE on
+# Intel processors only.
 NEEDS = {"avx2": ("avx2", "fma")}
+INTEL_ONLY = ("avx2",)
 
 
 def cpuinfo(field: str) -> str | None:
@@ -92,7 +95,9 @@ def isa_class(flags: set[str]) -> str:
     return "sse4_2" if "sse4_2" in flags else "baseline"
 
 
-def problem(setting: str, flags: set[str] | None = None) -> str | None:
+def problem(
+    setting: str, flags: set[str] | None = None, cpu_vendor: str | None = None
+) -> str | None:
     """Why `setting` cannot take effect on this machine (one line, for the key `cpu_path`),
     or None."""
     if setting not in PINS:
@@ -101,6 +106,10 @@ def problem(setting: str, flags: set[str] | None = None) -> str | None:
         return (f"{setting} pins x86-64 kernel paths; this machine is {platform.machine()} "
                 "(use native)")  # fmt: skip
     flags = cpu_flags() if flags is None else flags
+    cpu_vendor = vendor() if cpu_vendor is None else cpu_vendor
+    if setting in INTEL_ONLY and cpu_vendor != "intel" and flags:
+        return (f"{setting} pins MKL's {setting.upper()} branch, which MKL offers on Intel CPUs "
+                f"only; this one is {cpu_vendor} (use native or compatible)")  # fmt: skip
     missing = [f for f in NEEDS.get(setting, ()) if f not in flags]
     if missing and flags:
         return (f"{setting} needs a CPU with {' and '.join(NEEDS[setting])}; this one lacks "
@@ -121,7 +130,8 @@ def pinned(setting: str, environ: os._Environ | dict = os.environ) -> bool:
 
 def torch_path(torch_module, environ: os._Environ | dict = os.environ) -> dict:
     """PyTorch's kernel path in this process: ATen's capability as PyTorch reports it, MKL's
-    and oneDNN's as the environment fixes them (`auto` = the best for this CPU)."""
+    and oneDNN's as the environment requests them (`auto:<vendor>-<level>` where it requests
+    nothing: the libraries pick by the CPU's vendor and SIMD level)."""
     isa = f"{vendor()}-{isa_class(cpu_flags())}"
     return {
         "aten": torch_module.backends.cpu.get_cpu_capability().lower(),

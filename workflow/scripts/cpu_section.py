@@ -59,15 +59,18 @@ def cpu_section(metas: list[dict], largest_rounding_gap: float | None) -> str:
     )
     lines += [
         "",
-        "On another CPU path the same runs round differently, and only that: the f32 figures"
-        " (f32 compare outputs, f32 gaps, the `torch-f64` and `burn-f64` columns, f32 losses)"
-        " move by about their own f32 rounding and the f64 gaps by less than the rounding floor,"
-        " so a figure on this page may differ in its last digits from the same report made on"
-        f" another CPU.{rounding} The verdicts do not move: for the default config they are the"
-        " same over the five CPU paths measured in the README (What depends on the CPU).\n",
+        "On another CPU path the same runs round differently. The figures that are rounding —"
+        " the f32 gaps and f32 compare outputs where they are rounding, the `torch-f64` and"
+        " `burn-f64` columns (each framework's f32-vs-f64 gap), the rounding floor made of them,"
+        " and the f64 gap of an experiment equivalent up to rounding — can come out several"
+        " times larger or smaller; an f64 gap that is an algorithmic difference moves far less"
+        f" (measured for the default config over five CPU paths: README, What depends on the"
+        f" CPU).{rounding} For the default config the verdicts were the same on every path"
+        " measured.\n",
         "`cpu_path: avx2` pins PyTorch's kernel choices to their AVX2 forms (`compatible`: to"
         " their most portable ones), but not MKL's vector math (square roots, exponentials of"
-        " whole tensors), whose last bit may still move. Burn has no such switch; its Flex"
-        " backend takes the same kernels on every CPU with FMA.\n",
+        " whole tensors), whose last bit may still move. Burn has no such switch; gemm, which"
+        " its Flex backend calls, has one set of kernels for every CPU with FMA (its AVX-512"
+        " ones are not compiled in).\n",
     ]
     return "\n".join(lines)

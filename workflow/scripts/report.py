@@ -1389,9 +1389,9 @@ def build(args: argparse.Namespace) -> str:
         " an algorithmic difference; it is *explained* when the replays of Burn's update rule"
         " (`replays leave`: the largest gap the replay and the counterfactual leave) close it,"
         " and its causes are shared out by measurement (see each experiment). These figures"
-        " come from the CPU path named under What depends on your CPU: on another CPU the f32"
-        " columns, and an f64 gap that is rounding, move in their last digits; the verdicts"
-        " do not.\n",
+        " come from the CPU path named under What depends on your CPU: on another CPU the"
+        " figures that are rounding (the f32 columns, an f64 gap of a rounding verdict, the"
+        " floor) can come out several times larger or smaller.\n",
         "## What was run\n",
         *provenance_lines(info, experiments),
         "",
