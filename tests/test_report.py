@@ -188,7 +188,7 @@ def test_verdict_table_names_its_gap_measures(report_md):
 def test_clean_checkout_with_untracked_files_is_not_dirty(tmp_path):
     import subprocess
 
-    from provenance import git_state
+    from machine import git_state
 
     run = {"cwd": tmp_path, "check": True, "capture_output": True}
     subprocess.run(["git", "init", "-q"], **run)

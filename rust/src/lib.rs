@@ -22,7 +22,7 @@ pub fn hex_sha256(bytes: &[u8]) -> String {
 pub const RUSTC_VERSION: &str = env!("RUSTC_VERSION");
 
 /// CPU model and the SIMD flags that decide which f32 kernels run (Linux /proc/cpuinfo),
-/// in the same form as workflow/scripts/provenance.py writes them.
+/// in the same form as workflow/scripts/machine.py writes them.
 pub fn cpu() -> serde_json::Value {
     const SIMD: [&str; 9] = [
         "sse4_2",
@@ -99,7 +99,7 @@ pub fn cpu_path() -> serde_json::Value {
 }
 
 /// The project's git commit and whether the work tree has uncommitted changes, as
-/// workflow/scripts/provenance.py records them (null outside a git checkout).
+/// workflow/scripts/machine.py records them (null outside a git checkout).
 pub fn git_state() -> serde_json::Value {
     let git = |args: &[&str]| {
         std::process::Command::new("git")

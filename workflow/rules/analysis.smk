@@ -27,7 +27,7 @@ rule analyse:
             GAPS_MODULE,
             VERDICT_MODULE,
             *CONFIG_MODULES,
-            PROVENANCE_MODULE,
+            MACHINE_MODULE,
             *MODEL_MODULES,
         ],
         spec="results/specs/{experiment}.json",
@@ -160,7 +160,7 @@ rule provenance:
     """Versions, CPU and SIMD flags, threads, git commit and config hash of this run."""
     input:
         script=f"{SCRIPTS}/provenance.py",
-        io=[*IO_MODULES, f"{SCRIPTS}/cpu_path.py"],
+        io=[*IO_MODULES, f"{SCRIPTS}/cpu_path.py", MACHINE_MODULE],
         config="results/specs/report/config.json",
         runs=[f for e in EXPERIMENTS for f in run_files(e).values()],
     output:

@@ -51,7 +51,8 @@ CONFIG_MODULES = [
 ]
 GAPS_MODULE = f"{SCRIPTS}/gaps.py"
 VERDICT_MODULE = f"{SCRIPTS}/verdict.py"
-PROVENANCE_MODULE = f"{SCRIPTS}/provenance.py"
+# The CPU and the git commit a run records (train_torch.py, provenance.py).
+MACHINE_MODULE = f"{SCRIPTS}/machine.py"
 # report.py's section on the CPU paths, and the module that reads them from the run files.
 CPU_REPORT_MODULES = [f"{SCRIPTS}/cpu_section.py", f"{SCRIPTS}/cpu_path.py"]
 TORCH_TRAINER = f"{SCRIPTS}/train_torch.py"

@@ -4,8 +4,8 @@ config hash.
     python workflow/scripts/provenance.py --config results/specs/report/config.json \\
         --runs results/runs/*/*.json --out results/provenance.json
 
-The same code on another CPU can give different f32 numbers (other SIMD kernels, FMA or
-not), so the report names the machine. Imported by the PyTorch trainer for its run `meta`.
+The same code on another CPU can give different numbers (other SIMD kernels, FMA or not),
+so the report names the machine (machine.py, which the trainer's run `meta` uses too).
 """
 
 from __future__ import annotations
@@ -15,50 +15,14 @@ import hashlib
 import json
 import platform
 import re
-import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_path import DEFAULT, describe, record  # noqa: E402
+from machine import ROOT, command_output, cpu, git_state  # noqa: E402
 from parity_io import FormatError, experiment_block, write_text_atomic  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
-SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "neon", "asimd")
-
-
-def cpu() -> dict:
-    """CPU model and the SIMD flags that change which f32 kernels run (Linux /proc/cpuinfo)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return {"model": platform.processor() or "unknown", "simd": []}
-    model = re.search(r"^(?:model name|Model)\s*:\s*(.+)$", text, re.M)
-    flags = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", text, re.M)
-    present = set(flags.group(1).split()) if flags else set()
-    return {
-        "model": model.group(1).strip() if model else platform.machine(),
-        "simd": [f for f in SIMD_FLAGS if f in present],
-    }
-
-
-def command_output(*cmd: str, cwd: Path = ROOT) -> str | None:
-    try:
-        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout.strip() if proc.returncode == 0 else None
-
-
-def git_state(root: Path = ROOT) -> dict:
-    """The checkout's commit and whether a tracked file differs from it."""
-    commit = command_output("git", "rev-parse", "HEAD", cwd=root)
-    if commit is None:
-        return {"commit": None, "dirty": None}
-    # Dirty means a tracked file differs from the commit; untracked files do not count.
-    changes = command_output("git", "status", "--porcelain", "--untracked-files=no", cwd=root)
-    return {"commit": commit, "dirty": bool(changes)}
 
 
 def burn_version(lock: Path = ROOT / "rust" / "Cargo.lock") -> str | None:

@@ -34,6 +34,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cpu_path  # noqa: E402
+from machine import cpu, git_state  # noqa: E402
 from model_specs import DEFAULT_MODEL, ModelError  # noqa: E402
 from models import build, flat, inputs, layer_hyperparameters, recorded_forward, state  # noqa: E402
 from parity_config import (  # noqa: E402
@@ -44,7 +45,6 @@ from parity_config import (  # noqa: E402
     load_config,
 )
 from parity_io import FormatError, read_dataset, write_run  # noqa: E402
-from provenance import cpu, git_state  # noqa: E402
 
 TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64}
 
