@@ -19,8 +19,8 @@ verdicts use, never a literal one CPU happened to meet.
 
 The margins are measured on the small config's golden numbers: between this CPU's native
 path (AVX-512), its avx2 and compatible cpu_path settings, and the machine the previous
-golden file was written on, the largest move was MEASURED_F32 × the f32 noise (the other
-machine) and MEASURED_F64 × the floor; each margin leaves a factor of at least 5 above that.
+golden file was written on, the largest move was 3.2 × the f32 noise (the other machine)
+and 0.03 × the floor; each margin leaves a factor of at least 5 above that.
 (benchmarks/cpu_paths.py measures the same over the default config: no verdict moves.)
 """
 
@@ -34,7 +34,6 @@ import pandas as pd
 
 from verdict import rounding_floor
 
-MEASURED_F32, MEASURED_F64 = 3.2, 0.03  # largest move over the paths, in noise and floors
 F32_MARGIN = 16.0
 F64_MARGIN = 1.0
 ULP_MARGIN = 4.0
@@ -57,17 +56,11 @@ def ulp(value: float, dtype: str) -> float:
     return ULP[dtype] * max(abs(value), 1.0)
 
 
-# The largest move seen by the checks so far, in units of noise (f32) and floor (f64): what
-# the margins are measured with (benchmarks/cpu_paths.py, then the checks across paths).
-SEEN = {"f32": 0.0, "f64": 0.0}
-
-
-def rounding_bound(got: float, value: float, dtype: str, noise: float, floor: float) -> float:
-    """How far rounding may move `value` of an f32 run, or of an f64 comparison (and keep
-    how far `got` moved from it in SEEN)."""
-    unit = max(noise, ulp(value, "f32")) if dtype == "f32" else floor
-    SEEN[dtype] = max(SEEN[dtype], abs(got - value) / unit)
-    return (F32_MARGIN if dtype == "f32" else F64_MARGIN) * unit
+def rounding_bound(value: float, dtype: str, noise: float, floor: float) -> float:
+    """How far rounding may move `value` of an f32 run, or of an f64 comparison."""
+    if dtype == "f32":
+        return F32_MARGIN * max(noise, ulp(value, "f32"))
+    return F64_MARGIN * floor
 
 
 def check_compare(name: str, new: str, gold: str, noise: float, floor: float) -> list[str]:
@@ -85,7 +78,7 @@ def check_compare(name: str, new: str, gold: str, noise: float, floor: float) ->
             continue
         key, a, b = got.group(1), float(got.group(3)), float(want.group(3))
         # A sample at the decision boundary may flip class on another path: one, not more.
-        limit = 1.0 if key.endswith(".correct") else rounding_bound(a, b, dtype, noise, floor)
+        limit = 1.0 if key.endswith(".correct") else rounding_bound(b, dtype, noise, floor)
         if abs(a - b) > limit:
             problems.append(f"{name}: {key} {a:.3g}, golden {b:.3g} (bound {limit:.2g})")
     got, want = WORST_LINE.match(lines[-1]), WORST_LINE.match(gold_lines[-1])
@@ -108,7 +101,7 @@ def check_steps(name: str, new: str, gold: str) -> list[str]:
         dtype = "f32" if column in STEP_COLUMNS_F32 else "f64"
         for step, a, b, n, f in zip(table["step"], table[column], want[column], noise, floor,
                                     strict=True):  # fmt: skip
-            limit = rounding_bound(a, b, dtype, n, f)
+            limit = rounding_bound(b, dtype, n, f)
             if not abs(a - b) <= limit:
                 problems.append(f"{name}: {column} at step {step} {a:.3g}, golden {b:.3g} "
                                 f"(bound {limit:.2g})")  # fmt: skip

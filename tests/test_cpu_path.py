@@ -16,6 +16,7 @@ import pytest
 
 import cpu_path
 import golden_numbers
+import machine
 from conftest import ADAM, SCRIPTS, SGD, small_config
 from cpu_section import cpu_section
 from gaps import param_matrix
@@ -51,8 +52,8 @@ def test_a_setting_the_cpu_cannot_take_is_refused_in_one_line():
 
 
 def test_the_config_check_names_the_key(monkeypatch):
-    monkeypatch.setattr(cpu_path, "cpu_flags", lambda: {"sse4_2"})
-    monkeypatch.setattr(cpu_path, "vendor", lambda: "intel")
+    monkeypatch.setattr(machine, "cpu_flags", lambda: {"sse4_2"})
+    monkeypatch.setattr(machine, "vendor", lambda: "intel")
     config = small_config(1, e=ADAM) | {"cpu_path": "avx2"}
     with pytest.raises(ConfigError, match=r"^cpu_path: avx2 needs a CPU with avx2 and fma"):
         experiment_spec(config, "e")

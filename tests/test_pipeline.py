@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 import golden_numbers
+import machine
 from cpu_path import describe
 from parity_io import experiment_block
 from pipeline_helpers import EXPECTED, EXPERIMENTS, edited, planned_jobs, rules, snakemake
@@ -68,7 +69,9 @@ def test_the_seed_models_numbers_have_not_moved(pipeline):
     files = {name: (pipeline / "results" / name).read_text() for name in golden["files"]}
     path = pipeline_cpu_path(pipeline)
     if os.environ.get("PARITY_WRITE_GOLDEN") == "1":
-        GOLDEN.write_text(json.dumps(golden | {"cpu_path": path, "files": files}, indent=1) + "\n")
+        meta = experiment_block(pipeline / "results/runs/sgd/torch-f32.json")["meta"]
+        written = {"written_on": machine.label(meta), "cpu_path": path, "files": files}
+        GOLDEN.write_text(json.dumps(golden | written, indent=1) + "\n")
     assert len(golden["files"]) == 4 * 3 + 1
     assert golden_numbers.check(files, golden["files"]) == []
     if path == golden["cpu_path"]:

@@ -27,7 +27,6 @@ rule analyse:
             GAPS_MODULE,
             VERDICT_MODULE,
             *CONFIG_MODULES,
-            MACHINE_MODULE,
             *MODEL_MODULES,
         ],
         spec="results/specs/{experiment}.json",
@@ -160,7 +159,7 @@ rule provenance:
     """Versions, CPU and SIMD flags, threads, git commit and config hash of this run."""
     input:
         script=f"{SCRIPTS}/provenance.py",
-        io=[*IO_MODULES, f"{SCRIPTS}/cpu_path.py", MACHINE_MODULE],
+        io=[*IO_MODULES, *CPU_PATH_MODULES],
         config="results/specs/report/config.json",
         runs=[f for e in EXPERIMENTS for f in run_files(e).values()],
     output:

@@ -41,20 +41,20 @@ SCRIPTS = "workflow/scripts"
 # Modules imported by the scripts: inputs of every rule whose script imports them.
 # parity_io.py takes each model's names and shapes from model_specs.py (no PyTorch).
 IO_MODULES = [f"{SCRIPTS}/parity_io.py", f"{SCRIPTS}/model_specs.py"]
-# parity_config.py takes the models' shapes from model_specs.py and its key suggestions
-# from suggest.py.
+# parity_config.py takes the models' shapes from model_specs.py, its key suggestions from
+# suggest.py, and what this machine's CPU can take from cpu_path.py and machine.py.
+# cpu_path.py reads the CPU, and the machine a run records, through machine.py.
+CPU_PATH_MODULES = [f"{SCRIPTS}/cpu_path.py", f"{SCRIPTS}/machine.py"]
 CONFIG_MODULES = [
     f"{SCRIPTS}/parity_config.py",
-    f"{SCRIPTS}/cpu_path.py",
+    *CPU_PATH_MODULES,
     f"{SCRIPTS}/model_specs.py",
     f"{SCRIPTS}/suggest.py",
 ]
 GAPS_MODULE = f"{SCRIPTS}/gaps.py"
 VERDICT_MODULE = f"{SCRIPTS}/verdict.py"
-# The CPU and the git commit a run records (train_torch.py, provenance.py).
-MACHINE_MODULE = f"{SCRIPTS}/machine.py"
 # report.py's section on the CPU paths, and the module that reads them from the run files.
-CPU_REPORT_MODULES = [f"{SCRIPTS}/cpu_section.py", f"{SCRIPTS}/cpu_path.py"]
+CPU_REPORT_MODULES = [f"{SCRIPTS}/cpu_section.py", *CPU_PATH_MODULES]
 TORCH_TRAINER = f"{SCRIPTS}/train_torch.py"
 # The PyTorch side of every model (models.py and one module per model), for the trainer
 # and the replay.

@@ -7,7 +7,7 @@ rule train_torch:
     """PyTorch runs of one experiment, f32 and f64."""
     input:
         script=TORCH_TRAINER,
-        modules=[*IO_MODULES, *CONFIG_MODULES, *MODEL_MODULES, MACHINE_MODULE],
+        modules=[*IO_MODULES, *CONFIG_MODULES, *MODEL_MODULES],
         spec="results/specs/{experiment}.json",
         data=lambda w: dataset(w.experiment),
     output:

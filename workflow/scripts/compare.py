@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import machine  # noqa: E402
 from parity_io import FormatError, read_run, write_text_atomic  # noqa: E402
 
 Shape = tuple[int, ...]
@@ -140,19 +141,16 @@ def render(rows: list[tuple[str, int, float]], tol: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def machine(run: dict) -> str | None:
+def run_cpu(run: dict) -> str | None:
     """The CPU a run file's first experiment ran on (model; SIMD flags), or None if unrecorded."""
-    meta = next(iter(run.values()), {})
-    cpu = meta.get("meta", {}).get("cpu") if isinstance(meta, dict) else None
-    if not isinstance(cpu, dict) or "model" not in cpu:
-        return None
-    return f"{cpu['model']}; {' '.join(cpu.get('simd', []))}"
+    block = next(iter(run.values()), {})
+    return machine.label(block.get("meta")) if isinstance(block, dict) else None
 
 
 def cpu_note(a: dict, b: dict, a_name: str, b_name: str) -> str | None:
     """A one-line note when the two runs came from different CPUs, or one does not say: their
     differences then include each CPU's own rounding (README: What depends on the CPU)."""
-    ma, mb = machine(a), machine(b)
+    ma, mb = run_cpu(a), run_cpu(b)
     if a_name == b_name or ma is not None and ma == mb:
         return None
     if ma is None or mb is None:

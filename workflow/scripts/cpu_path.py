@@ -38,8 +38,8 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
-from pathlib import Path
+
+import machine
 
 # What each setting sets; `native` sets nothing and leaves the environment as it is.
 PINS: dict[str, dict[str, str]] = {
@@ -63,27 +63,6 @@ NEEDS = {"avx2": ("avx2", "fma")}
 INTEL_ONLY = ("avx2",)
 
 
-def cpuinfo(field: str) -> str | None:
-    """A field of Linux's /proc/cpuinfo (None where there is none)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return None
-    match = re.search(rf"^{field}\s*:\s*(.+)$", text, re.M)
-    return match.group(1).strip() if match else None
-
-
-def cpu_flags() -> set[str]:
-    """The CPU's feature flags (empty where they cannot be read)."""
-    return set((cpuinfo("(?:flags|Features)") or "").split())
-
-
-def vendor() -> str:
-    """intel, amd or other: MKL takes other branches on other vendors' CPUs."""
-    name = cpuinfo("vendor_id") or ""
-    return {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(name, name.lower() or "other")
-
-
 def isa_class(flags: set[str]) -> str:
     """The widest x86-64 SIMD level the CPU has, as the libraries' dispatchers see it."""
     if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
@@ -105,8 +84,8 @@ def problem(
     if setting != "native" and platform.machine() not in ("x86_64", "AMD64"):
         return (f"{setting} pins x86-64 kernel paths; this machine is {platform.machine()} "
                 "(use native)")  # fmt: skip
-    flags = cpu_flags() if flags is None else flags
-    cpu_vendor = vendor() if cpu_vendor is None else cpu_vendor
+    flags = machine.cpu_flags() if flags is None else flags
+    cpu_vendor = machine.vendor() if cpu_vendor is None else cpu_vendor
     if setting in INTEL_ONLY and cpu_vendor != "intel" and flags:
         return (f"{setting} pins MKL's {setting.upper()} branch, which MKL offers on Intel CPUs "
                 f"only; this one is {cpu_vendor} (use native or compatible)")  # fmt: skip
@@ -132,7 +111,7 @@ def torch_path(torch_module, environ: os._Environ | dict = os.environ) -> dict:
     """PyTorch's kernel path in this process: ATen's capability as PyTorch reports it, MKL's
     and oneDNN's as the environment requests them (`auto:<vendor>-<level>` where it requests
     nothing: the libraries pick by the CPU's vendor and SIMD level)."""
-    isa = f"{vendor()}-{isa_class(cpu_flags())}"
+    isa = f"{machine.vendor()}-{isa_class(machine.cpu_flags())}"
     return {
         "aten": torch_module.backends.cpu.get_cpu_capability().lower(),
         "mkl": environ.get("MKL_CBWR", f"auto:{isa}").lower(),
@@ -143,11 +122,12 @@ def torch_path(torch_module, environ: os._Environ | dict = os.environ) -> dict:
 
 def record(setting: str, kernels: dict, environ: os._Environ | dict = os.environ) -> dict:
     """The run file's `meta.cpu_path`: the setting, the kernels taken, the variables set."""
-    return {
-        "setting": setting,
-        "kernels": kernels,
-        "environment": {k: environ[k] for k in VARIABLES if k in environ},
-    }
+    return {"setting": setting, "kernels": kernels, "environment": environment(environ)}
+
+
+def environment(environ: os._Environ | dict = os.environ) -> dict[str, str]:
+    """The kernel-path variables set in `environ`, whoever set them."""
+    return {k: environ[k] for k in VARIABLES if k in environ}
 
 
 def describe(meta: dict) -> str:
@@ -174,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
 
     meta = {"framework": "torch", "cpu_path": record(args.setting, torch_path(torch))}
-    cpu = f"{vendor()} {isa_class(cpu_flags())}"
+    cpu = f"{machine.vendor()} {isa_class(machine.cpu_flags())}"
     print(f"CPU: {cpu}; setting {args.setting}: PyTorch {describe(meta)}")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import machine
 from cpu_path import DEFAULT, describe
 
 BACKEND_NAMES = {"flex": "Flex", "ndarray": "NdArray"}
@@ -31,7 +32,8 @@ def settings(metas: Iterable[dict]) -> set[str]:
 
 
 def cpus(metas: Iterable[dict]) -> set[str]:
-    return {(m.get("cpu") or {}).get("model", "unknown") for m in metas}
+    """The CPUs the runs record (machine.label), `unknown` for a run that records none."""
+    return {machine.label(m) or "unknown" for m in metas}
 
 
 def cpu_section(metas: list[dict], largest_rounding_gap: float | None) -> str:
@@ -64,8 +66,8 @@ def cpu_section(metas: list[dict], largest_rounding_gap: float | None) -> str:
         " `burn-f64` columns (each framework's f32-vs-f64 gap), the rounding floor made of them,"
         " and the f64 gap of an experiment equivalent up to rounding — can come out several"
         " times larger or smaller; an f64 gap that is an algorithmic difference moves far less"
-        f" (measured for the default config over five CPU paths: README, What depends on the"
-        f" CPU).{rounding} For the default config the verdicts were the same on every path"
+        " (measured for the default config over the CPU paths of the README's What depends on"
+        f" the CPU).{rounding} For the default config the verdicts were the same on every path"
         " measured.\n",
         "`cpu_path: avx2` pins PyTorch's kernel choices to their AVX2 forms (`compatible`: to"
         " their most portable ones), but not MKL's vector math (square roots, exponentials of"

@@ -15,19 +15,46 @@ ROOT = Path(__file__).resolve().parents[2]
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "neon", "asimd")
 
 
-def cpu() -> dict:
-    """CPU model and the SIMD flags that change which f32 kernels run (Linux /proc/cpuinfo)."""
+def cpuinfo(field: str) -> str | None:
+    """A field of Linux's /proc/cpuinfo, a regular expression for its name (None where
+    there is none)."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
+        return None
+    match = re.search(rf"^{field}\s*:\s*(.+)$", text, re.M)
+    return match.group(1).strip() if match else None
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (empty where they cannot be read)."""
+    return set((cpuinfo("(?:flags|Features)") or "").split())
+
+
+def vendor() -> str:
+    """intel, amd or other: MKL takes other branches on other vendors' CPUs."""
+    name = cpuinfo("vendor_id") or ""
+    return {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(name, name.lower() or "other")
+
+
+def cpu() -> dict:
+    """CPU model and the SIMD flags that change which kernels run."""
+    model = cpuinfo("(?:model name|Model)")
+    present = cpu_flags()
+    if model is None and not present:
         return {"model": platform.processor() or "unknown", "simd": []}
-    model = re.search(r"^(?:model name|Model)\s*:\s*(.+)$", text, re.M)
-    flags = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", text, re.M)
-    present = set(flags.group(1).split()) if flags else set()
     return {
-        "model": model.group(1).strip() if model else platform.machine(),
+        "model": model or platform.machine(),
         "simd": [f for f in SIMD_FLAGS if f in present],
     }
+
+
+def label(meta: dict) -> str | None:
+    """The CPU a run's meta records, as `model; simd flags`, or None if it records none."""
+    cpu = meta.get("cpu") if isinstance(meta, dict) else None
+    if not isinstance(cpu, dict) or "model" not in cpu:
+        return None
+    return f"{cpu['model']}; {' '.join(cpu.get('simd', []))}"
 
 
 def command_output(*cmd: str, cwd: Path = ROOT) -> str | None:

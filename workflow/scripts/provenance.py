@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_path import DEFAULT, describe, record  # noqa: E402
+from cpu_path import DEFAULT, describe, environment  # noqa: E402
 from machine import ROOT, command_output, cpu, git_state  # noqa: E402
 from parity_io import FormatError, experiment_block, write_text_atomic  # noqa: E402
 
@@ -108,11 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         "rustc": command_output("rustc", "--version"),
         "platform": platform.platform(),
         "cpu": cpu(),
-        "cpu_path": {
-            "setting": setting,
-            "environment": record(setting, {})["environment"],
-            "runs": cpu_paths,
-        },  # fmt: skip
+        "cpu_path": {"setting": setting, "environment": environment(), "runs": cpu_paths},
         "threads": {fw: sorted(t) for fw, t in sorted(threads.items())},
         "git": git_state(),
         "config_sha256": config_sha256,
