@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,8 +106,6 @@ def figures(work: Path) -> dict:
         steps = work / f"results/tables/steps_{experiment}.csv"
         if not steps.is_file() or experiment in out:
             continue
-        import pandas as pd
-
         table = pd.read_csv(steps)
         floor = rounding_floor(table["torch_f64"], table["burn_f64"])
         row = {"verdict": verdict, "f64_gap": float(table["f64_f64"].max()),
