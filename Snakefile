@@ -1,5 +1,6 @@
 # PyTorch ↔ Burn training-parity pipeline: does a port train the same, step for step?
-# Stages live in workflow/rules/, programs in workflow/scripts/. See README.md.
+# Stages live in workflow/rules/, the code they run in src/torch_burn_parity/. See README.md.
+import os
 import sys
 
 from snakemake.utils import min_version
@@ -18,16 +19,22 @@ report: "workflow/report/workflow.rst"
 configfile: "config.yaml"
 
 
+# The package is installed (editable) in the uv environment; this checkout's own src/ comes
+# first, for this process and every job, so that a copy of the project (a test's, a second
+# checkout) runs its own code.
+SRC = f"{workflow.basedir}/src"
+sys.path.insert(0, SRC)
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))
+from torch_burn_parity.config.check_config import check_config, describe_source
+
 # Checked before any job: one line per problem naming its key, then a stop without a
-# traceback (bounds from the schema, the rest from workflow/scripts/parity_config.py). Fills
-# in the schema's defaults (threads, report_steps) as snakemake.utils.validate would.
-sys.path.insert(0, f"{workflow.basedir}/workflow/scripts")
-from check_config import check_config, describe_source
+# traceback (bounds from the schema, the rest from config/parity_config.py). Fills in the
+# schema's defaults (threads, report_steps) as snakemake.utils.validate would.
 
 if not workflow.modifier.skip_validation:
     check_config(
         config,
-        f"{workflow.basedir}/workflow/schemas/config.schema.yaml",
+        f"{SRC}/torch_burn_parity/config/config.schema.yaml",
         describe_source(workflow.configfiles, workflow.config_settings.config),
     )
 

@@ -39,14 +39,22 @@ import numpy as np
 import pandas as pd
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
-from cpu_path import describe  # noqa: E402
-from gaps import param_matrix  # noqa: E402
-from parity_io import experiment_block  # noqa: E402
-from verdict import rounding_floor  # noqa: E402
+from torch_burn_parity.analysis.gaps import param_matrix
+from torch_burn_parity.config.cpu_path import describe
+from torch_burn_parity.io.parity_io import experiment_block
+from torch_burn_parity.judgement.verdict import rounding_floor
 
-PROJECT_FILES = ("Snakefile", "config.yaml", "workflow", "rust", "profiles")
+ROOT = Path(__file__).resolve().parents[1]
+
+PROJECT_FILES = (
+    "Snakefile",
+    "config.yaml",
+    "pyproject.toml",
+    "src",
+    "workflow",
+    "rust",
+    "profiles",
+)
 # path: (cpu_path setting, qemu CPU model for the Burn binary or None)
 PATHS = {
     "native": ("native", None),

@@ -11,7 +11,7 @@ the environment and the Burn binary already built, and measures:
                 seed's two experiments (sgd, adam) like the reference; it trains each in
                 both frameworks and both dtypes (4× the reference's trainings) and adds
                 the replays, probes, plots and report. Every cold run starts its own
-                warm server (workflow/scripts/warm.py: PyTorch, pandas and matplotlib
+                warm server (tooling/warm.py: PyTorch, pandas and matplotlib
                 imported once, each script forked from it) and its time counts
   no-op         the same command again: nothing to do
   edit          after editing one analysis script (steps_table.py): the analysis jobs and
@@ -26,7 +26,7 @@ the environment and the Burn binary already built, and measures:
 
   cpu-path      PyTorch's training time (the trainer's own "N steps in s", imports left out)
                 of adam and transformer_sgd, f32 and f64, under each cpu_path setting: what
-                pinning the kernel paths costs (workflow/scripts/cpu_path.py)
+                pinning the kernel paths costs (config/cpu_path.py)
 
 Prints a table with the median of --repeat runs and the ratio to the reference.
 `--only sweep` or `--only cpu-path` measures that alone.
@@ -49,15 +49,21 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_FILES = ("Snakefile", "config.yaml", "workflow", "rust", "profiles")
+PROJECT_FILES = (
+    "Snakefile",
+    "config.yaml",
+    "pyproject.toml",
+    "src",
+    "workflow",
+    "rust",
+    "profiles",
+)
 
 REFERENCE_TORCH = """
-import sys
-sys.path.insert(0, "workflow/scripts")
 import torch
-from parity_config import experiment_spec, load_config
-from parity_io import read_dataset, write_run
-from train_torch import train
+from torch_burn_parity.config.parity_config import experiment_spec, load_config
+from torch_burn_parity.io.parity_io import read_dataset, write_run
+from torch_burn_parity.training.train_torch import train
 torch.set_num_threads(1)
 config = load_config("config.yaml")
 arrays, _ = read_dataset("results/data/cnn1d.bin")
@@ -66,13 +72,13 @@ for name in ("sgd", "adam"):
 """
 
 
-# What warm.py writes to a job's log: "warm: replay.py exit 0, cpu 0.52 s, peak RSS 700 MB"
-WARM_LINE = re.compile(r"warm: (\S+)\.py exit \d+, cpu [\d.]+ s, peak RSS (\d+) MB")
+# What warm.py writes to a job's log: "warm: replay exit 0, cpu 0.52 s, peak RSS 700 MB"
+WARM_LINE = re.compile(r"warm: (\S+?)(?:\.py)? exit \d+, cpu [\d.]+ s, peak RSS (\d+) MB")
 
 
 def cold(env: dict) -> dict:
     """`env` with a runtime folder of its own: the run starts its own warm server
-    (workflow/scripts/warm.py), as the first run after a reboot would, and pays for it."""
+    (tooling/warm.py), as the first run after a reboot would, and pays for it."""
     return dict(env, XDG_RUNTIME_DIR=tempfile.mkdtemp(prefix="runtime-"))
 
 
@@ -98,7 +104,7 @@ def reference(work: Path, env: dict) -> float:
         )  # fmt: skip
     for name in ("sgd", "adam"):
         subprocess.run(
-            [sys.executable, "workflow/scripts/compare.py", f"ref/{name}-torch.json",
+            [sys.executable, "-m", "torch_burn_parity.analysis.compare", f"ref/{name}-torch.json",
              f"ref/{name}-burn.json"],
             cwd=work, env=env, check=True, capture_output=True,
         )  # fmt: skip
@@ -187,6 +193,7 @@ def main(argv: list[str] | None = None) -> None:
                 shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("target"))
             else:
                 shutil.copy2(src, work / name)
+        env["PYTHONPATH"] = str(work / "src")  # the copy's own code, as its Snakefile does
         print("building the Burn binary and the dataset (not timed) …", flush=True)
         subprocess.run(
             snakemake("--cores", "2", "results/bin/parity-train", "results/data/cnn1d.bin",
@@ -197,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
         speed = measure_cpu_paths(work, env, args.repeat)
         if args.only == "cpu-path":
             return
-        script = work / "workflow/scripts/steps_table.py"
+        script = work / "src/torch_burn_parity/analysis/steps_table.py"
         default_config = (work / "config.yaml").read_text()
         seed_config = yaml.safe_load(default_config)
         seed_config["experiments"] = {k: seed_config["experiments"][k] for k in ("sgd", "adam")}
@@ -244,8 +251,7 @@ TRAINED = re.compile(r"(\d+) steps in ([\d.]+)s")
 def measure_cpu_paths(work: Path, env: dict, repeat: int) -> dict[str, float]:
     """Median PyTorch training seconds (adam and transformer_sgd, f32 and f64, summed) per
     cpu_path setting; each trainer process cold, started with the setting's variables."""
-    sys.path.insert(0, str(work / "workflow" / "scripts"))
-    import cpu_path
+    from torch_burn_parity.config import cpu_path
 
     config = yaml.safe_load((work / "config.yaml").read_text())
     seconds: dict[str, list[float]] = {s: [] for s in cpu_path.SETTINGS}
@@ -259,8 +265,8 @@ def measure_cpu_paths(work: Path, env: dict, repeat: int) -> dict[str, float]:
             for experiment, data in (("adam", "cnn1d"), ("transformer_sgd", "transformer")):
                 for dtype in ("f32", "f64"):
                     out = subprocess.run(
-                        [sys.executable, "workflow/scripts/train_torch.py", "--experiment",
-                         experiment, "--dtype", dtype, "--config", path, "--data",
+                        [sys.executable, "-m", "torch_burn_parity.training.train_torch",
+                         "--experiment", experiment, "--dtype", dtype, "--config", path, "--data",
                          f"results/data/{data}.bin", "--out", f"ref/{setting}.json"],
                         cwd=work, env=run_env, check=True, capture_output=True, text=True,
                     ).stdout  # fmt: skip

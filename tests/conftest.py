@@ -10,16 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from torch_burn_parity.config import cpu_path
+
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = ROOT / "workflow" / "scripts"
 BURN_BINARY = ROOT / "rust" / "target" / "release" / "parity-train"
-sys.path.insert(0, str(SCRIPTS))
-# The scripts the tests start may cache compiled bytecode, like the pipeline's jobs do.
+# The modules the tests start may cache compiled bytecode, like the pipeline's jobs do.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-import cpu_path  # noqa: E402
-
-# The CPU path the whole suite runs on (workflow/scripts/cpu_path.py): PARITY_TEST_CPU_PATH=
+# The CPU path the whole suite runs on (config/cpu_path.py): PARITY_TEST_CPU_PATH=
 # native (default), avx2 or compatible. Set here, before PyTorch starts in this process or
 # any process the tests start; tests/golden files compare byte for byte only on their path.
 TEST_CPU_PATH = os.environ.get("PARITY_TEST_CPU_PATH", cpu_path.DEFAULT)
@@ -30,6 +28,11 @@ cpu_path.apply(TEST_CPU_PATH)
 SGD = {"optimizer": "sgd", "lr": 0.5, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
        "nesterov": False}  # fmt: skip
 ADAM = {"optimizer": "adam", "lr": 0.01, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0}
+
+
+def python_module(name: str) -> list[str]:
+    """The command that runs one of the package's modules: `python -m torch_burn_parity.NAME`."""
+    return [sys.executable, "-m", f"torch_burn_parity.{name}"]
 
 
 def small_config(steps: int = 3, **experiments: dict) -> dict:
@@ -49,7 +52,7 @@ def burn_binary() -> Path:
 @pytest.fixture(scope="session")
 def dataset(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("data") / "dataset.bin"
-    subprocess.run([sys.executable, SCRIPTS / "make_data.py", "--out", path], check=True)
+    subprocess.run([*python_module("training.make_data"), "--out", path], check=True)
     return path
 
 
@@ -69,10 +72,7 @@ def train(burn_binary, dataset, tmp_path_factory):
 
     def run(framework: str, experiment: str, dtype: str, config: Path, check: bool = True):
         out = config.parent / "runs" / experiment / f"{framework}-{dtype}.json"
-        if framework == "torch":
-            cmd = [sys.executable, SCRIPTS / "train_torch.py"]
-        else:
-            cmd = [burn_binary]
+        cmd = python_module("training.train_torch") if framework == "torch" else [burn_binary]
         cmd += ["--experiment", experiment, "--dtype", dtype, "--config", config,
                 "--data", dataset, "--out", out]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -32,7 +32,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from verdict import rounding_floor
+from torch_burn_parity.judgement.verdict import rounding_floor
 
 F32_MARGIN = 16.0
 F64_MARGIN = 1.0

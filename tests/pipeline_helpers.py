@@ -17,7 +17,15 @@ import yaml
 
 from conftest import ADAM, ROOT, SGD, TEST_CPU_PATH
 
-PROJECT_FILES = ("Snakefile", "config.yaml", "workflow", "rust", "profiles")
+PROJECT_FILES = (
+    "Snakefile",
+    "config.yaml",
+    "pyproject.toml",
+    "src",
+    "workflow",
+    "rust",
+    "profiles",
+)
 EXPERIMENTS = ("sgd", "adam", "momentum", "pitfall")  # those of small_pipeline_config()
 TABLES = ("steps", "config_diff", "replay", "counterfactual", "probe", "lrs", "layers")
 EXPECTED = [

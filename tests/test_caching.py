@@ -1,11 +1,14 @@
-"""Caching by file dependency, derived from the code: editing any script or module reruns
-exactly the jobs that run code importing it, and everything downstream of them.
+"""Caching by file dependency, derived from the code: editing any module of the package or
+source of the crate reruns exactly the jobs that run code importing it, and everything
+downstream of them.
 
-Nothing here is hand-picked. Which module a script uses comes from its imports (ast,
-transitively, within workflow/scripts); which script a job runs comes from its shell command
-in a `--forceall` dry run (and `cargo build` uses every file of the crate it builds); which
-jobs are downstream comes from the same dry run's input and output files. A new script or
-module is covered by adding it to workflow/scripts, a new rule by adding it to the workflow.
+Nothing here is hand-picked, nor taken from the workflow's own derivation
+(tooling/code.py): which modules a module uses comes from its imports (ast, transitively,
+within src/torch_burn_parity, with the packages Python imports on the way); which module a
+job runs comes from its shell command in a `--forceall` dry run (and `cargo build` uses
+every file of the crate it builds); which jobs are downstream comes from the same dry run's
+input and output files. A new module is covered by adding it to the package, a new rule by
+adding it to the workflow.
 
 For each file:
 - every job that runs code importing it lists it as an input (in the `--forceall` listing).
@@ -30,8 +33,10 @@ import pytest
 from conftest import ROOT
 from pipeline_helpers import Job, dry_run, edited
 
-SCRIPTS = "workflow/scripts"
+PACKAGE = "torch_burn_parity"
+SRC = "src"
 CRATE = "rust"
+DOTTED = rf"\b{PACKAGE}(?:\.\w+)+"
 
 
 def crate_files(root: Path) -> list[str]:
@@ -42,72 +47,82 @@ def crate_files(root: Path) -> list[str]:
     return [str(f.relative_to(root)) for f in files if f.is_file()]
 
 
-def script_files(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in (root / SCRIPTS).glob("*.py"))
+def package_files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in (root / SRC / PACKAGE).rglob("*.py"))
 
 
-# Collected from the project itself: a new script or source file gets its own test case.
-EDITABLE = script_files(ROOT) + crate_files(ROOT)
+# Collected from the project itself: a new module or source file gets its own test case.
+EDITABLE = package_files(ROOT) + crate_files(ROOT)
+
+
+def file_of(root: Path, dotted: str) -> Path | None:
+    """The file of a dotted name if it is a module or package of ours, else None."""
+    base = root / SRC / Path(*dotted.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
 
 
 @cache
-def direct_imports(path: Path) -> frozenset[str]:
-    """The sibling modules (workflow/scripts/*.py) a script imports itself."""
-    siblings = {p.stem for p in path.parent.glob("*.py")} - {path.stem}
+def direct_imports(root: Path, path: Path) -> frozenset[str]:
+    """The package's modules a file imports itself, and the packages they sit in."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return frozenset(names & siblings)
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    found = set()
+    for name in names:
+        parts = name.split(".")
+        found |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+    return frozenset(n for n in found if n.split(".")[0] == PACKAGE and file_of(root, n))
 
 
-def imports_of(path: Path) -> set[str]:
-    """The sibling modules a script imports, directly or through another one."""
-    found: set[str] = set()
-    todo = [path]
+def imports_of(root: Path, dotted: str) -> set[str]:
+    """The files a module runs code from: its own, and what it imports, directly or not."""
+    parts = dotted.split(".")
+    found = {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+    todo = list(found)
     while todo:
-        for name in direct_imports(todo.pop()) - found:
+        for name in direct_imports(root, file_of(root, todo.pop())) - found:
             found.add(name)
-            todo.append(path.parent / f"{name}.py")
-    return found - {path.stem}
+            todo.append(name)
+    return {str(file_of(root, n).relative_to(root)) for n in found}
 
 
-# How rules start their scripts (`python workflow/scripts/warm.py SCRIPT ARGS`): it runs
-# a script as `python SCRIPT ARGS` would and computes nothing, so no output depends on it.
-LAUNCHER = f"{SCRIPTS}/warm.py"
+# How rules start their modules (`python -m torch_burn_parity.tooling.warm MODULE ARGS`):
+# it runs a module as `python -m MODULE ARGS` would and computes nothing, so no output
+# depends on it.
+LAUNCHER = f"{PACKAGE}.tooling.warm"
 
 
 def code_of(job: Job, root: Path) -> set[str]:
-    """The source files whose edit must rerun `job`: its scripts and what they import."""
+    """The source files whose edit must rerun `job`: its modules and what they import."""
     used: set[str] = set()
-    for script in set(re.findall(rf"{SCRIPTS}/\w+\.py", job.shell)) - {LAUNCHER}:
-        used.add(script)
-        used |= {f"{SCRIPTS}/{name}.py" for name in imports_of(root / script)}
+    for module in set(re.findall(DOTTED, job.shell)) - {LAUNCHER}:
+        assert file_of(root, module), f"{job.rule} runs {module}, which is not in the package"
+        used |= imports_of(root, module)
     if re.search(r"\bcargo build\b", job.shell):
         used |= set(crate_files(root))
     return used
 
 
 def named_by_rules(root: Path) -> set[str]:
-    """Scripts the rule files name, whether or not this config instantiates their rules."""
+    """Modules the rule files run, whether or not this config instantiates their rules."""
     text = "\n".join(p.read_text() for p in (root / "workflow/rules").glob("*.smk"))
-    return {
-        f"{SCRIPTS}/{n}.py" for n in re.findall(r"(?:\{SCRIPTS\}|workflow/scripts)/(\w+)\.py", text)
-    }
+    modules = set(re.findall(DOTTED, text))
+    return set().union(*(imports_of(root, m) for m in modules))
 
 
 def workflow_imports(root: Path) -> set[str]:
     """Modules the workflow definition imports at parse time (and what they import)."""
     names: set[str] = set()
     for path in [root / "Snakefile", *sorted((root / "workflow/rules").glob("*.smk"))]:
-        names |= set(re.findall(r"^\s*(?:from|import) (\w+)", path.read_text(), flags=re.M))
-    scripts = root / SCRIPTS
-    names = {n for n in names if (scripts / f"{n}.py").is_file()}
-    for name in list(names):
-        names |= imports_of(scripts / f"{name}.py")
-    return {f"{SCRIPTS}/{n}.py" for n in names}
+        names |= set(re.findall(rf"^\s*from ({DOTTED}) import", path.read_text(), flags=re.M))
+    return set().union(*(imports_of(root, n) for n in names))
 
 
 def downstream(jobs: list[Job], start: set) -> set:
@@ -136,19 +151,19 @@ def every_job(pipeline) -> list[Job]:
 
 
 def test_the_derivation_sees_every_script(pipeline, every_job):
-    """Each script is run by a job, imported by one that is, or used by the workflow itself.
+    """Each module is run by a job, imported by one that is, or used by the workflow itself.
 
     Guards the derivation: a script no job is found to use would pass the test below
     vacuously (nothing planned, nothing expected).
     """
     used = set().union(*(code_of(job, pipeline) for job in every_job))
     assert {"analyse", "report", "train_burn", "build_burn"} <= {j.rule for j in every_job}
-    assert f"{SCRIPTS}/verdict.py" in code_of(
+    assert f"{SRC}/{PACKAGE}/judgement/verdict.py" in code_of(
         next(j for j in every_job if j.rule == "report"), pipeline
     )
-    # A script only a rule this small config does not instantiate runs (the sweep summary)
+    # A module only a rule this small config does not instantiate runs (the sweep summary)
     # is named by the rule files; anything else would be covered by nothing.
-    unaccounted = set(script_files(pipeline)) - used - workflow_imports(pipeline)
+    unaccounted = set(package_files(pipeline)) - used - workflow_imports(pipeline)
     unaccounted -= named_by_rules(pipeline)
     assert not unaccounted, f"no job runs or imports {sorted(unaccounted)}"
     assert set(crate_files(pipeline)) <= used

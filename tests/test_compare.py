@@ -11,8 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-import compare
-from conftest import ROOT, SCRIPTS
+from conftest import ROOT, python_module
+from torch_burn_parity.analysis import compare
 
 # The user's original script, unchanged: prints {"sgd": ..., "adam": ...} with nested params.
 SEED_SCRIPT = ROOT / "tests" / "seed" / "train_both.py"
@@ -41,7 +41,7 @@ def write(path, data):
 
 
 def run(*args) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, SCRIPTS / "compare.py", *map(str, args)]
+    cmd = [*python_module("analysis.compare"), *map(str, args)]
     return subprocess.run(cmd, capture_output=True, text=True)
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import config_diff as cd
-from parity_config import experiment_spec
+from torch_burn_parity.analysis import config_diff as cd
+from torch_burn_parity.config.parity_config import experiment_spec
 
 SGD = {
     "optimizer": "sgd",
@@ -519,7 +519,7 @@ def test_layer_rows_come_after_the_clipping_and_before_the_backend():
 
 def run_file(folder, framework: str, layers: dict | None, model: str | None = "cnn_bn"):
     """A run file with the fields the config diff reads (and experiment_block checks)."""
-    from model_specs import spec as model_spec
+    from torch_burn_parity.models.model_specs import spec as model_spec
 
     meta = {"framework": framework, **({"model": model} if model else {})}
     if layers is not None:

@@ -8,20 +8,18 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-import cpu_path
 import golden_numbers
-import machine
-from conftest import ADAM, SCRIPTS, SGD, small_config
-from cpu_section import cpu_section
-from gaps import param_matrix
-from parity_config import ConfigError, experiment_spec
-from parity_io import experiment_block
+from conftest import ADAM, SGD, python_module, small_config
+from torch_burn_parity.analysis.gaps import param_matrix
+from torch_burn_parity.config import cpu_path, machine
+from torch_burn_parity.config.parity_config import ConfigError, experiment_spec
+from torch_burn_parity.io.parity_io import experiment_block
+from torch_burn_parity.report.cpu_section import cpu_section
 
 HAS_QEMU = shutil.which("qemu-x86_64") is not None
 needs_qemu = pytest.mark.skipif(not HAS_QEMU, reason="qemu-x86_64 not installed (qemu-user)")
@@ -90,7 +88,7 @@ def test_a_hand_run_takes_the_configs_setting(write_config, dataset, tmp_path):
     config = write_config(small_config(1, adam=ADAM) | {"cpu_path": "compatible"})
     out = tmp_path / "t.json"
     env = {k: v for k, v in os.environ.items() if k not in cpu_path.VARIABLES}
-    subprocess.run([sys.executable, SCRIPTS / "train_torch.py", "--experiment", "adam",
+    subprocess.run([*python_module("training.train_torch"), "--experiment", "adam",
                     "--dtype", "f32", "--config", config, "--data", dataset, "--out", out],
                    check=True, env=env, capture_output=True)  # fmt: skip
     path = experiment_block(out)["meta"]["cpu_path"]
@@ -159,7 +157,7 @@ def test_pytorch_pinned_to_avx2_trains_sgd_as_an_avx2_cpu(write_config, dataset,
     blocks = {}
     for name, prefix in (("pinned", []), ("haswell", ["qemu-x86_64", "-cpu", "Haswell"])):
         out = tmp_path / f"{name}.json"
-        subprocess.run([*prefix, sys.executable, SCRIPTS / "train_torch.py", "--experiment",
+        subprocess.run([*prefix, *python_module("training.train_torch"), "--experiment",
                         "sgd", "--dtype", dtype, "--config", config, "--data", dataset,
                         "--out", out], check=True, env=env, capture_output=True)  # fmt: skip
         blocks[name] = experiment_block(out)

@@ -7,9 +7,7 @@ import struct
 
 import pytest
 
-import make_data
-import model_specs
-from parity_io import (
+from torch_burn_parity.io.parity_io import (
     DTYPE_F32,
     DTYPE_I64,
     FormatError,
@@ -17,6 +15,8 @@ from parity_io import (
     encode_dataset,
     read_dataset,
 )
+from torch_burn_parity.models import model_specs
+from torch_burn_parity.training import make_data
 
 
 def f32(x: float) -> float:

@@ -12,7 +12,7 @@ import yaml
 
 from conftest import ROOT
 from pipeline_helpers import copy_project, snakemake
-from verdict import rounding_floor
+from torch_burn_parity.judgement.verdict import rounding_floor
 
 # The replays must reach rounding at every step: the experiment's own rounding floor at that
 # step (verdict.rounding_floor of its steps table), the bound the verdict itself uses, never
@@ -184,8 +184,8 @@ def test_the_ndarray_gap_is_in_the_gradients_not_the_update(default_run):
     """Replayed on Burn's own recorded gradients, Burn's update (and its running statistics)
     reproduce the NdArray run to rounding: what the replay on PyTorch's gradients cannot
     follow is the backward pass."""
-    import replay as rp
-    from parity_io import experiment_block, read_dataset
+    from torch_burn_parity.analysis import replay as rp
+    from torch_burn_parity.io.parity_io import experiment_block, read_dataset
 
     runs = default_run / "results/runs/cnn_bn_sgd_ndarray"
     torch_run = experiment_block(runs / "torch-f64.json")
@@ -195,7 +195,7 @@ def test_the_ndarray_gap_is_in_the_gradients_not_the_update(default_run):
     steps, batch = len(burn_run["losses"]), burn_run["meta"]["batch_size"]
     grads = burn_run["trajectory"]["grads"]
     losses, snapshots = rp.run(arrays, variant, steps, batch, grads, "cnn_bn")
-    from gaps import param_matrix
+    from torch_burn_parity.analysis.gaps import param_matrix
 
     floor = pd.read_csv(default_run / "results/tables/steps_cnn_bn_sgd_ndarray.csv")
     floor = rounding_floor(floor["torch_f64"], floor["burn_f64"])

@@ -16,8 +16,8 @@ import sys
 import pytest
 
 from conftest import ADAM, ROOT, SGD
-from parity_io import read_run
 from pipeline_helpers import copy_project
+from torch_burn_parity.io.parity_io import read_run
 
 STEP, PARAMETER, INDEX, DELTA = 3, "fc.weight", 67, 1e-9
 NAME = "fc.weight[1,19]"  # flat index 67 of PyTorch's [3, 48] fc.weight

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, SCRIPTS, SGD
-from parity_io import experiment_block, read_run, write_atomic
+from conftest import ROOT, SGD, python_module
 from pipeline_helpers import (
     EXPECTED,
     copy_project,
@@ -25,6 +24,7 @@ from pipeline_helpers import (
     small_pipeline_config,
     snakemake,
 )
+from torch_burn_parity.io.parity_io import experiment_block, read_run, write_atomic
 
 # A learning rate at which f32 overflows within the small config's 6 steps.
 BOOM = dict(SGD, lr=1e6)
@@ -176,7 +176,7 @@ def test_bad_run_file_stops_naming_it_then_removing_it_recovers(pipeline, damage
     The trap this guards against: the stop removes the failed jobs' outputs but the old
     report stays, newer than every input still there; once the bad file is gone nothing
     asks for it, so the plain rerun said "Nothing to be done" with missing tables, a
-    missing run file and the old report (see workflow/scripts/stale_report.py).
+    missing run file and the old report (see tooling/stale_report.py).
     """
     damage, name, messages = BAD_RUN_FILES[bad]
     run = damaged / name
@@ -224,11 +224,10 @@ def test_missing_cargo_is_one_clear_line(damaged):
 # is SIGKILLed as soon as bytes of it land on disk, while the write is still going on.
 WRITER = """
 import sys
-sys.path.insert(0, sys.argv[1])
-from parity_io import write_atomic
-payload = b"N" * int(sys.argv[3])
+from torch_burn_parity.io.parity_io import write_atomic
+payload = b"N" * int(sys.argv[2])
 print("ready", flush=True)
-write_atomic(sys.argv[2], payload)
+write_atomic(sys.argv[1], payload)
 """
 OLD = b"the old, complete content\n"
 
@@ -240,7 +239,7 @@ def kill_while_writing(target: Path, size: int) -> bool:
     the payload (more than the old content, less than the payload).
     """
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(SCRIPTS), str(target), str(size)],
+        [sys.executable, "-c", WRITER, str(target), str(size)],
         stdout=subprocess.PIPE,
     )
     try:
@@ -310,6 +309,20 @@ SCRIPT_ARGV = {
     "train_torch": "--experiment sgd --dtype f32 --config {spec} --data {data} --out {out}/t.json",
     # report.py reads a results directory: the bad file is put inside a copy of it.
     "report": "--config {config} --results {results} --data {data} --out {out}/report.md",
+}
+# The package module of each script above.
+MODULE_OF = {
+    "compare": "analysis.compare",
+    "steps_table": "analysis.steps_table",
+    "probe": "analysis.probe",
+    "replay": "analysis.replay",
+    "bias_correction": "analysis.bias_correction",
+    "plots": "report.plots",
+    "provenance": "report.provenance",
+    "render_html": "report.render_html",
+    "config_diff": "analysis.config_diff",
+    "train_torch": "training.train_torch",
+    "report": "report.report",
 }
 SGD_RUNS = {f"{fw}_{dt}": f"runs/sgd/{fw}-{dt}.json" for fw in FRAMEWORKS for dt in DTYPES}
 SCRIPT_INPUTS = {
@@ -393,7 +406,7 @@ def test_a_script_answers_bad_input_with_one_line(pipeline, tmp_path, script, na
     out.mkdir()
     argv = SCRIPT_ARGV[script].format(out=out, results=results, **inputs).split()
     proc = subprocess.run(
-        [sys.executable, SCRIPTS / f"{script}.py", *argv], capture_output=True, text=True
+        [*python_module(MODULE_OF[script]), *argv], capture_output=True, text=True
     )
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr, proc.stderr

@@ -10,10 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import gaps
-import make_data
-import model_specs
-from parity_io import (
+from torch_burn_parity.analysis import gaps
+from torch_burn_parity.io.parity_io import (
     DTYPE_F32,
     DTYPE_I64,
     FormatError,
@@ -22,6 +20,8 @@ from parity_io import (
     write_atomic,
     write_run,
 )
+from torch_burn_parity.models import model_specs
+from torch_burn_parity.training import make_data
 
 PARAM_NAMES = model_specs.CNN1D.param_names  # the seed model's
 

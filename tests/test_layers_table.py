@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import layers_table as lt
-import plots
-from model_specs import spec as model_spec
+from torch_burn_parity.analysis import layers_table as lt
+from torch_burn_parity.models.model_specs import spec as model_spec
+from torch_burn_parity.report import plots
 
 STEPS = 3
 PROBE_STEPS = [1, 3]

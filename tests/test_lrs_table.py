@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import lrs_table as lt
 from conftest import SGD, small_config
+from torch_burn_parity.analysis import lrs_table as lt
 
 STEPS = 8
 # SGD (the schedule does not depend on the optimizer), each schedule kind; linear and cosine

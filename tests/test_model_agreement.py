@@ -1,7 +1,7 @@
-"""Each registered model's two definitions agree: the PyTorch module (workflow/scripts/
-model_*.py) and the Burn module (rust/src/models/) compute the same thing from the same
-dataset file, and a dataset whose names or shapes one side does not declare is refused by
-that side before any step, naming the array.
+"""Each registered model's two definitions agree: the PyTorch module
+(src/torch_burn_parity/models/model_*.py) and the Burn module (rust/src/models/) compute the
+same thing from the same dataset file, and a dataset whose names or shapes one side does not
+declare is refused by that side before any step, naming the array.
 
 This is the test to run after adding a model (README: "Adding a model"): it covers every
 model in model_specs.SPECS without being told about it.
@@ -10,16 +10,20 @@ model in model_specs.SPECS without being told about it.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-import make_data
-import model_specs
-from conftest import SCRIPTS, SGD, small_config
-from parity_io import decode_dataset, encode_dataset, experiment_block, write_atomic
+from conftest import SGD, python_module, small_config
+from torch_burn_parity.io.parity_io import (
+    decode_dataset,
+    encode_dataset,
+    experiment_block,
+    write_atomic,
+)
+from torch_burn_parity.models import model_specs
+from torch_burn_parity.training import make_data
 
 MODELS = list(model_specs.SPECS)
 # The forward at initialisation: the same f32 values widened to f64, the same layers.
@@ -27,7 +31,7 @@ INIT_BOUND = 1e-12
 
 
 def trainer(framework: str, burn_binary) -> list:
-    return [sys.executable, SCRIPTS / "train_torch.py"] if framework == "torch" else [burn_binary]
+    return python_module("training.train_torch") if framework == "torch" else [burn_binary]
 
 
 def train(framework, burn_binary, config, data, out) -> subprocess.CompletedProcess:
@@ -171,7 +175,7 @@ def test_the_config_schema_offers_exactly_the_registered_models():
 
     from conftest import ROOT
 
-    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    schema = yaml.safe_load((ROOT / "src/torch_burn_parity/config/config.schema.yaml").read_text())
     assert schema["$defs"]["experiment"]["properties"]["model"]["enum"] == MODELS
 
 
@@ -179,8 +183,8 @@ def test_burns_clipping_is_replayed_per_burn_tensor(burn_binary, write_config, t
     """Burn clips each of its tensors by its own norm; the transformer's packed in_proj_weight
     is three of them (query, key, value). The replay clips those three blocks apart and so
     reproduces Burn's run; clipping the packed tensor as one would not."""
-    import replay as rp
-    from gaps import param_matrix
+    from torch_burn_parity.analysis import replay as rp
+    from torch_burn_parity.analysis.gaps import param_matrix
 
     data = model_dataset("transformer", tmp_path)
     exp = dict(SGD, model="transformer", lr=0.1, clip_grad={"norm": 0.01})

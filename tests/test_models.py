@@ -11,18 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-import make_data
-import model_cnn1d
-import model_cnn_bn
-import model_specs
-import model_transformer
-import models
-import probe
-import train_torch
 from conftest import ADAM, SGD, small_config
-from model_specs import ModelError
-from parity_config import experiment_spec
-from parity_io import (
+from torch_burn_parity.analysis import probe
+from torch_burn_parity.config.parity_config import experiment_spec
+from torch_burn_parity.io.parity_io import (
     DTYPE_F32,
     DTYPE_I64,
     decode_dataset,
@@ -30,6 +22,15 @@ from parity_io import (
     write_atomic,
     write_run,
 )
+from torch_burn_parity.models import (
+    model_cnn1d,
+    model_cnn_bn,
+    model_specs,
+    model_transformer,
+    models,
+)
+from torch_burn_parity.models.model_specs import ModelError
+from torch_burn_parity.training import make_data, train_torch
 
 # sha256 of the cnn1d dataset file as make_data.py wrote it before the registry existed
 # (computed by the old code, commit dbf0dff, and equal to the pipeline's dataset.bin then):

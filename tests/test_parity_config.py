@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-import make_data
-from check_config import (
+from conftest import ADAM, ROOT, SGD
+from optimizer_examples import ADAGRAD, ADAMW, RMSPROP
+from pipeline_helpers import small_pipeline_config
+from torch_burn_parity.config.check_config import (
     SCHEMA,
     check_config,
     closest_key,
@@ -24,9 +26,7 @@ from check_config import (
     schema_problems,
     sweep_problems,
 )
-from conftest import ADAM, ROOT, SGD
-from optimizer_examples import ADAGRAD, ADAMW, RMSPROP
-from parity_config import (
+from torch_burn_parity.config.parity_config import (
     DATASET_SIZE,
     HYPERPARAMETERS,
     PARAMETER_SHAPES,
@@ -34,8 +34,8 @@ from parity_config import (
     experiment_spec,
     probe_problem,
 )
-from pipeline_helpers import small_pipeline_config
-from sweeps import expand_all
+from torch_burn_parity.config.sweeps import expand_all
+from torch_burn_parity.training import make_data
 
 SCHEMA_DICT = load_schema()
 
@@ -1133,7 +1133,7 @@ def test_check_config_stops_with_the_lines_and_no_traceback():
 
 
 def test_by_hand(tmp_path, capsys):
-    from check_config import main
+    from torch_burn_parity.config.check_config import main
 
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump(small_pipeline_config()))

@@ -13,10 +13,10 @@ from pathlib import Path
 import pandas as pd
 
 import golden_numbers
-import machine
-from cpu_path import describe
-from parity_io import experiment_block
 from pipeline_helpers import EXPECTED, EXPERIMENTS, edited, planned_jobs, rules, snakemake
+from torch_burn_parity.config import machine
+from torch_burn_parity.config.cpu_path import describe
+from torch_burn_parity.io.parity_io import experiment_block
 
 
 def test_pipeline_writes_every_output(pipeline):

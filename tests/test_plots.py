@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
-import plots
-import verdict
-from conftest import SCRIPTS
+from conftest import python_module
+from torch_burn_parity.judgement import verdict
+from torch_burn_parity.report import plots
 
 STEPS = 30
 F32_NOISE = np.linspace(2e-8, 5e-7, STEPS)  # a typical f32-vs-f64 gap series
@@ -81,7 +80,7 @@ def test_script_gives_the_same_bytes_in_another_process(tmp_path):
     in_process = render(frame, tmp_path / "a")
     csv, out = tmp_path / "a" / "steps_exp.csv", tmp_path / "b"
     out.mkdir()
-    subprocess.run([sys.executable, SCRIPTS / "plots.py", "--experiment", "exp", "--steps", csv,
+    subprocess.run([*python_module("report.plots"), "--experiment", "exp", "--steps", csv,
                     "--tol", "1e-6", "--tol-f64", "1e-12", "--gaps", out / "gaps.png",
                     "--losses", out / "losses.png"], check=True, capture_output=True)  # fmt: skip
     assert ((out / "gaps.png").read_bytes(), (out / "losses.png").read_bytes()) == in_process

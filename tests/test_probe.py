@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import probe
+from torch_burn_parity.analysis import probe
 
 
 def test_the_choice_skips_gradients_that_are_rounding_noise():

@@ -17,17 +17,16 @@ import pytest
 import torch
 
 import golden_numbers
-import machine
-import make_data
-import models
-import replay as rp
-import train_torch
 from conftest import SGD, small_config
-from cpu_path import describe
-from gaps import buffer_columns, param_matrix, step_gaps
-from parity_config import experiment_spec
-from parity_io import decode_dataset, write_atomic, write_run
-from verdict import ABSOLUTE_FLOOR
+from torch_burn_parity.analysis import replay as rp
+from torch_burn_parity.analysis.gaps import buffer_columns, param_matrix, step_gaps
+from torch_burn_parity.config import machine
+from torch_burn_parity.config.cpu_path import describe
+from torch_burn_parity.config.parity_config import experiment_spec
+from torch_burn_parity.io.parity_io import decode_dataset, write_atomic, write_run
+from torch_burn_parity.judgement.verdict import ABSOLUTE_FLOOR
+from torch_burn_parity.models import models
+from torch_burn_parity.training import make_data, train_torch
 
 STEPS, MOMENTUM = 6, 0.1
 

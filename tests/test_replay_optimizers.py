@@ -11,16 +11,15 @@ import pandas as pd
 import pytest
 import torch
 
-import model_specs
-import models
-import replay as rp
-import verdict as vd
 from conftest import ADAM, SGD, small_config
-from gaps import param_matrix, step_gaps
 from optimizer_examples import ADAGRAD, ADAMW, RMSPROP
-from parity_config import experiment_spec
-from parity_io import experiment_block, read_dataset, write_run
-from train_torch import train
+from torch_burn_parity.analysis import replay as rp
+from torch_burn_parity.analysis.gaps import param_matrix, step_gaps
+from torch_burn_parity.config.parity_config import experiment_spec
+from torch_burn_parity.io.parity_io import experiment_block, read_dataset, write_run
+from torch_burn_parity.judgement import verdict as vd
+from torch_burn_parity.models import model_specs, models
+from torch_burn_parity.training.train_torch import train
 
 PARAM_NAMES = model_specs.CNN1D.param_names  # the seed model's
 

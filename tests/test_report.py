@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import report
 from pipeline_helpers import EXPERIMENTS
+from torch_burn_parity.report import report
 
 
 def section(text: str, experiment: str) -> str:
@@ -65,10 +65,10 @@ def test_a_setting_is_written_as_a_person_writes_it():
 def test_the_burn_backends_named_are_those_the_runs_recorded(tmp_path):
     from types import SimpleNamespace
 
-    from model_specs import CNN1D
+    from torch_burn_parity.models.model_specs import CNN1D
 
     PARAM_NAMES = CNN1D.param_names
-    from provenance import run_backends
+    from torch_burn_parity.report.provenance import run_backends
 
     def runs(backend):
         meta = {} if backend is None else {"backend": backend}  # None: a run before the setting
@@ -188,7 +188,7 @@ def test_verdict_table_names_its_gap_measures(report_md):
 def test_clean_checkout_with_untracked_files_is_not_dirty(tmp_path):
     import subprocess
 
-    from machine import git_state
+    from torch_burn_parity.config.machine import git_state
 
     run = {"cwd": tmp_path, "check": True, "capture_output": True}
     subprocess.run(["git", "init", "-q"], **run)
@@ -216,11 +216,9 @@ def cnn_bn_results(
     (Burn's biased estimator; cnn_bn only), Burn's train-mode losses by loss_shift; the
     replay leaves replay_gap (by default: it reproduces Burn's run), the counterfactual
     reproduces PyTorch's."""
-    import config_diff
-    import layers_table
-    import steps_table
-    from model_specs import spec as model_spec
-    from parity_config import experiment_spec
+    from torch_burn_parity.analysis import config_diff, layers_table, steps_table
+    from torch_burn_parity.config.parity_config import experiment_spec
+    from torch_burn_parity.models.model_specs import spec as model_spec
 
     model = model_spec(name)
     shapes = model.shapes()

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from stale_lock import clear_stale_locks
+from torch_burn_parity.tooling.stale_lock import clear_stale_locks
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 import yaml
 
-import sweeps
 from conftest import ADAM, SGD
-from parity_config import HYPERPARAMETERS
 from pipeline_helpers import copy_project, planned_jobs, rules, snakemake
+from torch_burn_parity.config import sweeps
+from torch_burn_parity.config.parity_config import HYPERPARAMETERS
 
 SWEEP = {"base": dict(ADAM), "axes": {"lr": [0.001, 0.1], "keep_defaults": [{}, {"burn": ["eps"]}]}}
 
@@ -144,7 +144,7 @@ def test_changing_one_axis_value_reruns_only_the_new_points(swept):
 
 
 def check(config: dict) -> list[str]:
-    from check_config import config_problems, load_schema, sweep_problems
+    from torch_burn_parity.config.check_config import config_problems, load_schema, sweep_problems
 
     schema = load_schema()
     problems = config_problems(config, schema) or sweep_problems(config, schema)

@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pytest
 
-import compare
-import verdict as v
+from torch_burn_parity.analysis import compare
+from torch_burn_parity.judgement import verdict as v
 
 SAFETY = 100.0  # the f64 gap may be this many times the f64-scaled f32 noise
 ABSOLUTE_FLOOR = 64 * 2.0**-52  # 64 f64 ulps of a parameter of size 1: 1.42e-14

@@ -11,12 +11,16 @@ import numpy as np
 import pytest
 import torch
 
-import model_specs
 from conftest import ADAM, SGD, small_config
 from optimizer_examples import ADAGRAD, ADAMW, RMSPROP
-from parity_config import FRAMEWORK_DEFAULTS, HYPERPARAMETERS, experiment_spec
-from parity_io import read_dataset
-from train_torch import OPTIMIZERS, train
+from torch_burn_parity.config.parity_config import (
+    FRAMEWORK_DEFAULTS,
+    HYPERPARAMETERS,
+    experiment_spec,
+)
+from torch_burn_parity.io.parity_io import read_dataset
+from torch_burn_parity.models import model_specs
+from torch_burn_parity.training.train_torch import OPTIMIZERS, train
 
 PARAM_NAMES = model_specs.CNN1D.param_names  # the seed model's
 

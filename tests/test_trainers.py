@@ -5,16 +5,15 @@ from __future__ import annotations
 import math
 import struct
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-import make_data
-import model_specs
-from conftest import ADAM, SCRIPTS, SGD, small_config
-from parity_config import HYPERPARAMETERS
-from parity_io import experiment_block, read_run, write_atomic
+from conftest import ADAM, SGD, python_module, small_config
+from torch_burn_parity.config.parity_config import HYPERPARAMETERS
+from torch_burn_parity.io.parity_io import experiment_block, read_run, write_atomic
+from torch_burn_parity.models import model_specs
+from torch_burn_parity.training import make_data
 
 PARAM_NAMES = model_specs.CNN1D.param_names  # the seed model's
 
@@ -160,7 +159,7 @@ def cnn_bn_runs(burn_binary, write_config, tmp_path_factory):
 
 
 def trainer_command(framework: str, burn_binary) -> list:
-    return [sys.executable, SCRIPTS / "train_torch.py"] if framework == "torch" else [burn_binary]
+    return python_module("training.train_torch") if framework == "torch" else [burn_binary]
 
 
 def test_both_trainers_write_the_same_cnn_bn_keys(cnn_bn_runs):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-import verdict as v
+from torch_burn_parity.judgement import verdict as v
 
 STEPS = 50
 F32_NOISE = np.linspace(2e-8, 5e-7, STEPS)  # a typical f32-vs-f64 gap series

@@ -1,4 +1,4 @@
-"""workflow/scripts/warm.py: a script run through the warm server behaves as `python SCRIPT`.
+"""tooling/warm.py: a module or script run through the warm server behaves as `python SCRIPT`.
 
 Each test gets its own server (its own XDG_RUNTIME_DIR) that idles out after a few seconds.
 The pipeline-level check — every output byte-identical with and without the server — is
@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
 from pipeline_helpers import copy_project, small_pipeline_config, snakemake
 
-WARM = ROOT / "workflow/scripts/warm.py"
+WARM = [sys.executable, "-m", "torch_burn_parity.tooling.warm"]
 
 SHOW = """
 import os, sys
@@ -51,7 +50,7 @@ def script(tmp_path: Path, text: str, name: str = "job.py") -> Path:
 
 def run(args, env, cwd, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(WARM), *map(str, args)],
+        [*WARM, *map(str, args)],
         env=env,
         cwd=cwd,
         capture_output=True,
@@ -92,6 +91,27 @@ def test_a_script_sees_what_python_would_give_it(tmp_path, env):
     assert len(server_pids(env)) == 1, "the script did not run through a server"
 
 
+def test_a_module_runs_as_python_m_would_run_it(tmp_path, env):
+    """The pipeline's form: a dotted module name, found from the working directory."""
+    package = tmp_path / "warm_test_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    script(package, SHOW, name="show.py")
+    env["WARM_TEST_VALUE"] = "7"
+    warm = run(["warm_test_pkg.show", 0, "x"], env, tmp_path, input="in\n")
+    cold = subprocess.run(
+        [sys.executable, "-m", "warm_test_pkg.show", "0", "x"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, input="in\n",
+    )  # fmt: skip
+    assert warm.returncode == cold.returncode == 0
+    assert warm.stdout == cold.stdout
+    assert "argv ['0', 'x']" in warm.stdout and "env 7" in warm.stdout
+    assert "warm: show exit 0, cpu" in warm.stderr
+    missing = run(["warm_test_pkg.absent"], env, tmp_path)
+    assert missing.returncode != 0
+    assert missing.stderr.strip() == "warm: warm_test_pkg.absent: no such module"
+
+
 def test_the_server_is_reused_and_an_edited_script_takes_effect(tmp_path, env):
     job = script(tmp_path, "print('first')")
     assert run([job], env, tmp_path).stdout == "first\n"
@@ -117,7 +137,7 @@ def test_a_killed_client_takes_its_child_with_it(tmp_path, env):
         tmp_path,
         f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)",
     )
-    client = subprocess.Popen([sys.executable, str(WARM), str(job)], env=env, cwd=tmp_path)
+    client = subprocess.Popen([*WARM, str(job)], env=env, cwd=tmp_path)
     deadline = time.monotonic() + 60
     while not pid_file.exists() or not pid_file.read_text():
         assert time.monotonic() < deadline, "the script never started"

@@ -13,22 +13,17 @@ rule analyse:
     """
     input:
         unpack(lambda w: run_files(w.experiment)),
-        compare_script=f"{SCRIPTS}/compare.py",
-        steps_table_script=f"{SCRIPTS}/steps_table.py",
-        config_diff_script=f"{SCRIPTS}/config_diff.py",
-        replay_script=f"{SCRIPTS}/replay.py",
-        probe_script=f"{SCRIPTS}/probe.py",
-        plots_script=f"{SCRIPTS}/plots.py",
-        lrs_table_script=f"{SCRIPTS}/lrs_table.py",
-        layers_table_script=f"{SCRIPTS}/layers_table.py",
-        render_html_script=f"{SCRIPTS}/render_html.py",
-        modules=[
-            *IO_MODULES,
-            GAPS_MODULE,
-            VERDICT_MODULE,
-            *CONFIG_MODULES,
-            *MODEL_MODULES,
-        ],
+        code=code(
+            "analysis.compare",
+            "analysis.steps_table",
+            "analysis.config_diff",
+            "analysis.replay",
+            "analysis.probe",
+            "analysis.lrs_table",
+            "analysis.layers_table",
+            "report.plots",
+            "report.render_html",
+        ),
         spec="results/specs/{experiment}.json",
         data=lambda w: dataset(w.experiment),
     output:
@@ -85,52 +80,52 @@ rule analyse:
     shell:
         """
         # The seed's compare output: torch vs burn at each dtype, with its tolerance.
-        python workflow/scripts/warm.py {input.compare_script} {input.torch_f32} {input.burn_f32} \
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.compare {input.torch_f32} {input.burn_f32} \
             --tol {params.tol_f32} --out {output.compare[0]} >{log.compare} 2>&1
-        python workflow/scripts/warm.py {input.compare_script} {input.torch_f64} {input.burn_f64} \
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.compare {input.torch_f64} {input.burn_f64} \
             --tol {params.tol_f64} --out {output.compare[1]} >>{log.compare} 2>&1
         # Per-step gaps with the precision ladder (f32 gap, each side's f32-vs-f64, f64-f64).
-        python workflow/scripts/warm.py {input.steps_table_script} --experiment {wildcards.experiment} \
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.steps_table --experiment {wildcards.experiment} \
             --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
             --report-steps {params.report_steps} \
             --csv {output.steps_csv} --md {output.steps_md} >{log.steps} 2>&1
         # What each framework does with the experiment's settings.
-        python workflow/scripts/warm.py {input.config_diff_script} --spec {input.spec} \
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.config_diff --spec {input.spec} \
             --torch-run {input.torch_f64} --burn-run {input.burn_f64} \
             --csv {output.config_diff_csv} --md {output.config_diff_md} \
             >{log.config_diff} 2>&1
         # Burn's update rule replayed on the PyTorch side in f64, and its counterfactual.
-        python workflow/scripts/warm.py {input.replay_script} --experiment {wildcards.experiment} \
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.replay --experiment {wildcards.experiment} \
             --data {input.data} --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
             --report-steps {params.report_steps} \
             --replay-csv {output.replay_csv} --replay-md {output.replay_md} \
             --counterfactual-csv {output.counterfactual_csv} \
             --counterfactual-md {output.counterfactual_md} >{log.replay} 2>&1
         # Step-1 gradient and update of the least accurate (or the configured) parameter.
-        python workflow/scripts/warm.py {input.probe_script} --experiment {wildcards.experiment} \
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.probe --experiment {wildcards.experiment} \
             --data {input.data} --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} {params.probe} \
             --csv {output.probe_csv} --md {output.probe_md} >{log.probe} 2>&1
         # The lr each framework's scheduler gave at every step, and where they part.
-        python workflow/scripts/warm.py {input.lrs_table_script} \
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.lrs_table \
             --experiment {wildcards.experiment} \
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
             --report-steps {params.report_steps} \
             --csv {output.lrs_csv} --md {output.lrs_md} >{log.lrs} 2>&1
         # Layer by layer at the probe steps: where the difference enters, and its plot.
-        python workflow/scripts/warm.py {input.layers_table_script} \
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.layers_table \
             --experiment {wildcards.experiment} \
             --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
             --csv {output.layers_csv} --md {output.layers_md} --png {output.layers_png} \
             >{log.layers} 2>&1
         # Gap curves against the rounding floor, and |Δloss| on a log scale.
-        python workflow/scripts/warm.py {input.plots_script} --experiment {wildcards.experiment} \
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.report.plots --experiment {wildcards.experiment} \
             --steps {output.steps_csv} --tol {params.tol_f32} --tol-f64 {params.tol_f64} \
             --gaps {output.gaps} --losses {output.losses} >{log.plots} 2>&1
         # Every table and compare output above as a page for the Snakemake report.
-        python workflow/scripts/warm.py {input.render_html_script} \
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.report.render_html \
             --tables {params.page_sources} --tables-out {output.pages} >{log.pages} 2>&1
         """
 
@@ -138,8 +133,7 @@ rule analyse:
 rule bias_correction_table:
     """Burn's f32 Adam factor against the same formula in f64, for every Adam experiment."""
     input:
-        script=f"{SCRIPTS}/bias_correction.py",
-        modules=[*IO_MODULES, GAPS_MODULE],
+        code=code("analysis.bias_correction"),
         runs=expand(
             "results/runs/{experiment}/burn-f32.json", experiment=adam_experiments()
         ),
@@ -151,15 +145,14 @@ rule bias_correction_table:
     params:
         report_steps=config["report_steps"],
     shell:
-        "python workflow/scripts/warm.py {input.script} {input.runs} --report-steps {params.report_steps}"
+        "python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.bias_correction {input.runs} --report-steps {params.report_steps}"
         " --csv {output.csv} --md {output.md} > {log} 2>&1"
 
 
 rule provenance:
     """Versions, CPU and SIMD flags, threads, git commit and config hash of this run."""
     input:
-        script=f"{SCRIPTS}/provenance.py",
-        io=[*IO_MODULES, *CPU_PATH_MODULES],
+        code=code("report.provenance"),
         config="results/specs/report/config.json",
         runs=[f for e in EXPERIMENTS for f in run_files(e).values()],
     output:
@@ -167,5 +160,5 @@ rule provenance:
     log:
         "results/logs/provenance.log",
     shell:
-        "python workflow/scripts/warm.py {input.script} --config {input.config} --runs {input.runs} --out {output}"
+        "python -m torch_burn_parity.tooling.warm torch_burn_parity.report.provenance --config {input.config} --runs {input.runs} --out {output}"
         " > {log} 2>&1"

@@ -1,19 +1,18 @@
 # Names, wildcard constraints and config helpers shared by every stage.
 import os
-import sys
 
 # snakemake.io.report under another name: a line starting with `report(` would be read
 # as the `report:` keyword.
 from snakemake.io import report as mark_for_report
 
-sys.path.insert(0, f"{workflow.basedir}/workflow/scripts")
-import cpu_path
-from parity_config import DEFAULT_MODEL, HYPERPARAMETERS, MODELS
-from stale_lock import clear_stale_locks
-from sweeps import expand_all
-from stale_report import remove_stale_report
+from torch_burn_parity.config import cpu_path
+from torch_burn_parity.config.parity_config import DEFAULT_MODEL, HYPERPARAMETERS, MODELS
+from torch_burn_parity.config.sweeps import expand_all
+from torch_burn_parity.tooling.code import module_files
+from torch_burn_parity.tooling.stale_lock import clear_stale_locks
+from torch_burn_parity.tooling.stale_report import remove_stale_report
 
-# A lock left by a killed run would stop this one; see workflow/scripts/stale_lock.py.
+# A lock left by a killed run would stop this one; see tooling/stale_lock.py.
 # Only the main Snakemake: one started inside a cluster job cannot see the main one's
 # process and would take its live lock for a stale one.
 if workflow.is_main_process:
@@ -25,11 +24,11 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # PyTorch's libraries read their kernel-path variables once, when they start: set them here,
 # before any job (or the warm server that forks the Python jobs) starts, so every job of
-# this run takes the config's cpu_path (workflow/scripts/cpu_path.py).
+# this run takes the config's cpu_path (config/cpu_path.py).
 cpu_path.apply(config.get("cpu_path", cpu_path.DEFAULT))
 
-# Sweeps become experiments before anything else reads the config (workflow/scripts/
-# sweeps.py); their names are stable, so a changed axis reruns only the new points.
+# Sweeps become experiments before anything else reads the config (config/sweeps.py);
+# their names are stable, so a changed axis reruns only the new points.
 SWEEPS = expand_all(config, HYPERPARAMETERS)
 config.setdefault("experiments", {})
 for _points in SWEEPS.values():
@@ -37,40 +36,19 @@ for _points in SWEEPS.values():
 EXPERIMENTS = list(config["experiments"])
 FRAMEWORKS = ["torch", "burn"]
 DTYPES = ["f32", "f64"]
-SCRIPTS = "workflow/scripts"
-# Modules imported by the scripts: inputs of every rule whose script imports them.
-# parity_io.py takes each model's names and shapes from model_specs.py (no PyTorch).
-IO_MODULES = [f"{SCRIPTS}/parity_io.py", f"{SCRIPTS}/model_specs.py"]
-# parity_config.py takes the models' shapes from model_specs.py, its key suggestions from
-# suggest.py, and what this machine's CPU can take from cpu_path.py and machine.py.
-# cpu_path.py reads the CPU, and the machine a run records, through machine.py.
-CPU_PATH_MODULES = [f"{SCRIPTS}/cpu_path.py", f"{SCRIPTS}/machine.py"]
-CONFIG_MODULES = [
-    f"{SCRIPTS}/parity_config.py",
-    *CPU_PATH_MODULES,
-    f"{SCRIPTS}/model_specs.py",
-    f"{SCRIPTS}/suggest.py",
-]
-GAPS_MODULE = f"{SCRIPTS}/gaps.py"
-VERDICT_MODULE = f"{SCRIPTS}/verdict.py"
-# report.py's section on the CPU paths, and the module that reads them from the run files.
-CPU_REPORT_MODULES = [f"{SCRIPTS}/cpu_section.py", *CPU_PATH_MODULES]
-TORCH_TRAINER = f"{SCRIPTS}/train_torch.py"
-# The PyTorch side of every model (models.py and one module per model), for the trainer
-# and the replay.
-MODEL_MODULES = [
-    f"{SCRIPTS}/models.py",
-    f"{SCRIPTS}/model_cnn1d.py",
-    f"{SCRIPTS}/model_cnn_bn.py",
-    f"{SCRIPTS}/model_transformer.py",
-]
-REPORT_SCRIPT = f"{SCRIPTS}/report.py"
-# report.py reads the gradient probe with probe.py's own rule for rounding-noise gradients.
-PROBE_SCRIPT = f"{SCRIPTS}/probe.py"
-# Rules run their Python scripts as `python workflow/scripts/warm.py script args`, which
-# does what `python script args` does in a process forked from a warm interpreter that has
-# already imported PyTorch, pandas and matplotlib (see warm.py): 0.05 s to start a job
-# instead of 2-4 s. PARITY_WARM=0 runs every script cold; under SLURM cold is the default.
+
+
+def code(*modules):
+    """The files of these modules of the package and of everything they import: a rule's
+    inputs, so that an edit reruns exactly the jobs whose code reads it (tooling/code.py)."""
+    return module_files(*modules)
+
+
+# Rules run the package's modules as `python -m torch_burn_parity.tooling.warm MODULE args`,
+# which does what `python -m MODULE args` does in a process forked from a warm interpreter
+# that has already imported PyTorch, pandas and matplotlib (see tooling/warm.py): 0.05 s to
+# start a job instead of 2-4 s. PARITY_WARM=0 runs every module cold; under SLURM cold is
+# the default.
 
 DEFAULT_TOLERANCE = {"f32": 1e-6, "f64": 1e-12}
 
@@ -259,7 +237,7 @@ def report_sources():
 
 
 # After a failed job, a report whose sources are now missing would look up to date to the
-# next run (see workflow/scripts/stale_report.py): remove it, so that run rebuilds it all.
+# next run (see tooling/stale_report.py): remove it, so that run rebuilds it all.
 onerror:
     remove_stale_report(
         ["results/report.md", "results/report.html", "results/verdicts.html"],

@@ -2,14 +2,13 @@ rule make_data:
     """One model's dataset file, shared by both trainers: inputs and initial weights
     (parameters and buffers), rounded to f32 once."""
     input:
-        script=f"{SCRIPTS}/make_data.py",
-        io=IO_MODULES,
+        code=code("training.make_data"),
     output:
         "results/data/{model}.bin",
     log:
         "results/logs/make_data/{model}.log",
     shell:
-        "python workflow/scripts/warm.py {input.script} --model {wildcards.model}"
+        "python -m torch_burn_parity.tooling.warm torch_burn_parity.training.make_data --model {wildcards.model}"
         " --out {output} > {log} 2>&1"
 
 

@@ -2,14 +2,7 @@ rule report:
     """results/report.md, assembled from the pipeline's outputs only."""
     input:
         unpack(report_inputs),
-        script=f"{SCRIPTS}/report.py",
-        modules=[
-            *IO_MODULES,
-            GAPS_MODULE,
-            VERDICT_MODULE,
-            PROBE_SCRIPT,
-            *CPU_REPORT_MODULES,
-        ],
+        code=code("report.report"),
         data=datasets(),
     output:
         report(
@@ -20,7 +13,7 @@ rule report:
     log:
         "results/logs/report.log",
     shell:
-        "python workflow/scripts/warm.py {input.script} --config {input.config} --results results"
+        "python -m torch_burn_parity.tooling.warm torch_burn_parity.report.report --config {input.config} --results results"
         " --data {input.data} --out {output}"
         " > {log} 2>&1"
 
@@ -53,8 +46,7 @@ rule html_report:
     """report.md as one self-contained HTML page, the landing page's verdicts, and the Adam
     bias-correction table's page (each experiment's pages come from its analyse job)."""
     input:
-        script=f"{SCRIPTS}/render_html.py",
-        io=IO_MODULES,
+        code=code("report.render_html"),
         report="results/report.md",
         bias=BIAS_PAGE[0],
     output:
@@ -73,6 +65,6 @@ rule html_report:
     log:
         "results/logs/html_report.log",
     shell:
-        "python workflow/scripts/warm.py {input.script} --report {input.report}"
+        "python -m torch_burn_parity.tooling.warm torch_burn_parity.report.render_html --report {input.report}"
         " --out {output.html} --verdicts {output.verdicts}"
         " --tables {input.bias} --tables-out {output.bias} > {log} 2>&1"

@@ -16,8 +16,7 @@ rule sweep_spec:
 rule sweep_summary:
     """A row per experiment of one sweep, its verdict and cause, and the parity map."""
     input:
-        script=f"{SCRIPTS}/sweep_summary.py",
-        modules=[*IO_MODULES, GAPS_MODULE, VERDICT_MODULE, REPORT_SCRIPT, PROBE_SCRIPT],
+        code=code("report.sweep_summary"),
         spec="results/specs/sweeps/{sweep}.json",
         tables=lambda w: sweep_tables(w.sweep),
     output:
@@ -32,5 +31,5 @@ rule sweep_summary:
     log:
         "results/logs/sweeps/{sweep}.log",
     shell:
-        "python workflow/scripts/warm.py {input.script} --spec {input.spec} --results results"
+        "python -m torch_burn_parity.tooling.warm torch_burn_parity.report.sweep_summary --spec {input.spec} --results results"
         " --out-dir results/sweeps/{wildcards.sweep} > {log} 2>&1"

@@ -6,8 +6,7 @@
 rule train_torch:
     """PyTorch runs of one experiment, f32 and f64."""
     input:
-        script=TORCH_TRAINER,
-        modules=[*IO_MODULES, *CONFIG_MODULES, *MODEL_MODULES],
+        code=code("training.train_torch"),
         spec="results/specs/{experiment}.json",
         data=lambda w: dataset(w.experiment),
     output:
@@ -16,7 +15,7 @@ rule train_torch:
         "results/logs/train/{experiment}/torch.log",
     shell:
         "for dtype in f32 f64; do"
-        " python workflow/scripts/warm.py {input.script} --experiment {wildcards.experiment} --dtype $dtype"
+        " python -m torch_burn_parity.tooling.warm torch_burn_parity.training.train_torch --experiment {wildcards.experiment} --dtype $dtype"
         " --config {input.spec} --data {input.data}"
         " --out results/runs/{wildcards.experiment}/torch-$dtype.json;"
         " done > {log} 2>&1"

@@ -1,0 +1,1 @@
+"""What differs between the two frameworks, and where: compares, gaps, replay, layers."""

@@ -1,0 +1,358 @@
+"""What each framework will actually do for one experiment, before anything runs.
+
+    python -m torch_burn_parity.analysis.config_diff --spec results/specs/adam.json \\
+        --csv results/tables/config_diff_adam.csv --md results/tables/config_diff_adam.md \\
+        [--torch-run results/runs/adam/torch-f64.json --burn-run results/runs/adam/burn-f64.json]
+
+From the experiment's settings and what is known of the two frameworks (parity_config's
+FRAMEWORK_DEFAULTS and the facts below, read from burn-optim 0.22.1 and PyTorch 2.15), one
+row per hyperparameter or numeric detail, then the learning-rate schedule and the gradient
+clipping when the experiment has them, then the model's layer hyperparameters (BatchNorm's
+momentum and epsilon, LayerNorm's epsilon, GELU's form, the estimator of BatchNorm's running
+variance) as each framework's run file records them (`meta.layer_hyperparameters`, read back
+from the module; none for the seed's cnn1d), then the backend running the tensors, with a
+status:
+
+  same         both frameworks use the same value
+  f32 storage  Burn holds the f32 rounding of PyTorch's value
+  differs      the values differ (e.g. a framework default kept on one side), or the rule does
+  precision    the same formula evaluated at different precision
+  formula      the same quantity at the same precision by different arithmetic (e.g. a
+               recursive vs a closed-form schedule, both in f64): apart by rounding only
+  unused       not used by this configuration (e.g. dampening without momentum)
+  kernels      the same operations run by different tensor kernels (PyTorch's ATen vs the
+               Burn backend): an implementation, not a hyperparameter; apart by rounding only
+
+Burn 0.22.1 holds its learning rate, SGD dampening and AdaGrad lr_decay as f64 and every
+other number below as f32 (AdamConfig, AdamWConfig, AdaGradConfig, RmsPropConfig fields,
+WeightDecayConfig.penalty, Momentum's momentum, GradientClippingConfig's threshold). A
+schedule gives step k the schedule's value at k − 1 in both frameworks (PyTorch steps its
+scheduler after the optimizer step, Burn before, its first call giving the initial lr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from torch_burn_parity.config.parity_config import (
+    BURN_BACKENDS,
+    ConfigError,
+    experiment_spec,
+    load_config,
+    requested_hyperparameters,
+)
+from torch_burn_parity.io.parity_io import FormatError, experiment_block, write_text_atomic
+
+COLUMNS = ["hyperparameter", "torch", "burn", "status", "note"]
+# Hyperparameters Burn 0.22.1 keeps as f32, whichever optimizer has them; its lr, SGD
+# dampening and AdaGrad lr_decay are f64; amsgrad, nesterov and centered are booleans.
+BURN_F32 = {"betas", "eps", "weight_decay", "momentum", "alpha"}
+# Hyperparameters Burn has no setting for: the value it always uses, and why.
+BURN_FIXED = {"initial_accumulator_value": (0.0, "Burn has no such setting: its sum starts at 0")}
+
+
+def fact(name: str, torch: str, burn: str, status: str, note: str = "") -> dict:
+    return {"hyperparameter": name, "torch": torch, "burn": burn, "status": status, "note": note}
+
+
+# ---------------------------------------------------------------- facts per optimizer
+
+L2 = "L2 (grad += wd·p)"
+DECOUPLED = "decoupled (p ·= 1 − lr·wd)"
+# How each optimizer applies weight decay, in both frameworks (shown when either has some).
+WEIGHT_DECAY_STYLE = {"sgd": L2, "adam": L2, "adamw": DECOUPLED, "adagrad": L2, "rmsprop": L2}
+STERBENZ = "exact in both for 0.5 ≤ {0} ≤ 1 (Sterbenz): only {0}'s value counts"
+ONE_MINUS_BETA = fact("1 − β in moment updates", "f64", "f32", "precision", STERBENZ.format("β"))
+# Numbers an optimizer's update computes from its hyperparameters at another precision.
+NUMERIC_DETAILS = {
+    "sgd": [],
+    "adam": [
+        fact("bias-correction factors", "f64 (Python floats)", "f32", "precision",
+             "sqrt(1-β₂^t)/(1-β₁^t) and ε·sqrt(1-β₂^t)"),
+        ONE_MINUS_BETA,
+    ],
+    "adamw": [
+        fact("bias-correction factors", "f64 (Python floats)", "f32", "precision",
+             "1-β₁^t dividing m and 1-β₂^t dividing v"),
+        ONE_MINUS_BETA,
+    ],
+    "adagrad": [],
+    "rmsprop": [fact("1 − α in the square average", "f64", "f32", "precision",
+                     STERBENZ.format("α"))],
+}  # fmt: skip
+CENTERED = fact("centered gradient average", "lerp(ḡ, g, 1 − α)", "α·ḡ + (1 − α)·g", "formula",
+                "the running mean of the gradient, by different arithmetic")  # fmt: skip
+
+# ---------------------------------------------------------------- schedules and clipping
+
+# Each schedule kind as PyTorch (torch/optim/lr_scheduler.py) and Burn (burn-optim
+# src/lr_scheduler/*.rs) compute it: torch, burn, note; {names} are the spec's values, lr the
+# initial lr, end_factor final_lr / lr as train_torch.py passes it. k counts from 0.
+SCHEDULE_FACTS = {
+    "linear": (
+        "LinearLR(start_factor=1.0, end_factor={end_factor}, total_iters={num_steps}), recursive",
+        "Linear(initial_lr={lr}, final_lr={final_lr}, num_iters={num_steps}), closed form",
+        "PyTorch: previous lr·(1 + Δ/(N + (k−1)·Δ)), Δ = end_factor − 1;"
+        " Burn: final − (final − initial)/N·(N − k), which at k = 0 can be an ulp off initial",
+    ),
+    "cosine": (
+        "CosineAnnealingLR(T_max={num_steps}, eta_min={min_lr}), recursive",
+        "CosineAnnealing(initial_lr={lr}, min_lr={min_lr}, num_iters={num_steps}), closed form",
+        "PyTorch: previous lr − min scaled by (1 + cos(πk/N))/(1 + cos(π(k−1)/N)), plus min;"
+        " Burn: min + (initial − min)·(1 + cos(k/N·π))/2",
+    ),
+    "exponential": (
+        "ExponentialLR(gamma={gamma}), recursive",
+        "Exponential(initial_lr={lr}, gamma={gamma}), recursive from initial/γ",
+        "both: previous lr·γ; Burn's first lr is (initial/γ)·γ, which can be an ulp off initial",
+    ),
+    "step": (
+        "StepLR(step_size={step_size}, gamma={gamma}), recursive",
+        "Step(initial_lr={lr}, step_size={step_size}, gamma={gamma}), closed form",
+        "PyTorch: previous lr·γ every step_size steps; Burn: initial·γ.powi(⌊k/step_size⌋)",
+    ),
+}
+# How each clipping mode is applied (torch.nn.utils.clip_grad_norm_ / clip_grad_value_;
+# burn-optim src/grad_clipping/base.rs): torch, burn, status, note.
+CLIP_SCOPE = {
+    "norm": (
+        "one norm over all parameters: max/(‖g‖ + 1e-6)",
+        "each parameter tensor alone: max/(‖g‖ + smallest positive normal)",
+        "differs",
+        "the same only while the total norm stays below the threshold (nothing clipped)",
+    ),
+    "value": ("each element clamped to [−v, v]", "each element clamped to [−v, v]", "same", ""),
+}
+
+
+def f32(x):
+    if isinstance(x, list):
+        return [f32(v) for v in x]
+    return float(np.float32(x)) if not isinstance(x, bool) else x
+
+
+def show(x, as_f32: bool = False) -> str:
+    """A value as the config would write it; f32-held values by their shortest f32 digits."""
+    if isinstance(x, list):
+        return "[" + ", ".join(show(v, as_f32) for v in x) + "]"
+    if as_f32 and not isinstance(x, bool):
+        return str(np.float32(x))  # numpy prints the shortest digits that identify the f32
+    return json.dumps(x)
+
+
+def value_row(name: str, t, requested, in_f32: bool, notes: list[str], unused: bool = False):
+    """One value as PyTorch holds it (t) and as Burn holds what it is asked for (requested)."""
+    b = f32(requested) if in_f32 else requested
+    if unused:
+        status = "unused"
+    elif t == b:
+        status = "same"
+    elif b == f32(t) and requested == t:
+        status = "f32 storage"
+    else:
+        status = "differs"
+    if in_f32 and t != b:
+        notes.append(f"Burn holds the f32 value {json.dumps(b)}")
+    return fact(name, show(t), show(b, in_f32), status, "; ".join(notes))
+
+
+def hyperparameter_rows(spec: dict) -> list[dict]:
+    torch_values = requested_hyperparameters(spec, "torch")
+    burn_requested = requested_hyperparameters(spec, "burn")
+    momentum_used = spec["optimizer"] == "sgd" and (
+        torch_values["momentum"] or burn_requested["momentum"]
+    )
+    rows = []
+    for key in spec["hyperparameters"]:
+        notes = [f"{fw} keeps its default" for fw in ("torch", "burn")
+                 if key in spec["keep_defaults"][fw]]  # fmt: skip
+        unused = key in ("dampening", "nesterov") and not momentum_used
+        if unused:
+            notes.append("no momentum")
+        requested = burn_requested[key]
+        if key in BURN_FIXED:
+            requested, why = BURN_FIXED[key]
+            notes.append(why)
+        rows.append(value_row(key, torch_values[key], requested, key in BURN_F32, notes, unused))
+    optimizer = spec["optimizer"]
+    if torch_values["weight_decay"] or burn_requested["weight_decay"]:
+        style = WEIGHT_DECAY_STYLE[optimizer]
+        rows.append(fact("weight decay style", style, style, "same"))
+    if optimizer == "rmsprop" and (torch_values["centered"] or burn_requested["centered"]):
+        rows.append(CENTERED)
+    return rows + NUMERIC_DETAILS[optimizer]
+
+
+def schedule_rows(spec: dict) -> list[dict]:
+    """The schedule as each framework computes it; none for a constant lr (the lr row)."""
+    schedule = spec["schedule"]
+    if schedule["kind"] == "constant":
+        return []
+    lr = spec["hyperparameters"]["lr"]
+    values = {**schedule, "lr": lr, "end_factor": schedule.get("final_lr", lr) / lr}
+    shown = {key: json.dumps(value) for key, value in values.items()}
+    torch, burn, note = SCHEDULE_FACTS[schedule["kind"]]
+    return [fact("schedule", torch.format(**shown), burn.format(**shown), "formula", note)]
+
+
+def clip_rows(spec: dict) -> list[dict]:
+    """The clipping threshold (Burn: f32) and how each framework applies it."""
+    if not spec["clip_grad"]:
+        return []
+    ((mode, threshold),) = spec["clip_grad"].items()
+    return [
+        value_row(f"clip_grad.{mode}", threshold, threshold, True, []),
+        fact(f"clip_grad.{mode} scope", *CLIP_SCOPE[mode]),
+    ]
+
+
+# What runs the tensors: PyTorch's CPU kernels, and the Burn backend the experiment picks.
+TORCH_KERNELS = "PyTorch CPU (ATen)"
+BACKEND_NOTES = {
+    "flex": "Burn's own CPU kernels (burn-flex, the default)",
+    "ndarray": "Burn's kernels on the ndarray crate (burn-ndarray, deprecated in Burn 0.22)",
+}
+
+
+def backend_rows(spec: dict) -> list[dict]:
+    """The tensor kernels each framework runs: a choice of implementation, not a value."""
+    backend = spec["burn_backend"]
+    return [fact("backend", TORCH_KERNELS, BURN_BACKENDS[backend], "kernels",
+                 BACKEND_NOTES[backend])]  # fmt: skip
+
+
+# Notes on the layer hyperparameters (PyTorch's torch.nn BatchNorm1d, LayerNorm, GELU docs;
+# burn-nn 0.22.1 src/modules/norm/batch.rs, layer.rs, src/activation/gelu.rs).
+LAYER_NOTES = {
+    "bn.momentum": "running stat ← (1 − momentum)·running stat + momentum·batch stat, in both",
+    "bn.running_var_estimator": (
+        "the batch variance the running variance is updated with: over n − 1 (unbiased) or"
+        " n (biased) samples; training uses the batch statistics, evaluation the running ones"
+    ),
+}
+
+
+# Layer options Burn has and PyTorch does not (by the option's name, after the layer's):
+# the value that does what PyTorch always does, and the note. burn-nn 0.22.1's
+# MultiHeadAttention `quiet_softmax` adds 1 to the softmax's denominator when on; PyTorch's
+# attention always uses the standard softmax, i.e. quiet_softmax off.
+BURN_ONLY = {
+    "quiet_softmax": (False, "Burn-only option; off is PyTorch's softmax"),
+}
+
+
+def burn_only(name: str, torch_value, burn_value) -> dict | None:
+    """The row of a Burn-only layer option PyTorch's run cannot record: `same` when Burn's
+    value does what PyTorch always does, else `differs`; None for any other name."""
+    option = name.rsplit(".", 1)[-1]
+    if torch_value is not None or burn_value is None or option not in BURN_ONLY:
+        return None
+    pytorch, note = BURN_ONLY[option]
+    status = "same" if burn_value == pytorch else "differs"
+    return fact(name, "—", show(burn_value), status, note)
+
+
+def layer_rows(torch_layers: dict, burn_layers: dict) -> list[dict]:
+    """One row per layer hyperparameter either run records, PyTorch's order first.
+
+    Numbers compare as value_row does (Burn holding the f32 rounding of PyTorch's value is
+    `f32 storage`); anything else is `same` or `differs`; a value one framework does not
+    record differs, except a Burn-only option (BURN_ONLY), which is `same` when Burn's value
+    is what PyTorch always does.
+    """
+    rows = []
+    for name in dict.fromkeys([*torch_layers, *burn_layers]):
+        t, b = torch_layers.get(name), burn_layers.get(name)
+        if (row := burn_only(name, t, b)) is not None:
+            rows.append(row)
+            continue
+        notes = [LAYER_NOTES[name]] if name in LAYER_NOTES else []
+        missing = [fw for fw, v in (("torch", t), ("burn", b)) if v is None]
+        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (t, b))
+        if missing:
+            status = "differs"
+            notes.insert(0, " and ".join(missing) + " records no value")
+        elif t == b:
+            status = "same"
+        elif numbers and b == f32(t):
+            status = "f32 storage"
+        else:
+            status = "differs"
+        shown = ["—" if v is None else show(v) if not isinstance(v, str) else v for v in (t, b)]
+        rows.append(fact(name, *shown, status, "; ".join(notes)))
+    return rows
+
+
+def diff_rows(spec: dict, layers: tuple[dict, dict] = ({}, {})) -> list[dict]:
+    """Every row; layers: the layer hyperparameters PyTorch's and Burn's runs recorded."""
+    return (
+        hyperparameter_rows(spec)
+        + schedule_rows(spec)
+        + clip_rows(spec)
+        + layer_rows(*layers)
+        + backend_rows(spec)
+    )
+
+
+def recorded_layers(paths: tuple[Path, Path], model: str) -> tuple[dict, dict]:
+    """The layer hyperparameters of PyTorch's and Burn's run (FormatError naming a file)."""
+    found = []
+    for path in paths:
+        meta = experiment_block(path)["meta"]
+        if meta.get("model", "cnn1d") != model:
+            raise FormatError(
+                f"{path}: a run of model {meta.get('model', 'cnn1d')}, the spec's is {model}"
+            )
+        layers = meta.get("layer_hyperparameters") or {}
+        if not isinstance(layers, dict):
+            raise FormatError(f"{path}: meta.layer_hyperparameters must be an object")
+        found.append(layers)
+    return found[0], found[1]
+
+
+def render_md(frame: pd.DataFrame, experiment: str) -> str:
+    # Values as written (0.0 stays 0.0, 1e-10 stays 1e-10): no number parsing by tabulate.
+    table = frame.to_markdown(index=False, disable_numparse=True)
+    return f"### Config diff: {experiment}\n\n" + table + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", required=True, type=Path, help="an experiment's spec or config")
+    parser.add_argument("--experiment", help="experiment name (default: the spec's only one)")
+    parser.add_argument("--torch-run", type=Path, help="a PyTorch run file (its layer values)")
+    parser.add_argument("--burn-run", type=Path, help="a Burn run file of the same experiment")
+    parser.add_argument("--csv", required=True, type=Path)
+    parser.add_argument("--md", required=True, type=Path)
+    args = parser.parse_args(argv)
+    if (args.torch_run is None) != (args.burn_run is None):
+        parser.error("--torch-run and --burn-run go together")
+    try:
+        config = load_config(args.spec)
+        name = args.experiment or next(iter(config.get("experiments") or {}), "")
+        spec = experiment_spec(config, name)
+        model = spec.get("model", "cnn1d")
+        layers = ({}, {})
+        if args.torch_run:
+            layers = recorded_layers((args.torch_run, args.burn_run), model)
+        elif model != "cnn1d":
+            raise ConfigError(
+                f"{name}: model {model} has layer hyperparameters: pass --torch-run and --burn-run"
+            )
+    except (ConfigError, FormatError) as exc:
+        sys.exit(f"config_diff: {exc}")
+    frame = pd.DataFrame(diff_rows(spec, layers), columns=COLUMNS)
+    write_text_atomic(args.csv, frame.to_csv(index=False))
+    write_text_atomic(args.md, render_md(frame, name))
+    differs = frame[frame["status"] == "differs"]["hyperparameter"].tolist()
+    print(f"{name}: {len(frame)} rows, differing: {differs or 'none'} -> {args.csv}")
+
+
+if __name__ == "__main__":
+    main()

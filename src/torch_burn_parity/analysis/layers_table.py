@@ -1,0 +1,393 @@
+"""Where the difference enters: every quantity of a probe step, layer by layer, both dtypes.
+
+    python -m torch_burn_parity.analysis.layers_table --experiment cnn_bn_sgd \\
+        --torch-f32 T32 --burn-f32 B32 --torch-f64 T64 --burn-f64 B64 \\
+        --csv results/tables/layers_cnn_bn_sgd.csv --md results/tables/layers_cnn_bn_sgd.md \\
+        --png results/plots/layers_cnn_bn_sgd.png
+
+From the run files' `layers` record (one per probe step: each layer's output and the
+gradient of the loss with respect to its input, taken in the step's own forward and
+backward), their `losses`, and the step's parameter gradients, parameters and buffers
+(`trajectory.grads`, `trajectory.params`, `trajectory.buffers`). Rows per probe step, in
+the order the computation runs:
+
+  forward   each layer's output, layers in order
+  loss      the step's loss
+  backward  each layer's input gradient from the last layer to the first, then each
+            parameter's gradient, parameters in reverse model order
+  update    each parameter, then each buffer, after the step, in model order
+
+CSV columns: step, phase, layer, max_abs_diff_f32, max_abs_diff_f64 (max |torch − burn| of
+that quantity at that dtype; NaN when a difference is not finite), floor (the rounding
+floor of verdict.py for that quantity alone, see `floor_of`), first_above_floor (true on
+the first row, in table order, whose f64 difference exceeds its floor). Markdown: one
+sentence saying where the f64 difference enters (or that nothing leaves rounding), then
+the table. PNG (--png): both dtypes' differences along the rows on a log scale, with the
+floor and the phases (plots.layers_plot).
+
+Parameters and buffers come in the model's order (model_specs.py); the four runs must be of
+the same model, probe steps, layer names and parameter and buffer names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from torch_burn_parity.analysis.gaps import add_run_arguments, load_runs, run_paths
+from torch_burn_parity.io.parity_io import FormatError, write_text_atomic
+from torch_burn_parity.judgement import verdict as vd
+from torch_burn_parity.models.model_specs import model_of
+
+RUNS = ("torch_f32", "burn_f32", "torch_f64", "burn_f64")
+COLUMNS = [
+    "step",
+    "phase",
+    "layer",
+    "max_abs_diff_f32",
+    "max_abs_diff_f64",
+    "floor",
+    "first_above_floor",
+]
+PHASES = ("forward", "loss", "backward", "update")
+# What a row's quantity is, by phase and by whether its name is a layer's: for sentences.
+OUTPUT, LOSS, INPUT_GRAD, GRAD, VALUE = "output", "loss", "input gradient", "gradient", "value"
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+def layer_record(block: dict, path: Path) -> list[dict]:
+    """The run's `layers` record, checked: one entry per probe step, in step order."""
+    if "layers" not in block:
+        raise FormatError(
+            f"{path}: no 'layers' record (the layer record of the probe steps; an older run file)"
+        )
+    record, steps = block["layers"], len(block["losses"])
+    if not isinstance(record, list) or not record:
+        raise FormatError(f"{path}: 'layers' must be a non-empty list, one entry per probe step")
+    previous = 0
+    for i, entry in enumerate(record):
+        keys = ("step", "names", "outputs", "input_grads")
+        if not isinstance(entry, dict) or any(k not in entry for k in keys):
+            raise FormatError(f"{path}: layers[{i}] must hold {', '.join(keys)}")
+        step, names = entry["step"], entry["names"]
+        if not isinstance(step, int) or isinstance(step, bool) or not previous < step <= steps:
+            raise FormatError(
+                f"{path}: layers[{i}].step is {step!r}; probe steps must rise, from 1 to the"
+                f" last step ({steps})"
+            )
+        previous = step
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            raise FormatError(f"{path}: layers[{i}].names must be a list of layer names")
+        for key in ("outputs", "input_grads"):
+            if not isinstance(entry[key], list) or len(entry[key]) != len(names):
+                raise FormatError(
+                    f"{path}: layers[{i}] (step {step}) has {len(names)} names but"
+                    f" {len(entry[key]) if isinstance(entry[key], list) else 'no list of'} {key}"
+                )
+    return record
+
+
+def values(x, path: Path, what: str) -> np.ndarray:
+    """A flat array of numbers, or a FormatError naming the file and the quantity."""
+    try:
+        array = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise FormatError(f"{path}: {what} must be a flat list of numbers") from None
+    if array.ndim == 0:
+        array = array.reshape(1)
+    if array.ndim != 1:
+        raise FormatError(f"{path}: {what} must be a flat list of numbers")
+    return array
+
+
+def names_of(block: dict, kind: str) -> list[str]:
+    """The run's parameter or buffer names ([] for a model without buffers), sorted: the
+    frameworks write them in different orders."""
+    return sorted((block["trajectory"].get(kind) or {}).keys())
+
+
+def in_order(names: list[str], model_order: tuple[str, ...]) -> list[str]:
+    """names in the model's order; any the model does not declare after them, sorted."""
+    return [n for n in model_order if n in names] + [n for n in names if n not in model_order]
+
+
+def quantities(blocks: dict[str, dict], paths: dict[str, Path]) -> list[dict]:
+    """Every row's identity and its four arrays: {step, phase, layer, what, arrays}.
+
+    Refuses (FormatError naming the file) runs whose probe steps, layer names, parameter
+    or buffer names, or quantity sizes differ from PyTorch's f64 run's.
+    """
+    ref_key = "torch_f64"
+    records = {key: layer_record(blocks[key], paths[key]) for key in RUNS}
+    steps = {key: [entry["step"] for entry in records[key]] for key in RUNS}
+    models = {key: model_of(blocks[key]).name for key in RUNS}
+    params = {key: names_of(blocks[key], "params") for key in RUNS}
+    buffers = {key: names_of(blocks[key], "buffers") for key in RUNS}
+    for key in RUNS:
+        checks = (("model", models), ("probe steps", steps), ("parameters", params),
+                  ("buffers", buffers))  # fmt: skip
+        for what, found in checks:
+            if found[key] != found[ref_key]:
+                raise FormatError(
+                    f"{paths[key]}: {what} {found[key]} differ from {paths[ref_key]}'s"
+                    f" {found[ref_key]}"
+                )
+        for entry, ref in zip(records[key], records[ref_key], strict=True):
+            if entry["names"] != ref["names"]:
+                raise FormatError(
+                    f"{paths[key]}: layer names {entry['names']} at step {entry['step']} differ"
+                    f" from {paths[ref_key]}'s {ref['names']}"
+                )
+
+    def arrays(get, what: str) -> dict[str, np.ndarray]:
+        found = {key: values(get(key), paths[key], what) for key in RUNS}
+        for key in RUNS:
+            if found[key].size != found[ref_key].size:
+                raise FormatError(
+                    f"{paths[key]}: {what} has {found[key].size} values, {paths[ref_key]}'s"
+                    f" {found[ref_key].size}"
+                )
+        return found
+
+    def source(key: str, i: int, what: str, name: str, k: int):
+        """The raw values of one quantity of probe step i in run `key`."""
+        step = steps[ref_key][i]
+        if what == OUTPUT:
+            return records[key][i]["outputs"][k]
+        if what == INPUT_GRAD:
+            return records[key][i]["input_grads"][k]
+        if what == LOSS:
+            return blocks[key]["losses"][step - 1]
+        kind = {GRAD: "grads", VALUE: "buffers" if name in buffers[ref_key] else "params"}[what]
+        entries = blocks[key]["trajectory"][kind][name]
+        if not isinstance(entries, list) or len(entries) < step:
+            raise FormatError(
+                f"{paths[key]}: trajectory.{kind}.{name} has no entry for step {step}"
+            )
+        return entries[step - 1]
+
+    labels = {OUTPUT: "the output of layer {}", INPUT_GRAD: "the input gradient of layer {}",
+              LOSS: "the loss", GRAD: "the gradient of {}", VALUE: "{} after the step"}  # fmt: skip
+    # The model's order (the run files' key order differs between the frameworks); names a
+    # model does not declare follow in name order.
+    model = model_of(blocks[ref_key])
+    params_in_order = in_order(params[ref_key], model.param_names)
+    buffers_in_order = in_order(buffers[ref_key], model.buffer_names)
+    rows = []
+    for i, step in enumerate(steps[ref_key]):
+        layers = records[ref_key][i]["names"]
+        # (phase, row name, what, layer index) in the order the step computes them
+        order = [("forward", name, OUTPUT, k) for k, name in enumerate(layers)]
+        order += [("loss", "loss", LOSS, 0)]
+        order += [("backward", layers[k], INPUT_GRAD, k) for k in reversed(range(len(layers)))]
+        order += [("backward", name, GRAD, 0) for name in reversed(params_in_order)]
+        order += [("update", name, VALUE, 0) for name in params_in_order + buffers_in_order]
+        for phase, name, what, k in order:
+            found = {key: source(key, i, what, name, k) for key in RUNS}
+            label = f"{labels[what].format(name)} at step {step}"
+            rows.append({"step": step, "phase": phase, "layer": name, "what": what,
+                         "arrays": arrays(found.get, label)})  # fmt: skip
+    return rows
+
+
+# ------------------------------------------------------------------------------ numbers
+
+
+def max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
+    """max |a − b|; NaN when any difference is not finite (never a reassuring number)."""
+    with np.errstate(invalid="ignore"):  # inf − inf: NaN, reported as such
+        diff = np.abs(a - b)
+    if not np.isfinite(diff).all():
+        return float("nan")
+    return float(diff.max(initial=0.0))
+
+
+def floor_of(arrays: dict[str, np.ndarray]) -> float:
+    """The rounding floor of one quantity, as verdict.rounding_floor at one step.
+
+    f64 rounds 2^-29 as coarsely as f32, so two f64 computations of the same quantity by
+    the same arithmetic can differ by about its f32-vs-f64 noise × 2^-29, × SAFETY for the
+    frameworks' different order of operations. Under that, a few f64 ulps of the quantity's
+    own size: the absolute floor of verdict.py (64 ulps of 1) scaled by max|f64 value|, since
+    a layer output can be far from 1 where parameters are not.
+    """
+    noise = np.fmax(
+        max_abs_diff(arrays["torch_f32"], arrays["torch_f64"]),
+        max_abs_diff(arrays["burn_f32"], arrays["burn_f64"]),
+    )
+    noise = np.inf if np.isnan(noise) else noise
+    f64 = np.concatenate([arrays["torch_f64"], arrays["burn_f64"]])
+    finite = np.abs(f64[np.isfinite(f64)])
+    size = float(finite.max(initial=0.0))
+    return float(max(noise * vd.EPS_RATIO * vd.SAFETY, vd.ABSOLUTE_FLOOR * size))
+
+
+def layers_frame(rows: list[dict]) -> pd.DataFrame:
+    """The table, with the internal column `what` (output, loss, input gradient, gradient,
+    value) that sentences use; the CSV has COLUMNS only."""
+    frame = pd.DataFrame(
+        [
+            {
+                "step": r["step"],
+                "phase": r["phase"],
+                "layer": r["layer"],
+                "max_abs_diff_f32": max_abs_diff(r["arrays"]["torch_f32"], r["arrays"]["burn_f32"]),
+                "max_abs_diff_f64": max_abs_diff(r["arrays"]["torch_f64"], r["arrays"]["burn_f64"]),
+                "floor": floor_of(r["arrays"]),
+                "what": r["what"],
+            }
+            for r in rows
+        ]
+    )
+    # A NaN difference counts as above the floor, as in verdict.first_step_above.
+    above = ~(frame["max_abs_diff_f64"] <= frame["floor"])
+    frame["first_above_floor"] = False
+    if above.any():
+        frame.loc[above.idxmax(), "first_above_floor"] = True
+    return frame[[*COLUMNS, "what"]]
+
+
+# ------------------------------------------------------------------------------ words
+
+
+def e(x: float) -> str:
+    return "NaN" if x != x else f"{x:.2e}"
+
+
+# What updates a buffer: the buffers the models have are BatchNorm's running statistics,
+# which its train-mode forward updates (the optimizer never touches them).
+BUFFER_UPDATES = {
+    "running_mean": "BatchNorm updates it in the train-mode forward",
+    "running_var": "BatchNorm updates it in the train-mode forward",
+}
+
+
+def is_buffer(row) -> bool:
+    """An update row of a buffer (its name is not a parameter's: buffers follow them)."""
+    return row["what"] == VALUE and row["layer"].rsplit(".", 1)[-1] in BUFFER_UPDATES
+
+
+def buffer_note(row) -> str:
+    """'a buffer: BatchNorm updates it in the train-mode forward' for a buffer's row, else ''."""
+    return f"a buffer: {BUFFER_UPDATES[row['layer'].rsplit('.', 1)[-1]]}" if is_buffer(row) else ""
+
+
+def quantity(row) -> str:
+    """'`conv.weight` in the update of step 1', '`bn.running_var` after step 1' (a buffer:
+    the optimizer does not update it), 'the loss of step 1', …"""
+    step = row["step"]
+    if is_buffer(row):
+        return f"`{row['layer']}` after step {step}"
+    return {
+        OUTPUT: f"the output of `{row['layer']}` in the forward pass of step {step}",
+        LOSS: f"the loss of step {step}",
+        INPUT_GRAD: f"the input gradient of `{row['layer']}` in the backward pass of step {step}",
+        GRAD: f"the gradient of `{row['layer']}` in the backward pass of step {step}",
+        VALUE: f"`{row['layer']}` in the update of step {step}",
+    }[row["what"]]
+
+
+# Up to this many further rows of the first (step, phase) above their floor are named; more
+# are counted, with the largest.
+NAMED_UP_TO = 8
+
+
+def sentence(frame: pd.DataFrame) -> str:
+    """Where the f64 difference first leaves rounding, or that it never does; then the other
+    rows of that step and phase that leave their floor, and the largest f64 difference of
+    that step when it is at another row."""
+    first = frame[frame["first_above_floor"]]
+    if first.empty:
+        steps = [str(s) for s in dict.fromkeys(frame["step"])]
+        which = f"step {steps[0]}" if len(steps) == 1 else f"steps {', '.join(steps)}"
+        return f"f64: every quantity stays within rounding at the probe {which}."
+    index = first.index[0]
+    row = frame.loc[index]
+    note = f"; {buffer_note(row)}" if is_buffer(row) else ""
+    text = (
+        f"f64: the difference enters at {quantity(row)} (max|Δ| {e(row['max_abs_diff_f64'])}"
+        f" against a rounding floor of {e(row['floor'])}{note})"
+    )
+    step = frame[frame["step"] == row["step"]]
+    above = step[~(step["max_abs_diff_f64"] <= step["floor"])]
+    more = above[(above["phase"] == row["phase"]) & (above.index != index)]
+    if len(more):
+        diffs = more["max_abs_diff_f64"]
+        span = (
+            f"max|Δ| {e(diffs.min())} to {e(diffs.max())}"
+            if e(diffs.min()) != e(diffs.max())
+            else f"max|Δ| {e(diffs.max())} each"
+        )
+        if len(more) <= NAMED_UP_TO:
+            names = ", ".join(f"`{name}`" for name in more["layer"])
+            text += (
+                f"; {len(more)} more {row['phase']} row{'s' if len(more) > 1 else ''} of step"
+                f" {row['step']} leave their floors: {names} ({span})"
+            )
+        else:
+            text += (
+                f"; {len(more)} more {row['phase']} rows of step {row['step']} leave their"
+                f" floors ({span})"
+            )
+    # NaN (a non-finite difference) counts as the largest, as it counts as above the floor.
+    # Named only when it prints apart from the first row's (not a tie to the digits shown).
+    largest = step["max_abs_diff_f64"].fillna(np.inf).idxmax()
+    if e(frame.loc[largest, "max_abs_diff_f64"]) != e(row["max_abs_diff_f64"]):
+        big = frame.loc[largest]
+        note = f" ({buffer_note(big)})" if is_buffer(big) else ""
+        text += (
+            f". The largest f64 difference of step {row['step']} is at {quantity(big)}{note}:"
+            f" {e(big['max_abs_diff_f64'])}"
+        )
+    return text + "."
+
+
+HEADER = "step  phase     layer             f32 max|Δ|  f64 max|Δ|  floor     f64"
+
+
+def render_md(frame: pd.DataFrame, title: str) -> str:
+    above = ~(frame["max_abs_diff_f64"] <= frame["floor"])
+    marks = np.where(frame["first_above_floor"], "above ← first", np.where(above, "above", ""))
+    rows = [
+        f"{r.step:4d}  {r.phase:<8}  {r.layer:<16}  {e(r.max_abs_diff_f32):<10}"
+        f"  {e(r.max_abs_diff_f64):<10}  {e(r.floor)}  {mark}".rstrip()
+        for r, mark in zip(frame.itertuples(), marks, strict=True)
+    ]
+    table = "```text\n" + "\n".join([HEADER, *rows]) + "\n```\n"
+    return f"### {title}\n\n{sentence(frame)}\n\n{table}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiment", required=True, help="name shown in the title")
+    add_run_arguments(parser, RUNS)
+    parser.add_argument("--csv", required=True, type=Path)
+    parser.add_argument("--md", required=True, type=Path)
+    parser.add_argument("--png", type=Path, help="the plot along the layers (optional)")
+    args = parser.parse_args(argv)
+    paths = run_paths(args, RUNS)
+    try:
+        blocks = load_runs(paths)
+        frame = layers_frame(quantities(blocks, paths))
+    except FormatError as exc:
+        sys.exit(f"layers_table: {exc}")
+    title = f"Where the difference enters: {args.experiment}"
+    csv = frame[COLUMNS].to_csv(index=False, float_format="%.17g")
+    md = render_md(frame, title)
+    if args.png:
+        from torch_burn_parity.report import plots
+
+        plots.layers_plot(frame, args.experiment, args.png)
+    write_text_atomic(args.csv, csv)
+    write_text_atomic(args.md, md)
+    print(f"{args.experiment}: {len(frame)} rows; {sentence(frame)} -> {args.csv}, {args.md}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,582 @@
+"""Replay Burn's optimizer arithmetic on the PyTorch side, in f64, to explain the f64 gap.
+
+    python -m torch_burn_parity.analysis.replay --experiment adam --data results/data/cnn1d.bin \\
+        --torch-f64 results/runs/adam/torch-f64.json --burn-f64 results/runs/adam/burn-f64.json \\
+        --replay-csv … --replay-md … --counterfactual-csv … --counterfactual-md …
+
+The model (the runs' `meta.model`, from the registry models.py), data and gradients are
+PyTorch's (f64), in train mode; only the update rule is Burn 0.22's (`burn-optim` sgd.rs,
+momentum.rs, adam.rs, adamw.rs, adagrad.rs, rmsprop.rs, decay.rs, grad_clipping/base.rs),
+written out below, and, where a variant says so, Burn's update of the running statistics.
+Each step: gradients by PyTorch's autograd, then clipping (if the experiment clips), then the
+update with that step's learning rate. The state compared after each step is the parameters,
+then the buffers (running statistics, for a model that has them). Variants:
+
+replay          Burn's rule with the hyperparameters as Burn held them (f32 values widened),
+                `1 − β` (Adam, AdamW) and `1 − α` (RMSProp) computed in f32 as Burn does, the
+                per-step factors Burn recorded (Adam's `adam_factors`, AdamW's bias
+                corrections in `burn_scalars`), Burn's recorded lrs, and Burn's clipping: each
+                parameter tensor on its own, by Burn's formula (norm: coefficient
+                t·recip(‖g‖ + smallest positive normal f64), clamped to 1; value: clamp to
+                [−t, t]) with its f32-held threshold t; and Burn's running statistics (see
+                below) with Burn's held momentum. Compared with Burn's f64 run: if it
+                matches to ~1e-16, Burn's update is fully understood.
+held_f64        Burn's rule and Burn's held values (the clipping threshold too), but every
+                scalar computed in f64, with PyTorch's lrs and PyTorch's clipping scope.
+                Compared with PyTorch's f64 run (column `dparam_held_f64`): what is left is
+                the effect of the values themselves (f32-stored betas, a different default
+                epsilon, dampening or momentum).
+counterfactual  Burn's rule with PyTorch's hyperparameters, all in f64, PyTorch's recorded lrs
+                and PyTorch's clipping (torch.nn.utils.clip_grad_norm_ / clip_grad_value_
+                themselves: one norm over all parameters, + 1e-6). Compared with PyTorch's
+                f64 run: if it matches to rounding, changing those values, the lr sequence and
+                the clipping (and the precision of Burn's factors) is all it takes.
+burn_lrs        (only with a schedule) held_f64 with Burn's recorded lrs instead of PyTorch's:
+                column `dparam_burn_lrs`, vs PyTorch's f64 run.
+burn_clipping   (only with clipping) burn_lrs (or held_f64 without a schedule) with Burn's
+                clipping (per tensor, Burn's formula, its held threshold) instead of PyTorch's:
+                column `dparam_burn_clipping`, vs PyTorch's f64 run. It has every choice of
+                Burn's — values, lrs, clipping — and differs from the replay only in Burn's
+                f32 arithmetic (and, with running statistics, Burn's estimator).
+burn_running_stats  (only for a model with running statistics) the last of the above
+                (burn_clipping, burn_lrs or held_f64) with Burn's running-statistics update
+                instead of PyTorch's: column `dparam_burn_running_stats`, vs PyTorch's f64 run.
+                Without a schedule and clipping it is held_f64 with Burn's estimator.
+
+The running statistics. The counterfactual, held_f64, burn_lrs and burn_clipping keep
+PyTorch's own update (BatchNorm1d's train-mode forward: running_var moves towards the
+batch's unbiased variance, × n/(n−1)); the replay and burn_running_stats apply Burn's instead
+(burn-nn 0.22.1 norm/batch.rs forward_train with burn-backend's batch_norm_train: the biased
+variance, mean((x − mean)²), and `running·(1 − m) + stat·m` in that order, m as Burn holds it,
+from the Burn run's `meta.layer_hyperparameters`). Either way the normalisation uses the
+batch's own statistics, so the running statistics never change a parameter during training:
+they show in the buffer columns (and in the eval-mode final loss) only.
+
+held_f64, burn_lrs, burn_clipping and burn_running_stats add Burn's choices one at a time to
+the counterfactual (which reproduces PyTorch): its values, then its lr sequence, then its
+clipping, then its running-statistics estimator. How much
+each step moves the run further from PyTorch's is that choice's measured share of the gap
+(later steps take the interactions with earlier ones); what separates the last of them from
+the replay that reproduces Burn is Burn's f32 arithmetic (the verdict's remainder). With a
+norm, Burn's clipping differs from PyTorch's in scope (each tensor by its own norm vs one norm
+over all parameters) and, far less, in the constant under the norm (smallest positive normal
+vs 1e-6); with a value both clamp each element, so only the f32-held threshold differs, and
+that is a value.
+
+What the counterfactual is, honestly: "Burn's update rule as Burn 0.22 writes it, with
+PyTorch's numbers and PyTorch's gradient pre-processing". Where Burn's order of operations
+differs from PyTorch's but the formula is the same (AdamW's (m/bc₁)/(√(v/bc₂) + ε) against
+PyTorch's m·(−lr/bc₁)/(√v/√bc₂ + ε); Adam's m·β + g·(1 − β) against lerp), it keeps Burn's
+order: the two differ by f64 rounding only, which the ≤ 1e-14 match shows. Of what it takes
+from PyTorch, the lr sequence is just the `lr` argument of each `step()` (a Burn user can pass
+PyTorch's), but one global clipping norm and AdaGrad's `initial_accumulator_value` (the sum
+starting at PyTorch's value instead of the first g²) have no Burn setting: a counterfactual
+that matches with them says they are what it takes, not that a Burn config can express it.
+
+The gradients are PyTorch's, and the two frameworks' f64 backward passes differ by an f64
+ulp or so. An update that divides a tiny gradient by a larger constant passes that on
+magnified: AdaGrad with ε = 1e-5 and |g| ≈ 1e-6 (fc.weight[1,19] at step 1) moves by
+lr·g/ε, so 2.5e-18 of gradient becomes 1e-14 of parameter. `run(…, grads=…)` replays on a
+run's recorded gradients instead, which takes that out (a check of the update rule alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+from torch_burn_parity.analysis.gaps import (
+    add_run_arguments,
+    flat_names,
+    load_runs,
+    param_matrix,
+    report_steps_of,
+    run_paths,
+    step_gaps,
+)
+from torch_burn_parity.io.parity_io import FormatError, read_dataset, write_text_atomic
+from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelError, model_of, spec
+from torch_burn_parity.models.models import build, inputs, running_stat_layers, state
+
+# The smallest positive normal f64, which Burn adds to a tensor's norm before dividing
+# (grad_clipping/base.rs: `dtype().finfo().min_positive`, f64::MIN_POSITIVE for F64).
+F64_MIN_POSITIVE = sys.float_info.min
+
+Factors = Callable[[int], tuple[float, float]]
+Clipping = Callable[[list[torch.nn.Parameter]], None]  # clips each parameter's .grad
+
+
+def f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def f32_complement(x: float) -> float:
+    """`1.0 - x` with x an f32 field: an f32 subtraction (exact for 0.5 ≤ x ≤ 1, Sterbenz)."""
+    return f32(np.float32(1) - np.float32(x))
+
+
+class BurnUpdate:
+    """Burn 0.22's update of one optimizer on f64 tensors, with the given scalar values.
+
+    factors(t): the per-step scalars Burn evaluates — Adam: (combined_factor,
+    epsilon·bias_correction2_sqrt); AdamW: (1 − β₁^t, 1 − β₂^t). Unused by the others.
+    f32_one_minus: compute 1 − β₁, 1 − β₂ (Adam, AdamW) and 1 − α (RMSProp) in f32, as Burn
+    does with its f32 fields.
+    """
+
+    def __init__(
+        self, optimizer: str, hp: dict, factors: Factors | None = None, f32_one_minus=False
+    ) -> None:
+        self.optimizer, self.hp, self.factors = optimizer, hp, factors
+        self.state: dict[str, dict] = {}
+        one_minus = f32_complement if f32_one_minus else (lambda b: 1.0 - b)
+        if optimizer in ("adam", "adamw"):
+            # Burn's `1.0 - self.beta_1` is an f32 subtraction of f32 values (exact for
+            # 0.5 ≤ β ≤ 1 by Sterbenz's lemma, but done the same way here regardless).
+            self.one_minus = tuple(one_minus(b) for b in hp["betas"])
+        elif optimizer == "rmsprop":
+            self.one_minus_alpha = one_minus(hp["alpha"])  # rmsprop.rs:168, :172, :212
+        rules = {"sgd": self._sgd, "adam": self._adam, "adamw": self._adamw,
+                 "adagrad": self._adagrad, "rmsprop": self._rmsprop}  # fmt: skip
+        if optimizer not in rules:
+            raise FormatError(f"no replay of Burn's '{optimizer}' optimizer")
+        self._step = rules[optimizer]
+
+    def step(self, name: str, p: torch.Tensor, g: torch.Tensor, t: int, lr: float) -> torch.Tensor:
+        """The parameter after step t (1-based) with learning rate lr."""
+        return self._step(self.state.setdefault(name, {}), p, g, t, lr)
+
+    def _l2(self, p: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        if self.hp["weight_decay"]:
+            return p * self.hp["weight_decay"] + g  # decay.rs: L2 penalty added to the gradient
+        return g
+
+    def _moments(self, s: dict, g: torch.Tensor) -> torch.Tensor:
+        """Adam's and AdamW's moments (adam.rs / adamw.rs transform); the v the step uses."""
+        b1, b2 = self.hp["betas"]
+        a1, a2 = self.one_minus
+        if "m" not in s:  # first step: moments start from the gradient
+            s["m"], s["v"] = g * a1, g.square() * a2
+            if self.hp.get("amsgrad"):
+                s["v_max"] = s["v"]
+        else:
+            s["m"], s["v"] = s["m"] * b1 + g * a1, s["v"] * b2 + g.square() * a2
+            if self.hp.get("amsgrad"):  # the max over the raw second moments
+                s["v_max"] = torch.maximum(s["v_max"], s["v"])
+        return s["v_max"] if self.hp.get("amsgrad") else s["v"]
+
+    def _adam(self, s: dict, p, g, t: int, lr: float) -> torch.Tensor:
+        v = self._moments(s, self._l2(p, g))
+        c, e = self.factors(t)
+        return p - (s["m"] * c / (v.sqrt() + e)) * lr
+
+    def _adamw(self, s: dict, p, g, t: int, lr: float) -> torch.Tensor:
+        v = self._moments(s, g)
+        bc1, bc2 = self.factors(t)
+        delta = (s["m"] / bc1) / ((v / bc2).sqrt() + self.hp["eps"])  # adamw.rs:206–224
+        decay_rate = lr * self.hp["weight_decay"]  # f64 (adamw.rs:83)
+        decayed = p if decay_rate == 0.0 else p * (1.0 - decay_rate)
+        return decayed - delta * lr
+
+    def _adagrad(self, s: dict, p, g, t: int, lr: float) -> torch.Tensor:
+        g = self._l2(p, g)
+        if "sum" not in s:  # Burn: the sum starts at the first g² (adagrad.rs:131)
+            initial = self.hp.get("initial_accumulator_value", 0.0)
+            s["sum"] = g.square() + initial if initial else g.square()
+        else:
+            s["sum"] = s["sum"] + g.square()
+        clr = lr / (1.0 + (t - 1.0) * self.hp["lr_decay"])  # f64 (adagrad.rs:134)
+        return p - (g / (s["sum"].sqrt() + self.hp["eps"])) * clr
+
+    def _rmsprop(self, s: dict, p, g, t: int, lr: float) -> torch.Tensor:
+        hp, alpha, a = self.hp, self.hp["alpha"], self.one_minus_alpha
+        g = self._l2(p, g)
+        first = "square_avg" not in s
+        s["square_avg"] = g.square() * a if first else s["square_avg"] * alpha + g.square() * a
+        avg = s["square_avg"]
+        if hp["centered"]:
+            s["grad_avg"] = g * a if first else s["grad_avg"] * alpha + g * a
+            avg = avg - s["grad_avg"].square()
+        step = g / (avg.sqrt() + hp["eps"])
+        if hp["momentum"] > 0:  # rmsprop.rs:280: the first buffer is the step itself
+            s["buf"] = step if first else s["buf"] * hp["momentum"] + step
+            step = s["buf"]
+        return p - step * lr
+
+    def _sgd(self, s: dict, p, g, t: int, lr: float) -> torch.Tensor:
+        hp = self.hp
+        g = self._l2(p, g)
+        if hp["momentum"]:
+            if "velocity" not in s:
+                velocity = g
+            else:
+                velocity = g * (1.0 - hp["dampening"]) + s["velocity"] * hp["momentum"]
+            s["velocity"] = velocity
+            g = velocity * hp["momentum"] + g if hp["nesterov"] else velocity
+        return p - g * lr
+
+
+def f64_factors(hp: dict) -> Factors:
+    b1, b2 = hp["betas"]
+
+    def factors(t: int) -> tuple[float, float]:
+        bc2 = math.sqrt(1.0 - b2**t)
+        return bc2 / (1.0 - b1**t), hp["eps"] * bc2
+
+    return factors
+
+
+def f64_corrections(hp: dict) -> Factors:
+    """AdamW's bias corrections (1 − β₁^t, 1 − β₂^t) in f64, as PyTorch's Python floats."""
+    b1, b2 = hp["betas"]
+    return lambda t: (1.0 - b1**t, 1.0 - b2**t)
+
+
+def recorded_factors(block: dict) -> Factors:
+    rec = block["adam_factors"]
+    c, e = rec["combined_factor"], rec["epsilon_bias_correction2_sqrt"]
+    return lambda t: (c[t - 1], e[t - 1])
+
+
+def recorded_corrections(block: dict) -> Factors:
+    rec = block["burn_scalars"]
+    bc1, bc2 = rec["bias_correction1"], rec["bias_correction2"]
+    return lambda t: (bc1[t - 1], bc2[t - 1])
+
+
+def scalar_sources(optimizer: str) -> tuple[Callable, Callable]:
+    """(from Burn's run, in f64 from values) for the optimizer's per-step factors."""
+    if optimizer == "adam":
+        return recorded_factors, f64_factors
+    if optimizer == "adamw":
+        return recorded_corrections, f64_corrections
+    return (lambda block: None), (lambda hp: None)
+
+
+# ---------------------------------------------------------------- clipping
+
+
+def burn_tensors(params: list[torch.nn.Parameter], parts: list[int]) -> list[torch.Tensor]:
+    """The gradients as the tensors Burn holds: a packed parameter (PyTorch's in_proj_weight)
+    is several Burn tensors, each a block of its rows (views, so clipping them clips it)."""
+    return [g for p, k in zip(params, parts, strict=True) for g in p.grad.chunk(k, dim=0)]
+
+
+def burn_clipping(clip: dict | None, parts: list[int]) -> Clipping | None:
+    """Burn's clipping (grad_clipping/base.rs), each of Burn's parameter tensors on its own
+    (``parts``: how many tensors Burn holds each parameter as, in parameter order)."""
+    if not clip:
+        return None
+    if "norm" in clip:
+        threshold = clip["norm"]
+
+        def clip_tensors(params: list[torch.nn.Parameter]) -> None:
+            for g in burn_tensors(params, parts):
+                norm = g.square().sum().sqrt()
+                # `threshold / norm.add_scalar(min_positive)`: recip(), then mul_scalar
+                # (burn-tensor numeric.rs:1008–1013); clamp_max(1.0); then mul.
+                coef = ((norm + F64_MIN_POSITIVE).reciprocal() * threshold).clamp(max=1.0)
+                g.mul_(coef)
+
+    else:
+        threshold = clip["value"]
+
+        def clip_tensors(params: list[torch.nn.Parameter]) -> None:
+            for g in burn_tensors(params, parts):
+                # Both masks of the unclipped gradient, then mask_fill.
+                above, below = g > threshold, g < -threshold
+                g.masked_fill_(above, threshold).masked_fill_(below, -threshold)
+
+    return clip_tensors
+
+
+def torch_clipping(clip: dict | None) -> Clipping | None:
+    """PyTorch's clipping, by its own functions, as train_torch.py calls them."""
+    if not clip:
+        return None
+    if "norm" in clip:
+        return lambda params: torch.nn.utils.clip_grad_norm_(params, clip["norm"])
+    return lambda params: torch.nn.utils.clip_grad_value_(params, clip["value"])
+
+
+# ---------------------------------------------------------------- running statistics
+
+
+def burn_running_stats(
+    x: torch.Tensor, running_mean: torch.Tensor, running_var: torch.Tensor, momentum: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Burn 0.22's running mean and variance after a train-mode batch norm of x [N, C, ...].
+
+    burn-backend ModuleOps::batch_norm_train: mean and variance per channel over the batch
+    and the positions, as `mean_dim` of the input with its first two dims swapped and
+    reshaped to [C, N·L]; the variance of (x − mean)·(x − mean), biased (÷ N·L). burn-nn
+    norm/batch.rs forward_train: `running.mul_scalar(1.0 − momentum).add(stat.mul_scalar(
+    momentum))`, 1 − m in f64.
+    """
+    channels = x.shape[1]
+    mean = x.transpose(0, 1).reshape(channels, -1).mean(1)
+    centered = x - mean.reshape(1, channels, *[1] * (x.dim() - 2))
+    variance = (centered * centered).transpose(0, 1).reshape(channels, -1).mean(1)
+    keep = 1.0 - momentum
+    return running_mean * keep + mean * momentum, running_var * keep + variance * momentum
+
+
+@dataclass
+class BurnRunningStats:
+    """Burn's running-statistics update, with Burn's held momentum of each layer by name."""
+
+    momentum: dict[str, float]
+
+    def install(self, model: torch.nn.Module) -> Callable[[], None]:
+        """Make the model's running statistics follow Burn's update: returns the function to
+        call after each step's backward, which replaces what PyTorch's forward wrote."""
+        layers = running_stat_layers(model)
+        seen: dict[str, tuple] = {}
+
+        def capture(name: str):
+            def hook(layer, args) -> None:  # before PyTorch updates the buffers
+                seen[name] = (args[0].detach(), layer.running_mean.clone(),
+                              layer.running_var.clone())  # fmt: skip
+
+            return hook
+
+        for name, layer in layers.items():
+            layer.register_forward_pre_hook(capture(name))
+
+        def update() -> None:
+            with torch.no_grad():
+                for name, layer in layers.items():
+                    x, mean, var = seen.pop(name)
+                    mean, var = burn_running_stats(x, mean, var, self.momentum[name])
+                    layer.running_mean.copy_(mean)
+                    layer.running_var.copy_(var)
+
+        return update
+
+
+def burn_running_stats_of(burn_run: dict) -> BurnRunningStats | None:
+    """Burn's running-statistics update as the Burn run held it (its layers' momentum), or
+    None for a model without running statistics."""
+    held = burn_run["meta"].get("layer_hyperparameters") or {}
+    momentum = {k.removesuffix(".momentum"): v for k, v in held.items() if k.endswith(".momentum")}
+    return BurnRunningStats(momentum) if momentum else None
+
+
+# ---------------------------------------------------------------- running a variant
+
+
+@dataclass
+class Variant:
+    """Burn's update rule with a set of values, an lr per step and a clipping (or none);
+    Burn's running statistics, or PyTorch's own (None)."""
+
+    update: BurnUpdate
+    lrs: list[float]
+    clip: Clipping | None = None
+    running_stats: BurnRunningStats | None = None
+
+
+def lrs_of(block: dict) -> list[float]:
+    """The lr of every step as the run recorded it (a constant lr for older run files)."""
+    steps = len(block["losses"])
+    return block.get("lrs") or [block["meta"]["hyperparameters"]["lr"]] * steps
+
+
+def run(
+    arrays: dict,
+    variant: Variant,
+    steps: int,
+    batch: int,
+    grads: dict | None = None,
+    model: str = DEFAULT_MODEL,
+) -> tuple[list, np.ndarray]:
+    """Train ``model`` in f64 (train mode) with PyTorch's autograd and Burn's update; the
+    losses and the state (parameters, then buffers) after each step.
+
+    grads: a run's recorded `trajectory.grads` to use instead of autograd's (a check of the
+    update rule alone: it takes the f64 rounding of the two frameworks' backward passes out).
+    """
+    x, y = inputs(arrays, torch.float64)
+    module = build(model, arrays, torch.float64)
+    module.train()
+    declared = spec(model)
+    tensors = state(module)
+    params = [tensors[name] for name in declared.param_names]
+    burn_stats = variant.running_stats.install(module) if variant.running_stats else None
+    variant.update.state.clear()  # each run starts from the optimizer's empty state
+    batches = x.shape[0] // batch
+    losses, snapshots = [], []
+    for step in range(steps):
+        i = (step % batches) * batch
+        loss = torch.nn.functional.cross_entropy(module(x[i : i + batch]), y[i : i + batch])
+        losses.append(loss.item())
+        module.zero_grad()
+        loss.backward()
+        if burn_stats is not None:  # after backward: autograd saved the buffers PyTorch wrote
+            burn_stats()
+        with torch.no_grad():
+            if grads is not None:
+                for name, p in zip(declared.param_names, params, strict=True):
+                    p.grad = torch.tensor(grads[name][step], dtype=torch.float64).reshape(p.shape)
+            if variant.clip is not None:
+                variant.clip(params)
+            lr = variant.lrs[step]
+            for name, p in zip(declared.param_names, params, strict=True):
+                p.copy_(variant.update.step(name, p.detach().clone(), p.grad, step + 1, lr))
+        flat = [tensors[name].detach().flatten().numpy() for name in declared.state_names]
+        snapshots.append(np.concatenate(flat))
+    return losses, np.array(snapshots)
+
+
+def gap_frame(losses, snapshots, reference: dict, names: list[str]) -> pd.DataFrame:
+    ref = param_matrix(reference)
+    diff = np.abs(snapshots - ref)
+    where = []
+    for row in diff:
+        if not np.isfinite(row).all():
+            where.append("non-finite")
+        else:
+            where.append(names[int(np.argmax(row))] if row.max() > 0 else "-")
+    return pd.DataFrame(
+        {
+            "step": np.arange(1, len(losses) + 1),
+            "dloss": np.abs(np.asarray(losses) - np.asarray(reference["losses"], dtype=float)),
+            "dparam": step_gaps(snapshots, ref),
+            "where": where,
+        }
+    )
+
+
+def render_md(frame: pd.DataFrame, title: str, report_steps: list[int]) -> str:
+    shown = frame[report_steps_of(frame["step"], report_steps)]
+    lines = ["step  |dloss|   max|dparam|  where"]
+    lines += [
+        f"{r.step:4d}  {r.dloss:.2e}  {r.dparam:.2e}     {r.where}" for r in shown.itertuples()
+    ]
+    return f"### {title}\n\n```text\n" + "\n".join(lines) + "\n```\n"
+
+
+def scheduled(torch_run: dict, burn_run: dict) -> bool:
+    """Whether either run followed a learning-rate schedule (not a constant lr)."""
+    runs = (torch_run, burn_run)
+    return {(r["meta"].get("schedule") or {}).get("kind", "constant") for r in runs} != {"constant"}
+
+
+def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]:
+    """Each variant and the run it is compared with, by name (see the docstring)."""
+    optimizer = burn_run["meta"]["optimizer"]
+    burn_hp, torch_hp = burn_run["meta"]["hyperparameters"], torch_run["meta"]["hyperparameters"]
+    recorded, in_f64 = scalar_sources(optimizer)
+    burn_lrs, torch_lrs = lrs_of(burn_run), lrs_of(torch_run)
+    burn_clip, torch_clip = burn_run["meta"].get("clip_grad"), torch_run["meta"].get("clip_grad")
+
+    stats = burn_running_stats_of(burn_run)
+    model = model_of(burn_run)
+    parts = [model.parts_of(name) for name in model.param_names]
+
+    def burn_choices(lrs: list[float], clip: Clipping | None, running=None) -> Variant:
+        return Variant(BurnUpdate(optimizer, burn_hp, in_f64(burn_hp)), lrs, clip, running)
+
+    out = {
+        "replay": (
+            Variant(
+                BurnUpdate(optimizer, burn_hp, recorded(burn_run), True),
+                burn_lrs,
+                burn_clipping(burn_clip, parts),
+                stats,
+            ),
+            burn_run,
+        ),
+        "counterfactual": (
+            Variant(BurnUpdate(optimizer, torch_hp, in_f64(torch_hp)), torch_lrs,
+                    torch_clipping(torch_clip)),
+            torch_run,
+        ),
+        # Burn's values, its clipping threshold too, in PyTorch's lrs and clipping scope.
+        "held_f64": (burn_choices(torch_lrs, torch_clipping(burn_clip)), torch_run),
+    }  # fmt: skip
+    last = (torch_lrs, torch_clipping(burn_clip))  # the chain's last link: held_f64's
+    if scheduled(torch_run, burn_run):
+        last = (burn_lrs, torch_clipping(burn_clip))
+        out["burn_lrs"] = (burn_choices(*last), torch_run)
+    if burn_clip:
+        last = (burn_lrs, burn_clipping(burn_clip, parts))
+        out["burn_clipping"] = (burn_choices(*last), torch_run)
+    if stats:
+        out["burn_running_stats"] = (burn_choices(*last, stats), torch_run)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiment", required=True)
+    parser.add_argument("--data", required=True, type=Path)
+    add_run_arguments(parser, ("torch_f64", "burn_f64"))
+    parser.add_argument("--report-steps", type=int, nargs="+", default=[1, 2, 5, 10])
+    for out in ("replay-csv", "replay-md", "counterfactual-csv", "counterfactual-md"):
+        parser.add_argument(f"--{out}", required=True, type=Path)
+    args = parser.parse_args(argv)
+    try:
+        blocks = load_runs(run_paths(args, ("torch_f64", "burn_f64")))
+        arrays, sha256 = read_dataset(args.data)
+    except (FormatError, FileNotFoundError) as exc:
+        sys.exit(f"replay: {exc}")
+    torch_run, burn_run = blocks["torch_f64"], blocks["burn_f64"]
+    if burn_run["meta"]["input_sha256"] != sha256:
+        sys.exit(f"replay: {args.burn_f64} was trained on other inputs than {args.data}")
+    torch.set_num_threads(burn_run["meta"]["threads"])
+    steps, batch = len(burn_run["losses"]), burn_run["meta"]["batch_size"]
+    model = model_of(burn_run)
+    try:
+        chosen = variants(torch_run, burn_run)
+    except (FormatError, KeyError, IndexError) as exc:
+        sys.exit(f"replay: {args.burn_f64}: cannot replay this run ({exc!r})")
+    try:  # the dataset's arrays are refused here unless they are the model's
+        results = {
+            key: run(arrays, v, steps, batch, model=model.name) for key, (v, _) in chosen.items()
+        }
+    except ModelError as exc:
+        sys.exit(f"replay: {exc}")
+    names = flat_names({name: arrays[name][0] for name in model.state_names})
+    frames = {key: gap_frame(*results[key], ref, names) for key, (_, ref) in chosen.items()}
+    replay_frame, counter_frame = frames["replay"], frames["counterfactual"]
+    # Further columns of the counterfactual table: each variant's gap to PyTorch's f64 run.
+    for key in ("held_f64", "burn_lrs", "burn_clipping", "burn_running_stats"):
+        if key in frames:
+            counter_frame[f"dparam_{key}"] = frames[key]["dparam"]
+
+    title = f"{args.experiment}: Burn's update replayed in PyTorch (f64) vs Burn f64"
+    write_text_atomic(args.replay_csv, replay_frame.to_csv(index=False, float_format="%.17g"))
+    write_text_atomic(args.replay_md, render_md(replay_frame, title, args.report_steps))
+    title = f"{args.experiment}: Burn's update with PyTorch's hyperparameters in f64 vs PyTorch f64"
+    write_text_atomic(
+        args.counterfactual_csv, counter_frame.to_csv(index=False, float_format="%.17g")
+    )
+    write_text_atomic(args.counterfactual_md, render_md(counter_frame, title, args.report_steps))
+    further = "".join(
+        f"; {what} vs torch-f64 max {np.nanmax(counter_frame[f'dparam_{key}']):.2e}"
+        for key, what in (
+            ("burn_lrs", "Burn's lrs"),
+            ("burn_clipping", "Burn's clipping"),
+            ("burn_running_stats", "Burn's running stats"),
+        )
+        if key in frames
+    )
+    print(
+        f"{args.experiment}: replay vs burn-f64 max {np.nanmax(replay_frame['dparam']):.2e};"
+        f" counterfactual vs torch-f64 max {np.nanmax(counter_frame['dparam']):.2e};"
+        f" Burn's values in f64 vs torch-f64 max {np.nanmax(counter_frame['dparam_held_f64']):.2e}"
+        + further
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,589 @@
+"""The experiment configuration shared by the trainers and the analyses.
+
+An experiment names its optimizer and every hyperparameter of it. Both trainers pass each
+one to their framework explicitly, except the ones an experiment lists under
+``keep_defaults`` for a framework: that framework then keeps its own default, and the run's
+``meta`` records the value it actually used. Both trainers refuse an experiment with an
+unknown optimizer or a missing hyperparameter, naming it.
+
+An experiment may also give a learning-rate ``schedule`` (absent: ``{kind: constant}``) and
+gradient clipping ``clip_grad`` (absent or null: none; ``{norm: x}`` or ``{value: x}``), and
+the ``burn_backend`` that runs Burn's tensors (``flex`` or ``ndarray``; PyTorch ignores it).
+``experiment_spec`` fills in what an experiment leaves out (Adam's ``amsgrad``: PyTorch's
+default, false; the constant schedule; no clipping; Burn's Flex backend), so the spec always
+carries them.
+
+The semantic checks below (``semantic_problems``) find what the config's JSON schema cannot
+express and a trainer would crash on: a batch larger than the dataset, Nesterov momentum
+PyTorch refuses, a probe index outside its parameter, a schedule or an initial learning
+rate one framework's scheduler refuses, an AdaGrad initial accumulator Burn cannot take.
+The pipeline runs them, with the schema, before any job (config/check_config.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from torch_burn_parity.config import cpu_path
+from torch_burn_parity.config.suggest import closest_key
+from torch_burn_parity.models.model_specs import DEFAULT_MODEL, SPECS
+from torch_burn_parity.models.model_specs import N as DATASET_SIZE
+
+FRAMEWORKS = ("torch", "burn")
+DTYPES = ("f32", "f64")
+
+# Every hyperparameter each optimizer needs, in the order runs record them.
+HYPERPARAMETERS = {
+    "sgd": ("lr", "momentum", "dampening", "weight_decay", "nesterov"),
+    "adam": ("lr", "betas", "eps", "weight_decay", "amsgrad"),
+    "adamw": ("lr", "betas", "eps", "weight_decay", "amsgrad"),
+    "adagrad": ("lr", "lr_decay", "eps", "weight_decay", "initial_accumulator_value"),
+    "rmsprop": ("lr", "alpha", "eps", "weight_decay", "momentum", "centered"),
+}
+# Hyperparameters an experiment may leave out, and the value the spec then carries (PyTorch's
+# default): Adam's amsgrad came after the first configs were written.
+OPTIONAL_HYPERPARAMETERS = {"adam": {"amsgrad": False}}
+# Hyperparameters that are true or false; `betas` is two numbers, the others a number.
+BOOLEAN_HYPERPARAMETERS = ("nesterov", "amsgrad", "centered")
+
+# What each framework uses when it is not told (PyTorch 2.15 and Burn 0.22.1 source).
+# Burn's SGD has no momentum unless given a MomentumConfig, whose dampening defaults to 0.1;
+# Burn's Adam, AdamW, AdaGrad and RMSProp default epsilon to 1e-5 (PyTorch: 1e-8, AdaGrad
+# 1e-10); Burn's AdamW weight decay is 1e-4 (PyTorch: 1e-2); Burn's RMSProp momentum is 0.9
+# (PyTorch: 0). Burn's AdaGrad has no initial accumulator value: its sum starts at 0.
+# No framework default is listed for lr: Burn has none (it is passed to every step).
+FRAMEWORK_DEFAULTS = {
+    "torch": {
+        "sgd": {"momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False},
+        "adam": {"betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False},
+        "adamw": {"betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 1e-2, "amsgrad": False},
+        "adagrad": {
+            "lr_decay": 0.0,
+            "eps": 1e-10,
+            "weight_decay": 0.0,
+            "initial_accumulator_value": 0.0,
+        },
+        "rmsprop": {
+            "alpha": 0.99,
+            "eps": 1e-8,
+            "weight_decay": 0.0,
+            "momentum": 0.0,
+            "centered": False,
+        },
+    },
+    "burn": {
+        "sgd": {"momentum": 0.0, "dampening": 0.1, "weight_decay": 0.0, "nesterov": False},
+        "adam": {"betas": [0.9, 0.999], "eps": 1e-5, "weight_decay": 0.0, "amsgrad": False},
+        "adamw": {"betas": [0.9, 0.999], "eps": 1e-5, "weight_decay": 1e-4, "amsgrad": False},
+        "adagrad": {
+            "lr_decay": 0.0,
+            "eps": 1e-5,
+            "weight_decay": 0.0,
+            "initial_accumulator_value": 0.0,
+        },
+        "rmsprop": {
+            "alpha": 0.99,
+            "eps": 1e-5,
+            "weight_decay": 0.0,
+            "momentum": 0.9,
+            "centered": False,
+        },
+    },
+}
+
+# Learning-rate schedules: each kind's keys besides `kind` (the initial lr is the
+# optimizer's). PyTorch runs them with torch.optim.lr_scheduler, Burn with its lr_scheduler.
+SCHEDULES = {
+    "constant": (),
+    "linear": ("final_lr", "num_steps"),
+    "cosine": ("min_lr", "num_steps"),
+    "exponential": ("gamma",),
+    "step": ("step_size", "gamma"),
+}
+DEFAULT_SCHEDULE = {"kind": "constant"}
+# Burn 0.22.1 (burn-optim src/lr_scheduler/{linear,cosine,exponential}.rs) refuses an initial
+# lr outside (0, 1] for these kinds; its step schedule only warns, constant takes any lr.
+SCHEDULES_LR_AT_MOST_1 = ("linear", "cosine", "exponential")
+# Gradient clipping: exactly one of these, a positive number.
+CLIP_MODES = ("norm", "value")
+# How PyTorch applies each mode (torch.nn.utils.clip_grad_norm_ / clip_grad_value_).
+CLIP_SCOPES = {"norm": "all parameters (one norm)", "value": "elementwise"}
+# Burn's CPU backends in the one parity-train binary (config name → Burn's name); the first
+# is the default. The run file's meta.backend records the one a run used.
+BURN_BACKENDS = {"flex": "Flex", "ndarray": "NdArray"}
+DEFAULT_BURN_BACKEND = "flex"
+
+
+# The models both sides define (model_specs.py, rust/src/models/); absent means the seed's
+# cnn1d. The layer record is taken at step 1 and at any further `probe_steps`.
+MODELS = tuple(SPECS)
+DEFAULT_PROBE_STEPS = [1]
+
+# The shape of every parameter of the seed's model, from its initial weights.
+PARAMETER_SHAPES = SPECS[DEFAULT_MODEL].param_shapes()
+
+
+def parameter_shapes(model: str) -> dict[str, list[int]]:
+    """The shape of each parameter of ``model``, by PyTorch name."""
+    return SPECS[model].param_shapes()
+
+
+class ConfigError(ValueError):
+    """An experiment the trainers cannot run as written."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a config, at a key path such as ('experiments', 'adam', 'lr')."""
+
+    path: tuple[str | int, ...]
+    message: str
+
+    def __str__(self) -> str:
+        return f"{key_path(self.path)}: {self.message}"
+
+
+def key_path(path: tuple[str | int, ...]) -> str:
+    """('experiments', 'adam', 'betas', 1) -> 'experiments.adam.betas[1]'."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or "(top level)"
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def run_problems(config: dict[str, Any]) -> list[Problem]:
+    """Run settings a trainer would crash on (a batch larger than the dataset) or that cannot
+    take effect on this machine (a `cpu_path` its CPU cannot take)."""
+    problems = []
+    batch = config.get("batch_size")
+    if _integer(batch) and batch > DATASET_SIZE:
+        problems.append(
+            Problem(("batch_size",), f"{batch} is larger than the dataset ({DATASET_SIZE} samples)")
+        )
+    setting = config.get("cpu_path", cpu_path.DEFAULT)
+    if isinstance(setting, str) and (why := cpu_path.problem(setting)) is not None:
+        problems.append(Problem(("cpu_path",), why))
+    return problems
+
+
+def probe_problem(text: str, model: str = DEFAULT_MODEL) -> str | None:
+    """What is wrong with a probe such as 'fc.weight[1,19]' (or its flat form 'fc.weight[67]')
+    as a parameter of ``model``."""
+    match = re.fullmatch(r"([\w.]+)\[(\d+(?:, ?\d+)*)\]", text)
+    if not match:
+        return f"{text!r} is not a parameter index like 'fc.weight[1,19]'"
+    name = match.group(1)
+    shapes = parameter_shapes(model)
+    if name not in shapes:
+        return f"{text!r} names no parameter of {model} (known: {', '.join(shapes)})"
+    shape = shapes[name]
+    index = [int(i) for i in match.group(2).split(",")]
+    shown = f"{name} has shape [{', '.join(map(str, shape))}]"
+    if len(index) == 1:  # a flat index, as probe.py takes it
+        bounds = [math.prod(shape)]
+    elif len(index) == len(shape):
+        bounds = shape
+    else:
+        return f"{text!r} has {len(index)} indices; {shown}"
+    if any(i >= n for i, n in zip(index, bounds, strict=True)):
+        return f"{text!r} is out of range; {shown}"
+    return None
+
+
+def keep_default_problems(at: tuple, exp: dict[str, Any], optimizer: str) -> list[Problem]:
+    """keep_defaults naming a framework or hyperparameter that has no default to keep."""
+    keep = exp.get("keep_defaults")
+    if not isinstance(keep, dict):
+        return []
+    problems = []
+    for framework, keys in keep.items():
+        if framework not in FRAMEWORKS:
+            problems.append(
+                Problem(
+                    (*at, "keep_defaults", framework),
+                    f"unknown framework (known: {', '.join(FRAMEWORKS)})",
+                )
+            )
+            continue
+        defaults = FRAMEWORK_DEFAULTS[framework][optimizer]
+        for i, key in enumerate(keys if isinstance(keys, list) else []):
+            if key in defaults:
+                continue
+            what = (
+                f"has no {framework} default for {optimizer}"
+                if key in HYPERPARAMETERS[optimizer]
+                else f"is not a hyperparameter of {optimizer}"
+            )
+            problems.append(
+                Problem(
+                    (*at, "keep_defaults", framework, i),
+                    f"{key!r} {what} (it can keep: {', '.join(defaults)})",
+                )
+            )
+    return problems
+
+
+def nesterov_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
+    """PyTorch refuses Nesterov momentum without a momentum or with a dampening."""
+    kept = (exp.get("keep_defaults") or {}).get("torch") or []
+    if not isinstance(kept, list):
+        return []
+    held = {
+        key: FRAMEWORK_DEFAULTS["torch"]["sgd"][key] if key in kept else exp.get(key)
+        for key in ("momentum", "dampening", "nesterov")
+    }
+    momentum, dampening = held["momentum"], held["dampening"]
+    if held["nesterov"] is not True or not (_number(momentum) and _number(dampening)):
+        return []
+    why = []
+    if momentum <= 0:
+        why.append(f"momentum is {momentum}")
+    if dampening != 0:
+        why.append(f"dampening is {dampening}")
+    if not why:
+        return []
+    if set(kept) & {"momentum", "dampening"}:
+        why[-1] += " (PyTorch's default, kept)"
+    return [
+        Problem(
+            (*at, "nesterov"),
+            f"true needs momentum > 0 and dampening 0, or PyTorch refuses it; {' and '.join(why)}",
+        )
+    ]
+
+
+def _suggest(key: Any, known: list[str]) -> str | None:
+    """The closest known key, as the config check suggests it."""
+    return closest_key(key, known) if isinstance(key, str) else None
+
+
+def _unknown_keys(at: tuple, keys: list, known: list[str], what: str) -> tuple[list, set]:
+    """A problem per key of `keys` not in `known`, with the closest known key; and the known
+    keys suggested (a missing key an unknown one suggests needs no line of its own)."""
+    problems, suggested = [], set()
+    for key in keys:
+        if key in known:
+            continue
+        close = _suggest(key, known)
+        suggested.add(close)
+        hint = f"; did you mean {close!r}?" if close else f" (known: {', '.join(known)})"
+        problems.append(Problem((*at, key), f"unknown key of {what}{hint}"))
+    return problems, suggested
+
+
+def _show(value: Any) -> str:
+    """A value as the config spells it."""
+    spelled = {True: "true", False: "false", None: "null"}
+    return spelled[value] if value is None or isinstance(value, bool) else repr(value)
+
+
+def _bound_problem(at: tuple, key: str, value: Any, low: str, high: str = "") -> Problem | None:
+    """The schema's line for a bound, for a value the trainer run by hand would crash on:
+    low is '>0', '>=0' or '>=1' (integers), high '' or '<=1'."""
+    integer = low == ">=1"
+    if not (_integer(value) if integer else _number(value)) or (
+        isinstance(value, float) and not math.isfinite(value)
+    ):
+        kind = "an integer" if integer else "a number"
+        return Problem((*at, key), f"expected {kind}, got {_show(value)}")
+    below = value <= 0 if low == ">0" else value < 0 if low == ">=0" else value < 1
+    above = high == "<=1" and value > 1
+    if not (below or above):
+        return None
+    shown = {">0": "0 < ", ">=0": "0 ≤ ", ">=1": "1 ≤ "}[low]
+    if high:
+        bounds = f"{shown}{key} ≤ 1"
+    else:
+        bounds = f"{key} {'>' if low == '>0' else '≥'} {shown.split()[0]}"
+    return Problem((*at, key), f"{_show(value)} is out of range ({bounds})")
+
+
+# Each schedule key's bounds: (low, high) as _bound_problem takes them.
+SCHEDULE_BOUNDS = {
+    "final_lr": (">=0", ""),
+    "min_lr": (">=0", ""),
+    "num_steps": (">=1", ""),
+    "step_size": (">=1", ""),
+    "gamma": (">0", ""),
+}
+
+
+def schedule_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
+    """A schedule either framework refuses, or one of an unknown kind or with keys missing or
+    of another kind: one problem per key."""
+    if "schedule" not in exp:
+        return []
+    schedule, where = exp["schedule"], (*at, "schedule")
+    example = "{kind: cosine, min_lr: 0.0, num_steps: 100}"
+    if not isinstance(schedule, dict):
+        return [Problem(where, f"expected a mapping like {example}, got {_show(schedule)}")]
+    kinds = list(SCHEDULES)
+    if "kind" not in schedule:
+        return [Problem((*where, "kind"), f"missing (one of: {', '.join(kinds)})")]
+    kind = schedule["kind"]
+    if kind not in SCHEDULES:
+        close = _suggest(kind, kinds)
+        hint = f"; did you mean {close!r}?" if close else ""
+        return [
+            Problem(
+                (*where, "kind"),
+                f"unknown schedule kind {_show(kind)} (known: {', '.join(kinds)}){hint}",
+            )
+        ]
+    needed = SCHEDULES[kind]
+    takes = f"{kind} takes {', '.join(needed)}" if needed else f"{kind} takes no other key"
+    problems, suggested = [], set()
+    for key in schedule:
+        if key == "kind" or key in needed:
+            continue
+        owners = [k for k, keys in SCHEDULES.items() if key in keys]
+        if owners:
+            message = f"a key of kind {' and '.join(owners)}, not of {kind} ({takes})"
+            problems.append(Problem((*where, key), message))
+        else:
+            found, close = _unknown_keys(where, [key], ["kind", *needed], f"kind {kind}")
+            problems += found
+            suggested |= close
+    for key in needed:
+        if key not in schedule:
+            if key not in suggested:
+                problems.append(Problem((*where, key), f"required for kind {kind}"))
+            continue
+        problem = _bound_problem(where, key, schedule[key], *SCHEDULE_BOUNDS[key])
+        if problem:
+            problems.append(problem)
+    if problems:
+        return problems
+    lr = exp.get("lr")
+    if kind == "exponential" and schedule["gamma"] > 1:
+        message = (
+            f"{_show(schedule['gamma'])} is out of range (0 < gamma ≤ 1):"
+            " Burn's exponential schedule refuses a gamma above 1"
+        )
+        problems.append(Problem((*where, "gamma"), message))
+    if kind in SCHEDULES_LR_AT_MOST_1 and _number(lr) and not 0 < lr <= 1:
+        message = (
+            f"{_show(lr)} is out of range (0 < lr ≤ 1):"
+            f" Burn's {kind} schedule refuses an initial lr outside (0, 1]"
+        )
+        problems.append(Problem((*at, "lr"), message))
+    elif _number(lr) and lr > 0:
+        if kind == "linear" and schedule["final_lr"] > lr:
+            message = (
+                f"{_show(schedule['final_lr'])} is above lr ({_show(lr)}): PyTorch's LinearLR"
+                " refuses an end factor (final_lr / lr) above 1"
+            )
+            problems.append(Problem((*where, "final_lr"), message))
+        if kind == "cosine" and schedule["min_lr"] > lr:
+            message = (
+                f"{_show(schedule['min_lr'])} is above lr ({_show(lr)}):"
+                " Burn's cosine schedule refuses a min_lr above the initial lr"
+            )
+            problems.append(Problem((*where, "min_lr"), message))
+    return problems
+
+
+def clip_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
+    """clip_grad: null, or exactly one of norm and value, a positive number."""
+    clip, where = exp.get("clip_grad"), (*at, "clip_grad")
+    if clip is None:
+        return []
+    if not isinstance(clip, dict):
+        return [Problem(where, f"expected null, {{norm: x}} or {{value: x}}, got {_show(clip)}")]
+    problems, suggested = _unknown_keys(where, list(clip), list(CLIP_MODES), "clip_grad")
+    modes = [m for m in CLIP_MODES if m in clip]
+    if len(modes) == 2:
+        problems.append(Problem(where, "give exactly one of norm or value, not both"))
+    elif not modes and not suggested & set(CLIP_MODES):
+        problems.append(Problem(where, "give exactly one of norm or value (e.g. {norm: 1.0})"))
+    for mode in modes:
+        problem = _bound_problem(where, mode, clip[mode], ">0")
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def accumulator_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
+    """Burn's AdaGrad has no initial accumulator value: only PyTorch's default, 0, compares."""
+    value = exp.get("initial_accumulator_value")
+    if not _number(value) or value == 0:
+        return []
+    message = (
+        f"{_show(value)} is refused (only 0): Burn's AdaGrad has no initial accumulator value,"
+        " its sum of squared gradients starts at 0"
+    )
+    return [Problem((*at, "initial_accumulator_value"), message)]
+
+
+def choice_problems(at: tuple, exp: dict[str, Any], key: str, what: str, known) -> list[Problem]:
+    """A value of ``key`` that is not one of ``known`` (absent means the default)."""
+    if key not in exp or exp[key] in known:
+        return []
+    value, known = exp[key], list(known)
+    close = _suggest(value, known)
+    hint = f"; did you mean {close!r}?" if close else ""
+    message = f"unknown {what} {_show(value)} (known: {', '.join(known)}){hint}"
+    return [Problem((*at, key), message)]
+
+
+def probe_steps_problems(at: tuple, exp: dict[str, Any], steps: Any) -> list[Problem]:
+    """Probe steps after the last step would record nothing: refused."""
+    probe_steps = exp.get("probe_steps")
+    if not isinstance(probe_steps, list) or not _integer(steps):
+        return []
+    late = [s for s in probe_steps if _integer(s) and s > steps]
+    if not late:
+        return []
+    message = f"step {late[0]} is after the last step ({steps})"
+    return [Problem((*at, "probe_steps", probe_steps.index(late[0])), message)]
+
+
+def experiment_problems(name: str, exp: Any, steps: Any = None) -> list[Problem]:
+    """What the schema cannot see in one experiment and a trainer would crash on (``steps``:
+    the config's, for checks against it)."""
+    if not isinstance(exp, dict):
+        return []
+    at = ("experiments", name)
+    problems = []
+    optimizer = exp.get("optimizer")
+    if optimizer in HYPERPARAMETERS:
+        problems += keep_default_problems(at, exp, optimizer)
+    if optimizer == "sgd":
+        problems += nesterov_problems(at, exp)
+    if optimizer == "adagrad":
+        problems += accumulator_problems(at, exp)
+    problems += schedule_problems(at, exp)
+    problems += clip_problems(at, exp)
+    # The Burn backends the binary holds (absent: flex); the models both sides define.
+    problems += choice_problems(at, exp, "burn_backend", "Burn backend", BURN_BACKENDS)
+    problems += choice_problems(at, exp, "model", "model", MODELS)
+    problems += probe_steps_problems(at, exp, steps)
+    probe = exp.get("probe")
+    model = exp.get("model", DEFAULT_MODEL)
+    if isinstance(probe, str) and model in MODELS and (message := probe_problem(probe, model)):
+        problems.append(Problem((*at, "probe"), message))
+    return problems
+
+
+def semantic_problems(config: dict[str, Any]) -> list[Problem]:
+    """Every problem beyond the schema's bounds; values of the wrong type are skipped (the
+    schema names those)."""
+    problems = run_problems(config)
+    experiments = config.get("experiments")
+    if isinstance(experiments, dict):
+        for name, exp in experiments.items():
+            problems += experiment_problems(name, exp, config.get("steps"))
+    return problems
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    # JSON is read as JSON: PyYAML (YAML 1.1) would take a number like 1e-08 for a string.
+    try:
+        text = path.read_text(encoding="utf-8")
+        config = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid {path.suffix.lstrip('.').upper()} ({exc})") from exc
+    if not isinstance(config, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return config
+
+
+def probe_steps_of(exp: dict[str, Any]) -> list[int]:
+    """The steps of the layer record: the experiment's, with step 1, sorted."""
+    return sorted({1, *exp.get("probe_steps", DEFAULT_PROBE_STEPS)})
+
+
+def filled_schedule(exp: dict[str, Any]) -> dict[str, Any]:
+    """The experiment's schedule, its keys in a fixed order; the constant one when absent."""
+    schedule = exp.get("schedule", DEFAULT_SCHEDULE)
+    return {"kind": schedule["kind"], **{k: schedule[k] for k in SCHEDULES[schedule["kind"]]}}
+
+
+def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """The checked spec of experiment ``name``: optimizer, hyperparameters (optional ones
+    filled in), schedule (constant when absent), clip_grad (None when absent), burn_backend
+    (flex when absent), run settings."""
+    experiments = config.get("experiments") or {}
+    if name not in experiments:
+        raise ConfigError(f"unknown experiment {name!r} (config has {sorted(experiments)})")
+    exp = experiments[name]
+    optimizer = exp.get("optimizer")
+    if optimizer not in HYPERPARAMETERS:
+        raise ConfigError(
+            f"experiments.{name}.optimizer: unknown optimizer {optimizer!r}"
+            f" (known: {', '.join(HYPERPARAMETERS)})"
+        )
+    optional = OPTIONAL_HYPERPARAMETERS.get(optimizer, {})
+    for key in HYPERPARAMETERS[optimizer]:
+        if key not in exp:
+            if key in optional:
+                continue
+            raise ConfigError(f"experiments.{name}.{key}: missing hyperparameter for {optimizer}")
+        value = exp[key]
+        values = value if key == "betas" else [value]
+        boolean = key in BOOLEAN_HYPERPARAMETERS
+        wanted = bool if boolean else (int, float)
+        wrong = isinstance(value, bool) != boolean or not all(isinstance(v, wanted) for v in values)
+        if wrong or (key == "betas" and len(values) != 2):
+            kind = "true or false" if boolean else "two numbers" if key == "betas" else "a number"
+            raise ConfigError(f"experiments.{name}.{key}: expected {kind}, got {value!r}")
+    keep = exp.get("keep_defaults") or {}
+    for framework, keys in keep.items():
+        if framework not in FRAMEWORKS:
+            raise ConfigError(f"experiments.{name}.keep_defaults: unknown framework {framework!r}")
+        for key in keys:
+            if key not in FRAMEWORK_DEFAULTS[framework][optimizer]:
+                raise ConfigError(
+                    f"experiments.{name}.keep_defaults.{framework}: {key!r} has no"
+                    f" {framework} default for {optimizer}"
+                )
+    for key in ("steps", "batch_size"):
+        if not isinstance(config.get(key), int) or config[key] <= 0:
+            raise ConfigError(f"{key}: must be a positive integer, got {config.get(key)!r}")
+    problems = run_problems(config) + experiment_problems(name, exp, config["steps"])
+    if problems:
+        raise ConfigError(str(problems[0]))
+    return {
+        "name": name,
+        "optimizer": optimizer,
+        "hyperparameters": {k: exp.get(k, optional.get(k)) for k in HYPERPARAMETERS[optimizer]},
+        "keep_defaults": {f: list(keep.get(f, [])) for f in FRAMEWORKS},
+        "schedule": filled_schedule(exp),
+        "clip_grad": dict(exp["clip_grad"]) if exp.get("clip_grad") is not None else None,
+        "burn_backend": exp.get("burn_backend", DEFAULT_BURN_BACKEND),
+        "model": exp.get("model", DEFAULT_MODEL),
+        "probe_steps": probe_steps_of(exp),
+        "steps": config["steps"],
+        "batch_size": config["batch_size"],
+        "threads": config.get("threads", 1),
+        "cpu_path": config.get("cpu_path", cpu_path.DEFAULT),
+    }
+
+
+def requested_hyperparameters(spec: dict[str, Any], framework: str) -> dict[str, Any]:
+    """What ``framework`` is asked to use: the config's values, or its own defaults where kept."""
+    values = dict(spec["hyperparameters"])
+    for key in spec["keep_defaults"][framework]:
+        values[key] = FRAMEWORK_DEFAULTS[framework][spec["optimizer"]][key]
+    return values

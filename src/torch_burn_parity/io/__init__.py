@@ -1,0 +1,1 @@
+"""Every file format the pipeline reads or writes: dataset, run files, tables."""

@@ -1,0 +1,270 @@
+"""Shared file formats of the parity pipeline: the dataset file and the run files.
+
+Imported by every script in this folder and by the tests. Rules that run a script list
+this module as an input too, so that editing a format reruns everything that reads it.
+
+Dataset file (written by make_data.py, read by both trainers; one per model)
+-----------------------------------------------------------------------------
+Little-endian binary, so that both languages read exactly the same bits::
+
+    magic   b"PARITYDS"                      8 bytes
+    version u32 (= 1)
+    count   u32                              number of arrays
+    count × array:
+        name_len u32, name (UTF-8)
+        dtype    u8   (1 = f32, 2 = i64)
+        ndim     u8,  dims u32 × ndim
+        payload  prod(dims) elements
+
+Arrays: x (f32), y (i64), then the model's parameters and buffers in its order (f32, PyTorch
+names and layouts; model_specs.py). Only x and y are checked here; each model checks its own.
+
+Run files (results/runs/{experiment}/{framework}-{dtype}.json)
+---------------------------------------------------------------
+``{"<experiment>": {...}}``. Floats are JSON numbers, except non-finite ones, which JSON
+cannot hold: they are written as the strings "NaN", "Infinity" and "-Infinity" and
+decoded back to floats by ``read_run``.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import os
+import struct
+import tempfile
+from pathlib import Path
+from typing import Any
+
+# model_specs is torch-free (names, shapes, formulas): importing it keeps this module light.
+from torch_burn_parity.models.model_specs import ModelError, model_of
+
+MAGIC = b"PARITYDS"
+VERSION = 1
+DTYPE_F32 = 1
+DTYPE_I64 = 2
+_ELEMENT = {DTYPE_F32: ("f", 4), DTYPE_I64: ("q", 8)}
+
+# The arrays every dataset file holds, first; a model's parameters and buffers follow, and
+# each model checks its own (model_specs.py, models.py).
+DATASET_ARRAYS = ("x", "y")
+NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+class FormatError(ValueError):
+    """A dataset or run file that does not have the expected form."""
+
+
+# --------------------------------------------------------------------------- atomic writes
+
+
+def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename.
+
+    A reader (or a later pipeline run) sees either the old file or the whole new one,
+    never a truncated one, even if this process is killed mid-write.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Temporary files left by a writer that was killed: never trusted, never kept.
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        stale.unlink(missing_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual mode
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    write_atomic(path, text.encode("utf-8"))
+
+
+# --------------------------------------------------------------------------- CSV tables
+
+
+def read_text(path: str | os.PathLike, what: str = "file", form: str = "text") -> str:
+    """A UTF-8 text file, or a FormatError naming it: '…: table not found', '…: not a CSV
+    table (not UTF-8 text at byte 3)', '…: cannot read the run file (Permission denied)'."""
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FormatError(f"{path}: {what} not found") from None
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: not {form} (not UTF-8 text at byte {exc.start})") from None
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+
+
+def read_table_text(path: str | os.PathLike) -> str:
+    """The text of a CSV table the pipeline wrote, refused when it cannot be whole.
+
+    Raises FormatError naming the file when it is missing, not text, or cut off (no final
+    newline, or a row with fewer or more fields than the header): a damaged table is never
+    read as a shorter one.
+    """
+    path = Path(path)
+    text = read_text(path, "table", "a CSV table")
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise FormatError(f"{path}: not a CSV table ({exc})") from None
+    if not rows or not text.endswith("\n") or any(len(r) != len(rows[0]) for r in rows):
+        raise FormatError(f"{path}: truncated table (a row is cut off)")
+    return text
+
+
+# --------------------------------------------------------------------------- dataset file
+
+
+def encode_dataset(arrays: dict[str, tuple[list[int], int, list]]) -> bytes:
+    """Encode ``{name: (shape, dtype_code, flat_values)}`` in the dataset format."""
+    out = [MAGIC, struct.pack("<II", VERSION, len(arrays))]
+    for name, (shape, dtype, values) in arrays.items():
+        code, _ = _ELEMENT[dtype]
+        if math.prod(shape) != len(values):
+            raise ValueError(f"{name}: shape {shape} does not hold {len(values)} values")
+        raw = name.encode()
+        out.append(struct.pack("<I", len(raw)) + raw)
+        out.append(struct.pack(f"<BB{len(shape)}I", dtype, len(shape), *shape))
+        out.append(struct.pack(f"<{len(values)}{code}", *values))
+    return b"".join(out)
+
+
+def decode_dataset(blob: bytes, source: str = "dataset") -> dict[str, tuple[list[int], list]]:
+    """Decode a dataset file into ``{name: (shape, flat_values)}``.
+
+    f32 values come back as Python floats (exact widenings), i64 values as ints.
+    """
+    if blob[:8] != MAGIC:
+        raise FormatError(f"{source}: not a parity dataset file (bad magic)")
+    try:
+        version, count = struct.unpack_from("<II", blob, 8)
+        if version != VERSION:
+            raise FormatError(f"{source}: dataset version {version}, expected {VERSION}")
+        pos, arrays = 16, {}
+        for _ in range(count):
+            (name_len,) = struct.unpack_from("<I", blob, pos)
+            name = blob[pos + 4 : pos + 4 + name_len].decode()
+            pos += 4 + name_len
+            dtype, ndim = struct.unpack_from("<BB", blob, pos)
+            shape = list(struct.unpack_from(f"<{ndim}I", blob, pos + 2))
+            pos += 2 + 4 * ndim
+            code, size = _ELEMENT[dtype]
+            n = math.prod(shape)
+            values = list(struct.unpack_from(f"<{n}{code}", blob, pos))
+            pos += n * size
+            arrays[name] = (shape, values)
+    except (struct.error, KeyError, UnicodeDecodeError) as exc:
+        raise FormatError(f"{source}: truncated or corrupt dataset file ({exc})") from exc
+    if pos != len(blob):
+        raise FormatError(f"{source}: {len(blob) - pos} trailing bytes after the last array")
+    missing = [a for a in DATASET_ARRAYS if a not in arrays]
+    if missing:
+        raise FormatError(f"{source}: missing arrays {missing}")
+    return arrays
+
+
+def read_dataset(path: str | os.PathLike) -> tuple[dict[str, tuple[list[int], list]], str]:
+    """Read a dataset file; return its arrays and the SHA-256 of its exact bytes."""
+    try:
+        blob = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise FormatError(f"{path}: dataset file not found") from None
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read the dataset file ({exc.strerror})") from None
+    return decode_dataset(blob, str(path)), hashlib.sha256(blob).hexdigest()
+
+
+# --------------------------------------------------------------------------- run files
+
+
+def _encode_nonfinite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _encode_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encode_nonfinite(v) for v in value]
+    return value
+
+
+def _decode_nonfinite(value: Any) -> Any:
+    if isinstance(value, str) and value in NONFINITE:
+        return NONFINITE[value]
+    if isinstance(value, dict):
+        return {k: _decode_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode_nonfinite(v) for v in value]
+    return value
+
+
+def dump_run(run: dict[str, Any]) -> str:
+    """Serialise a run file: non-finite floats as strings, keys in a fixed order."""
+    return json.dumps(_encode_nonfinite(run), allow_nan=False, separators=(",", ":")) + "\n"
+
+
+def write_run(path: str | os.PathLike, run: dict[str, Any]) -> None:
+    write_text_atomic(path, dump_run(run))
+
+
+def read_run(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a run file (or the seed's pt.json/burn.json), decoding non-finite values.
+
+    Raises FormatError naming the file when it is missing, unreadable, not valid JSON or
+    not an object.
+    """
+    path = Path(path)
+    text = read_text(path, "run file", "valid JSON")
+    try:
+        data = json.loads(text, parse_constant=lambda c: NONFINITE[c])
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    if not isinstance(data, dict) or not data:
+        raise FormatError(f"{path}: expected a JSON object {{experiment: {{...}}}}")
+    return _decode_nonfinite(data)
+
+
+def experiment_block(path: str | os.PathLike, experiment: str | None = None) -> dict[str, Any]:
+    """The one experiment block of a pipeline run file, checked for the fields analyses use.
+
+    The trajectory must hold one entry per step for every parameter (params and grads) and
+    every buffer (buffers) of the block's model (`meta.model`, absent: cnn1d).
+    """
+    data = read_run(path)
+    if experiment is None:
+        if len(data) != 1:
+            raise FormatError(f"{path}: expected one experiment, found {sorted(data)}")
+        (experiment,) = data
+    if experiment not in data:
+        raise FormatError(f"{path}: no experiment {experiment!r} (has {sorted(data)})")
+    block = data[experiment]
+    for key in ("losses", "final", "params", "trajectory", "meta"):
+        if key not in block:
+            raise FormatError(f"{path}: experiment {experiment!r} has no {key!r} field")
+    try:
+        model = model_of(block)
+    except ModelError as exc:
+        raise FormatError(f"{path}: experiment {experiment!r}: {exc}") from None
+    steps = len(block["losses"])
+    params, buffers = model.param_names, model.buffer_names
+    for kind, names in (("params", params), ("grads", params), ("buffers", buffers)):
+        for name in names:
+            series = block["trajectory"].get(kind, {}).get(name)
+            if series is None or len(series) != steps:
+                raise FormatError(
+                    f"{path}: trajectory.{kind}.{name} must hold one entry per step ({steps})"
+                )
+    return block

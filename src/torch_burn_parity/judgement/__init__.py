@@ -1,0 +1,1 @@
+"""What a difference means: verdicts, causes and their thresholds."""

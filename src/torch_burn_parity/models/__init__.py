@@ -1,0 +1,1 @@
+"""The models both frameworks train: names, shapes and initial values, and the PyTorch modules."""

@@ -1,0 +1,128 @@
+"""The PyTorch models by name: build one from a dataset file's arrays, record its layers.
+
+    model = build("cnn_bn", arrays, torch.float64)
+
+The registry maps a model's name to its module (model_cnn1d.py, model_cnn_bn.py,
+model_transformer.py), each of which declares SPEC (its model_specs.ModelSpec), new() (the
+torch.nn.Module, with its layer hyperparameters passed explicitly; its stages() are the
+layers in SPEC.layers order, each taking the previous one's output, and its forward runs
+them) and layer_hyperparameters(module) (read back from it).
+Their names, shapes and initial values live in the torch-free model_specs.py, which the
+scripts that need no torch import instead.
+
+Both the trainer (train_torch.py) and the replay (replay.py) take their model from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import torch
+from torch import nn
+
+from torch_burn_parity.models import model_cnn1d, model_cnn_bn, model_transformer
+from torch_burn_parity.models.model_specs import ModelError, array_problem
+
+MODELS: dict[str, ModuleType] = {
+    m.SPEC.name: m for m in (model_cnn1d, model_cnn_bn, model_transformer)
+}
+
+Arrays = dict[str, tuple[list[int], list]]
+
+
+def module_of(name: str) -> ModuleType:
+    """The model module called ``name``; ModelError naming the known ones otherwise."""
+    if name not in MODELS:
+        raise ModelError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
+    return MODELS[name]
+
+
+def state(module: nn.Module) -> dict[str, torch.Tensor]:
+    """The module's parameters, then its buffers, by PyTorch name, in the module's order.
+
+    num_batches_tracked is left out: Burn has no such buffer, and with a momentum set
+    PyTorch does not use it.
+    """
+    tensors = dict(module.named_parameters())
+    for name, buffer in module.named_buffers():
+        if not name.endswith("num_batches_tracked"):
+            tensors[name] = buffer
+    return tensors
+
+
+def build(name: str, arrays: Arrays, dtype: torch.dtype) -> nn.Module:
+    """Model ``name`` in ``dtype``, its parameters and buffers loaded from a dataset's arrays.
+
+    Refused (ModelError, one line naming the model and the array) unless the arrays other
+    than x and y are exactly the module's parameters and buffers, with the same shapes. The
+    f32 values are widened exactly to dtype: the same start for both precisions.
+    """
+    model = module_of(name).new().to(dtype)
+    tensors = state(model)
+    declared = {key: list(t.shape) for key, t in tensors.items()}
+    found = {key: shape for key, (shape, _) in arrays.items() if key not in ("x", "y")}
+    if problem := array_problem(name, declared, found, "the PyTorch module"):
+        raise ModelError(problem)
+    with torch.no_grad():
+        for key, tensor in tensors.items():
+            shape, values = arrays[key]
+            tensor.copy_(torch.tensor(values, dtype=torch.float32).reshape(shape).to(dtype))
+    return model
+
+
+def inputs(arrays: Arrays, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """The dataset's f32 inputs (widened exactly to dtype) and integer labels."""
+    x = torch.tensor(arrays["x"][1], dtype=torch.float32).reshape(arrays["x"][0]).to(dtype)
+    return x, torch.tensor(arrays["y"][1], dtype=torch.int64)
+
+
+def layer_hyperparameters(name: str, model: nn.Module) -> dict[str, Any]:
+    """The model's layer hyperparameters as the module holds them ({} for cnn1d)."""
+    return module_of(name).layer_hyperparameters(model)
+
+
+def flat(t: torch.Tensor) -> list[float]:
+    return t.detach().flatten().tolist()
+
+
+def recorded_forward(
+    model: nn.Module, x: torch.Tensor
+) -> tuple[torch.Tensor, Callable[[int], dict[str, Any]]]:
+    """The model's output on batch x, and a function that, after backward, returns the
+    layer record of that step: each layer's output and dLoss/d(its input).
+
+    Nothing is added to the computation: the batch is a leaf that requires grad and each
+    layer's output (the next one's input) keeps its .grad (retain_grad), so every value
+    and every parameter gradient is what an unrecorded step computes.
+    """
+    x = x.detach().requires_grad_()
+    names, outputs, layer_inputs = [], [], [x]
+    h = x
+    for name, stage in model.stages():
+        h = stage(h)
+        names.append(name)
+        outputs.append(h)
+        layer_inputs.append(h)
+    for t in layer_inputs[1:-1]:
+        t.retain_grad()
+
+    def record(step: int) -> dict[str, Any]:
+        return {
+            "step": step,
+            "names": names,
+            "outputs": [flat(o) for o in outputs],
+            "input_grads": [flat(t.grad) for t in layer_inputs[:-1]],
+        }
+
+    return h, record
+
+
+def running_stat_layers(model: nn.Module) -> dict[str, nn.modules.batchnorm._BatchNorm]:
+    """The layers that keep running statistics, by name ({} for cnn1d)."""
+    return {
+        name: layer
+        for name, layer in model.named_modules()
+        if isinstance(layer, nn.modules.batchnorm._BatchNorm) and layer.track_running_stats
+    }

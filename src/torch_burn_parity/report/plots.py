@@ -1,0 +1,461 @@
+"""Plots of one experiment: the four gaps against the rounding floor, and |Δloss| per step.
+
+    python -m torch_burn_parity.report.plots --experiment adam \\
+        --steps results/tables/steps_adam.csv --tol 1e-6 --tol-f64 1e-12 \\
+        --gaps results/plots/gaps_adam.png --losses results/plots/losses_adam.png
+
+Both plots use a log scale and say in their title what the reader should see, computed
+from the data: whether the f64 gap leaves the rounding floor of verdict.py (and at which
+step), and how large |Δloss| between the two f32 runs gets. Exact zeros, which a log scale
+cannot show, are drawn on the bottom edge.
+
+layers_plot draws a layers table (layers_table.py, which calls it with --png): both dtypes'
+torch-vs-burn differences along the quantities of each probe step, each quantity's rounding
+floor, the phases, and the row where the f64 difference first leaves its floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from torch_burn_parity.io.parity_io import FormatError, read_table_text, write_atomic
+from torch_burn_parity.judgement import verdict
+
+# column: (legend label, colour, line style, marker). Colour, style and marker all differ,
+# so two series lying on top of each other stay distinguishable.
+GAPS = {
+    "dparam": ("f32: torch vs burn", "tab:blue", "-", "o"),
+    "torch_f64": ("torch: f32 vs f64", "tab:orange", (0, (5, 2)), "s"),
+    "burn_f64": ("burn: f32 vs f64", "tab:green", (0, (1, 1.5)), "^"),
+    "f64_f64": ("f64: torch vs burn", "tab:red", (0, (6, 2, 1, 2)), "D"),
+}
+# The f32 torch-vs-burn gap can equal the f64 one (when an algorithmic difference dwarfs
+# rounding): drawn wide underneath, it shows on both sides of the dash-dotted f64 line.
+WIDTH = {"dparam": 3.4, "f64_f64": 1.8}
+MARKERS = 10  # markers per series; each series starts at another step (see markevery)
+FLOOR_COLOUR = "0.55"
+# Fixed metadata so the same data give the same PNG bytes.
+PNG_METADATA = {"Software": None}
+
+
+def save(fig, path: Path) -> None:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, metadata=PNG_METADATA)
+    plt.close(fig)
+    write_atomic(path, buffer.getvalue())
+
+
+def e(value: float) -> str:
+    return f"{value:.2g}"
+
+
+def count(value: float) -> str:
+    """Two significant digits, written out: 0.5, 3.2, 90, 28,000."""
+    rounded = float(f"{value:.2g}")
+    return f"{rounded:,.0f}" if rounded >= 10 else f"{rounded:g}"
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+# ------------------------------------------------------------------------------ titles
+
+
+def first_nonfinite_step(*series: np.ndarray) -> int | None:
+    """1-based first step at which any of the series is NaN or infinite."""
+    bad = ~np.isfinite(np.column_stack([np.asarray(s, float) for s in series]))
+    rows = bad.any(axis=1)
+    return int(np.argmax(rows)) + 1 if rows.any() else None
+
+
+def gap_title(experiment: str, frame: pd.DataFrame) -> tuple[str, str]:
+    """(title, subtitle) of the gap plot: what the f64 gap says, and the sizes behind it.
+
+    Rounding only when the f64 torch-vs-burn gap stays under the rounding floor at every
+    step; otherwise the step where it leaves it. A run that went non-finite is named
+    instead: gaps between overflowing numbers say nothing about the arithmetic.
+    """
+    f64 = frame["f64_f64"].to_numpy(float)
+    floor = verdict.rounding_floor(frame["torch_f64"], frame["burn_f64"])
+    bad = first_nonfinite_step(*(frame[c] for c in ("torch_loss", "burn_loss", *GAPS)))
+    if bad is not None:
+        title = (
+            f"{experiment}: a run went non-finite at step {bad} — gaps from there on say nothing"
+        )
+    elif (step := verdict.first_step_above(f64, floor)) is None:
+        title = f"{experiment}: f64 gap stays under the rounding floor — rounding only"
+    else:
+        title = (
+            f"{experiment}: f64 gap leaves the rounding floor at step {step}"
+            " — an algorithmic difference"
+        )
+    # the sizes behind it, over the steps before a run went non-finite
+    shown = slice(0, len(f64) if bad is None else bad - 1)
+    f64, floor, f32 = f64[shown], floor[shown], frame["dparam"].to_numpy(float)[shown]
+    if not len(f64):
+        return title, "non-finite from the first step"
+    worst = int(np.argmax(f64))
+    subtitle = (
+        f"max f64 gap {e(f64[worst])}, rounding floor at that step {e(floor[worst])}"
+        f" · max f32 gap {e(f32.max())}"
+    )
+    return title, subtitle if bad is None else f"before step {bad}: {subtitle}"
+
+
+def loss_title(experiment: str, frame: pd.DataFrame) -> tuple[str, str]:
+    """(title, subtitle) of the |Δloss| plot: the largest |Δloss|, its step, and its size in
+    f32 ulps of the loss there (1-2 ulps: the last bit; thousands: a different trajectory)."""
+    dloss = frame["dloss"].to_numpy(float)
+    head = f"{experiment}: |Δloss| torch vs burn (f32)"
+    bad = first_nonfinite_step(dloss)
+    if bad is not None:
+        head = f"{head}: non-finite from step {bad}"
+        dloss = dloss[: bad - 1]
+    if not len(dloss):
+        return head, ""
+    worst = int(np.argmax(dloss))
+    if dloss[worst] == 0:
+        tail = "0 at every step" + ("" if bad else " — identical losses")
+    else:
+        tail = f"max {e(dloss[worst])} at step {int(frame['step'].iloc[worst])}"
+    if bad is not None:
+        return head, f"before it: {tail}"
+    if dloss[worst] == 0:
+        return f"{head}: {tail}", ""
+    ulps = dloss[worst] / loss_ulp(frame["torch_loss"].to_numpy(float))[worst]
+    return f"{head}: {tail}", f"≈ {count(ulps)} f32 ulps of the loss at that step"
+
+
+def loss_ulp(loss: np.ndarray) -> np.ndarray:
+    """One f32 ulp of each loss value (NaN where the loss is not finite)."""
+    loss = np.where(np.isfinite(loss), np.abs(loss), np.nan)
+    return np.spacing(loss.astype(np.float32)).astype(float)
+
+
+# ------------------------------------------------------------------------------ plotting
+
+
+def bottom_edge(*series: np.ndarray) -> float:
+    """A log-axis bottom below every positive finite value: where exact zeros are drawn."""
+    values = np.concatenate([np.ravel(np.asarray(s, float)) for s in series])
+    positive = values[np.isfinite(values) & (values > 0)]
+    low = positive.min() if positive.size else 1.0
+    return 10.0 ** (np.floor(np.log10(low)) - 1)
+
+
+def top_of(*series: np.ndarray) -> float:
+    """The largest finite value (1 when there is none)."""
+    values = np.concatenate([np.ravel(np.asarray(s, float)) for s in series])
+    finite = values[np.isfinite(values) & (values > 0)]
+    return float(finite.max()) if finite.size else 1.0
+
+
+def x_range(ax, steps: np.ndarray) -> None:
+    """The steps with a little room, so markers at the first and last step are not cut."""
+    pad = max(0.5, 0.01 * (steps[-1] - steps[0]))
+    ax.set_xlim(steps[0] - pad, steps[-1] + pad)
+
+
+def on_log_axis(values: np.ndarray, bottom: float) -> np.ndarray:
+    """Exact zeros moved to the bottom edge; negative and non-finite values left out."""
+    values = np.asarray(values, float)
+    out = np.where(values > 0, values, np.nan)
+    out[values == 0] = bottom
+    return np.where(np.isfinite(out), out, np.nan)
+
+
+def zero_note(ax, shown: bool) -> None:
+    if shown:
+        ax.text(
+            0.99, 0.015, "exact 0 drawn on the bottom edge", transform=ax.transAxes,
+            fontsize=7, color="0.3", ha="right", va="bottom",
+        )  # fmt: skip
+
+
+def gap_plot(frame: pd.DataFrame, experiment: str, tol: float, tol_f64: float, path: Path) -> None:
+    steps = frame["step"].to_numpy()
+    floor = verdict.rounding_floor(frame["torch_f64"], frame["burn_f64"])
+    # After a non-finite f32-vs-f64 gap the floor is a huge stand-in for infinity: not drawn.
+    drawn = floor.copy()
+    bad = first_nonfinite_step(frame["torch_f64"], frame["burn_f64"])
+    if bad is not None:
+        drawn[bad - 1 :] = np.nan
+    series = {column: frame[column].to_numpy(float) for column in GAPS}
+    bottom = bottom_edge(*series.values(), drawn, tol, tol_f64)
+    top = 10.0 ** (np.ceil(np.log10(top_of(*series.values(), drawn, tol, tol_f64))) + 0.5)
+
+    fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
+    ax.fill_between(
+        steps, bottom, drawn, color=FLOOR_COLOUR, alpha=0.25, linewidth=0,
+        label="rounding floor: an f64 gap\ninside the grey band is rounding",
+    )  # fmt: skip
+    ax.plot(steps, drawn, color=FLOOR_COLOUR, linewidth=1)
+    every = max(1, len(steps) // MARKERS)
+    zeros = False
+    for i, (column, (label, colour, style, marker)) in enumerate(GAPS.items()):
+        values = series[column]
+        zeros |= bool((values == 0).any())
+        ax.plot(
+            steps, on_log_axis(values, bottom), label=label, color=colour, linestyle=style,
+            linewidth=WIDTH.get(column, 1.6), marker=marker, markersize=5,
+            markevery=(i * every // len(GAPS), every), markerfacecolor="none",
+            markeredgewidth=1.3, zorder=3 + i,
+        )  # fmt: skip
+    ax.axhline(tol, color="black", linestyle="--", linewidth=1, label=f"f32 tolerance {tol:g}")
+    ax.axhline(
+        tol_f64, color="black", linestyle=":", linewidth=1.2, label=f"f64 tolerance {tol_f64:g}"
+    )
+
+    f64 = series["f64_f64"]
+    step = verdict.first_step_above(f64, floor)
+    if step is not None and np.isfinite(f64[step - 1]):
+        # the text on the side with room: right of the point in the first half of the steps,
+        # below it in the upper half of the axis
+        y = max(f64[step - 1], bottom)
+        left = step - 1 < len(steps) / 2
+        low = np.log(y / bottom) < np.log(top / bottom) / 2
+        ax.annotate(
+            f"f64 gap leaves\nthe floor at step {step}", xy=(steps[step - 1], y),
+            xytext=(30 if left else -30, 35 if low else -35), textcoords="offset points",
+            ha="left" if left else "right", va="bottom" if low else "top", fontsize=8,
+            color="tab:red", arrowprops={"arrowstyle": "->", "color": "tab:red"}, zorder=10,
+        )  # fmt: skip
+
+    ax.set_yscale("log")
+    ax.set_ylim(bottom, top)
+    x_range(ax, steps)
+    zero_note(ax, zeros)
+    ax.set_xlabel("step")
+    ax.set_ylabel("max |Δ param|")
+    titled(fig, ax, *gap_title(experiment, frame))
+    save(fig, path)
+
+
+def titled(fig, ax, title: str, subtitle: str) -> None:
+    """The computed title above, the numbers under it, the legend outside the data."""
+    fig.suptitle(title, fontsize=11)
+    ax.set_title(subtitle, fontsize=9, color="0.25")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def loss_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
+    steps = frame["step"].to_numpy()
+    torch_loss = frame["torch_loss"].to_numpy(float)
+    dloss = frame["dloss"].to_numpy(float)
+    # One f32 ulp of the loss: a |Δloss| this small is the last bit of the loss value.
+    ulp = loss_ulp(torch_loss)
+    bottom = bottom_edge(dloss, ulp)
+
+    fig, (ax, ax_loss) = plt.subplots(
+        2, 1, figsize=(9, 5.5), sharex=True, height_ratios=[3, 1], layout="constrained"
+    )
+    # Zeros as markers on the bottom edge, not joined to the line: a step with identical
+    # losses would otherwise draw a spike down to the edge.
+    ax.plot(
+        steps, np.where(dloss > 0, dloss, np.nan), color="tab:purple", linewidth=1.6,
+        marker="o", markersize=3, label="|torch loss − burn loss| (f32)",
+    )  # fmt: skip
+    zeros = dloss == 0
+    if zeros.any():
+        ax.plot(
+            steps[zeros], np.full(zeros.sum(), bottom), color="tab:purple", linestyle="none",
+            marker="v", markersize=5, clip_on=False, zorder=5,
+            label=f"exactly 0 at {plural(int(zeros.sum()), 'step')}, on the bottom edge",
+        )  # fmt: skip
+    ax.plot(steps, ulp, color="0.5", linestyle="--", linewidth=1, label="1 f32 ulp of the loss")
+    bad = first_nonfinite_step(dloss)
+    before = dloss if bad is None else dloss[: bad - 1]  # the steps the title's max is over
+    if len(before) and before.max() > 0:
+        worst = int(np.argmax(before))
+        ax.plot(
+            steps[worst], dloss[worst], marker="o", markersize=9, markerfacecolor="none",
+            markeredgecolor="black", linestyle="none", label=f"max {e(dloss[worst])}",
+        )  # fmt: skip
+    ax.set_yscale("log")
+    ax.set_ylim(bottom, 10.0 ** (np.ceil(np.log10(top_of(dloss, ulp))) + 0.5))
+    ax.set_ylabel("|Δloss|")
+    titled(fig, ax, *loss_title(experiment, frame))
+
+    ax_loss.plot(steps, torch_loss, color="tab:blue", linewidth=1.2, label="torch (f32)")
+    ax_loss.plot(
+        steps, frame["burn_loss"], color="tab:orange", linewidth=1.2, linestyle="--",
+        label="burn (f32)",
+    )  # fmt: skip
+    ax_loss.set_ylabel("loss")
+    ax_loss.set_xlabel("step")
+    x_range(ax_loss, steps)
+    ax_loss.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
+    ax_loss.grid(True, alpha=0.3)
+    save(fig, path)
+
+
+# ------------------------------------------------------------------------------ layers
+
+# Background of each phase of a probe step (layers_table.py's rows), light enough that the
+# markers stay readable on it.
+PHASE_COLOURS = {
+    "forward": "#e8f0fa",
+    "loss": "#f3e8f7",
+    "backward": "#fbeee2",
+    "update": "#e6f4e6",
+}
+LAYER_SERIES = {
+    "max_abs_diff_f32": ("f32: torch vs burn", "tab:blue", "o", 7),
+    "max_abs_diff_f64": ("f64: torch vs burn", "tab:red", "D", 5),
+}
+
+
+def row_labels(frame: pd.DataFrame) -> list[str]:
+    """Each row's name; a layer's input gradient as 'fc (input)', apart from its output."""
+    what = frame["what"] if "what" in frame else pd.Series("", index=frame.index)
+    return [
+        f"{layer} (input)" if kind == "input gradient" else str(layer)
+        for layer, kind in zip(frame["layer"], what, strict=True)
+    ]
+
+
+def layers_title(experiment: str, frame: pd.DataFrame) -> tuple[str, str]:
+    """(title, subtitle): where the f64 difference first leaves its floor, and the sizes."""
+    first = frame[frame["first_above_floor"].astype(bool)]
+    labels = row_labels(frame)
+    f32 = frame["max_abs_diff_f32"].to_numpy(float)
+    worst32 = int(np.nanargmax(f32)) if np.isfinite(f32).any() else 0
+    sizes = (
+        f"largest f32 max|Δ| {e(f32[worst32])} ({labels[worst32]},"
+        f" {frame['phase'].iloc[worst32]}, step {frame['step'].iloc[worst32]})"
+    )
+    if first.empty:
+        f64 = frame["max_abs_diff_f64"].to_numpy(float)
+        return (
+            f"{experiment}: every f64 difference stays within rounding at the probe steps",
+            f"largest f64 max|Δ| {e(np.nanmax(f64, initial=0.0))} · {sizes}",
+        )
+    row = first.iloc[0]
+    # A value after the step (a parameter, or a buffer the train-mode forward updated).
+    when = (
+        f"after step {row['step']}"
+        if row["phase"] == "update"
+        else f"{row['phase']}, step {row['step']}"
+    )
+    return (
+        f"{experiment}: the f64 difference enters at {labels[frame.index.get_loc(first.index[0])]}"
+        f" ({when})",
+        f"there f64 max|Δ| {e(row['max_abs_diff_f64'])} against a rounding floor of"
+        f" {e(row['floor'])} · {sizes}",
+    )
+
+
+def layers_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
+    """Both dtypes' torch-vs-burn differences along the rows of the layers table: one panel
+    per probe step, phases as coloured bands, each row's rounding floor as a grey bar."""
+    steps = list(dict.fromkeys(frame["step"]))
+    columns = list(LAYER_SERIES)
+    series = [frame[c].to_numpy(float) for c in columns]
+    floor = frame["floor"].to_numpy(float)
+    bottom = bottom_edge(*series, floor)
+    top = 10.0 ** (np.ceil(np.log10(top_of(*series, floor))) + 0.8)
+    most = max(int((frame["step"] == s).sum()) for s in steps)
+    fig, axes = plt.subplots(
+        len(steps), 1, figsize=(min(max(10.0, 0.3 * most + 3.5), 24.0), 1.2 + 3.6 * len(steps)),
+        layout="constrained", squeeze=False,
+    )  # fmt: skip
+    zeros = False
+    for ax, step in zip(axes[:, 0], steps, strict=True):
+        rows = frame[frame["step"] == step].reset_index(drop=True)
+        x = np.arange(len(rows))
+        for phase, group in rows.groupby("phase", sort=False):
+            lo, hi = group.index.min() - 0.5, group.index.max() + 0.5
+            ax.axvspan(lo, hi, color=PHASE_COLOURS.get(phase, "0.95"), linewidth=0, zorder=0)
+            ax.text(
+                (lo + hi) / 2, 0.985, phase, transform=ax.get_xaxis_transform(), ha="center",
+                va="top", fontsize=8, color="0.3",
+            )  # fmt: skip
+        ax.bar(
+            x, rows["floor"] - bottom, bottom=bottom, width=0.8, color=FLOOR_COLOUR, alpha=0.35,
+            linewidth=0, label="rounding floor of each quantity:\nan f64 difference inside the"
+            " grey bar is rounding", zorder=1,
+        )  # fmt: skip
+        for column, (label, colour, marker, size) in LAYER_SERIES.items():
+            values = rows[column].to_numpy(float)
+            style = {"color": colour, "marker": marker, "markersize": size,
+                     "markerfacecolor": "none", "markeredgewidth": 1.4, "zorder": 3}  # fmt: skip
+            # Exact zeros as markers on the bottom edge, not joined to the line (a line down
+            # to the edge would look like a value).
+            ax.plot(x, np.where(values > 0, values, np.nan), label=label, linewidth=0.8, **style)
+            zero = values == 0
+            if zero.any():  # (an empty unclipped line would break the layout)
+                zeros = True
+                ax.plot(x[zero], np.full(zero.sum(), bottom), linestyle="none", clip_on=False,
+                        **style)  # fmt: skip
+        first = rows.index[rows["first_above_floor"].astype(bool)]
+        ax.set_xticks(x, row_labels(rows), rotation=90, fontsize=8)
+        if len(first):
+            i = int(first[0])
+            ax.axvline(i, color="tab:red", linestyle="--", linewidth=1.2, zorder=2,
+                       label="where the f64 difference\nfirst leaves its floor")  # fmt: skip
+            tick = ax.get_xticklabels()[i]
+            tick.set_color("tab:red")
+            tick.set_fontweight("bold")
+        ax.set_yscale("log")
+        ax.set_ylim(bottom, top)
+        ax.set_xlim(-0.6, len(rows) - 0.4)
+        ax.set_ylabel(f"step {step}: max |Δ|")
+        ax.grid(True, axis="y", which="major", alpha=0.3)
+    zero_note(axes[-1, 0], zeros)
+    title, subtitle = layers_title(experiment, frame)
+    # the subtitle's facts on lines of their own: a figure of few rows is narrow
+    fig.suptitle(f"{title}\n" + subtitle.replace(" · ", "\n"), fontsize=10)
+    legend = {}  # every panel's entries once: the marked row may be in any panel
+    for ax in axes[:, 0]:
+        legend.update(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
+    axes[0, 0].legend(
+        legend.values(), legend.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1),
+        borderaxespad=0,
+    )  # fmt: skip
+    save(fig, path)
+
+
+COLUMNS = ("step", "torch_loss", "burn_loss", "dloss", *GAPS)
+
+
+def read_steps(path: Path) -> pd.DataFrame:
+    """The steps table, or SystemExit with one line naming the file and what is wrong."""
+    try:
+        frame = pd.read_csv(io.StringIO(read_table_text(path)))
+    except FormatError as exc:
+        sys.exit(f"plots: {exc}")
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing or frame.empty:
+        sys.exit(f"plots: {path}: not a steps table (no {', '.join(missing) or 'rows'})")
+    return frame
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiment", required=True)
+    parser.add_argument("--steps", required=True, type=Path, help="steps_{experiment}.csv")
+    parser.add_argument("--tol", required=True, type=float, help="f32 compare tolerance")
+    parser.add_argument("--tol-f64", required=True, type=float, help="f64 compare tolerance")
+    parser.add_argument("--gaps", required=True, type=Path)
+    parser.add_argument("--losses", required=True, type=Path)
+    args = parser.parse_args(argv)
+    frame = read_steps(args.steps)
+    gap_plot(frame, args.experiment, args.tol, args.tol_f64, args.gaps)
+    loss_plot(frame, args.experiment, args.losses)
+    print(f"{args.experiment}: {args.gaps}, {args.losses}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""Render the Markdown report and the CSV tables as self-contained HTML pages.
+
+    python -m torch_burn_parity.report.render_html --report results/report.md \\
+        --out results/report.html --tables results/tables/steps_adam.csv … \\
+        --tables-out results/html/steps_adam.html … --verdicts results/verdicts.html
+
+- `report.html`: report.md as one page a browser opens from anywhere: tables, a contents
+  list that links every heading, and every plot embedded as a data URI (a downloaded
+  report.md loses its images; this page cannot).
+- one HTML page per CSV table (every step, every column) or compare output, so the
+  Snakemake report shows them inline where it would only offer a download;
+- `verdicts.html`: the report's verdict table alone, a fragment the Snakemake report's
+  landing page includes (workflow/report/workflow.rst).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import io
+import re
+import sys
+from pathlib import Path
+
+import markdown
+import pandas as pd
+
+from torch_burn_parity.io.parity_io import read_table_text, write_text_atomic
+
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 76rem; margin: 2rem auto;
+       padding: 0 1rem; line-height: 1.45; color: #1b1b1b; }
+table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.9rem; }
+th, td { border: 1px solid #c8c8c8; padding: 0.2rem 0.5rem; text-align: left; }
+th { background: #f0f0f0; }
+td.num { white-space: nowrap; }
+tbody tr:nth-child(even) { background: #fafafa; }
+pre { background: #f6f6f6; padding: 0.6rem; overflow-x: auto; font-size: 0.85rem; }
+code { font-size: 0.9em; }
+img { max-width: 100%; }
+.toc { background: #f6f8fa; border: 1px solid #dde; padding: 0.4rem 1rem; }
+"""
+
+# A table cell holding one number, optionally followed by a word ('3.84e-06 MISMATCH'):
+# kept on one line, where browsers would break '3.19e-15' at its hyphen.
+NUMBER_CELL = re.compile(r"<td(?: style=\"[^\"]*\")?>(-?[\d.]+(?:e[-+]\d+)?(?: \w+)?)</td>")
+IMAGE = re.compile(r'<img alt="([^"]*)" src="([^"]+\.png)"')
+
+
+def page(title: str, body: str) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n"
+        f"<body>\n{body}\n</body>\n</html>\n"
+    )
+
+
+def embed_images(body: str, base: Path) -> str:
+    """Replace each relative PNG link by a data URI of the file's bytes."""
+
+    def inline(match: re.Match) -> str:
+        path = base / html.unescape(match.group(2))
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: plot referenced by the report is missing")
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        return f'<img alt="{match.group(1)}" src="data:image/png;base64,{data}"'
+
+    return IMAGE.sub(inline, body)
+
+
+def report_page(report_md: Path) -> str:
+    """report.md as one self-contained HTML page with a table of contents."""
+    converter = markdown.Markdown(
+        extensions=["tables", "fenced_code", "toc"],
+        extension_configs={"toc": {"toc_depth": "2", "title": "Contents"}},
+    )
+    text = report_md.read_text(encoding="utf-8")
+    body = embed_images(converter.convert(text), report_md.parent)
+    body = NUMBER_CELL.sub(r'<td class="num">\1</td>', body)
+    title = text.splitlines()[0].lstrip("# ").strip() if text else "report"
+    first_heading_end = body.find("</h1>") + len("</h1>")
+    body = body[:first_heading_end] + converter.toc + body[first_heading_end:]
+    return page(title, body)
+
+
+# The columns of the verdict table the landing page has room for (beside the rule graph).
+LANDING_COLUMNS = ("experiment", "verdict", "cause, or where it starts")
+
+
+def verdict_fragment(report_md: Path) -> str:
+    """The experiment, verdict and cause columns of report.md's verdict table, as HTML."""
+    text = report_md.read_text(encoding="utf-8")
+    match = re.search(r"^## Verdicts\n(.*?)(?=^## )", text, flags=re.M | re.S)
+    if not match:
+        raise ValueError(f"{report_md}: no '## Verdicts' section")
+    table = re.search(r"^\|.*?(?=\n\n|\Z)", match.group(1), flags=re.M | re.S)
+    if not table:
+        raise ValueError(f"{report_md}: the Verdicts section has no table")
+    rows = [
+        [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+        for line in table.group(0).splitlines()
+    ]
+    header, rows = rows[0], rows[2:]
+    keep = [header.index(c) for c in LANDING_COLUMNS if c in header]
+    lines = [[row[i] for i in keep] for row in [header, ["---"] * len(header), *rows]]
+    text = "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+    return markdown.markdown(text, extensions=["tables"]) + "\n"
+
+
+def table_page(source: Path) -> str:
+    """A CSV table as an HTML table (every row), or a text output as preformatted text."""
+    title = f"<h1>{html.escape(source.stem)}</h1>\n"
+    if source.suffix != ".csv":
+        return page(source.stem, f"{title}<pre>{html.escape(source.read_text())}</pre>")
+    frame = pd.read_csv(io.StringIO(read_table_text(source)), keep_default_na=False)
+    table = frame.to_html(index=False, border=0, float_format=lambda x: f"{x:.6g}")
+    note = f"<p>All {len(frame)} rows of <code>{html.escape(source.name)}</code>.</p>"
+    return page(source.stem, f"{title}{note}\n{table}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--report", type=Path, help="report.md (with --out and --verdicts)")
+    parser.add_argument("--out", type=Path, help="report.html")
+    parser.add_argument("--verdicts", type=Path, help="verdict table fragment")
+    parser.add_argument("--tables", nargs="*", type=Path, default=[], help="CSV or text files")
+    parser.add_argument("--tables-out", nargs="*", type=Path, default=[], help="one per CSV")
+    args = parser.parse_args(argv)
+    if len(args.tables) != len(args.tables_out):
+        parser.error(f"{len(args.tables)} --tables but {len(args.tables_out)} --tables-out")
+    if args.report and not (args.out and args.verdicts):
+        parser.error("--report needs --out and --verdicts")
+    renders = []
+    if args.report:
+        renders.append((args.out, report_page, args.report))
+        renders.append((args.verdicts, verdict_fragment, args.report))
+    renders += [(out, table_page, s) for s, out in zip(args.tables, args.tables_out, strict=True)]
+    pages = {}
+    for out, render, source in renders:
+        try:
+            pages[out] = render(source)
+        except (OSError, ValueError, pd.errors.ParserError) as exc:
+            # One line naming the file: `render_html: path: problem`.
+            problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            where = "" if str(source) in problem else f"{source}: "
+            sys.exit(f"render_html: {where}{problem}")
+    for path, text in pages.items():
+        write_text_atomic(path, text)
+    report = f"{args.out}, {args.verdicts} and " if args.report else ""
+    print(f"render_html: {report}{len(args.tables)} table page(s)")
+
+
+if __name__ == "__main__":
+    main()

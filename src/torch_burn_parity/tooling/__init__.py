@@ -1,0 +1,1 @@
+"""Process helpers around the jobs: the warm interpreter, stale locks and reports."""

@@ -1,0 +1,60 @@
+"""The source files a module runs: itself and every module of this package it imports.
+
+The workflow's rules list these as inputs, so editing a module reruns exactly the jobs that
+run code importing it (directly or through another module) and nothing else. Read from
+the import statements with `ast`, never by importing: the workflow derives its rules
+before any job runs, and without PyTorch.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+PACKAGE = "torch_burn_parity"
+SRC = Path(__file__).resolve().parents[2]
+
+
+def module_path(module: str, src: Path = SRC) -> Path:
+    """The file of a dotted module name of this package (a package's `__init__.py`)."""
+    path = src.joinpath(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+@cache
+def imported_modules(path: Path, src: Path = SRC) -> frozenset[str]:
+    """The package's modules one file imports itself, anywhere in it (lazy imports too)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            # `from pkg.folder import module` names a module; `from pkg.m import f` a name.
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    ours = {n for n in names if n == PACKAGE or n.startswith(f"{PACKAGE}.")}
+    return frozenset(n for n in ours if module_path(n, src).is_file())
+
+
+def module_files(*modules: str, src: Path = SRC) -> list[str]:
+    """Every file that running these modules reads code from, relative to src's parent.
+
+    Each module is named within the package (`analysis.compare`); the package folders'
+    `__init__.py` files come with the modules below them, as Python imports them too.
+    """
+    todo = [f"{PACKAGE}.{m}" for m in modules]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = module_path(name, src)
+        if not path.is_file():
+            raise ValueError(f"no module {name} under {src}")
+        seen.add(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # its packages
+        todo += imported_modules(path, src)
+    root = src.parent
+    return sorted(str(module_path(n, src).relative_to(root)) for n in seen)

@@ -1,0 +1,1 @@
+"""The PyTorch side of a run: the dataset and the trainer."""

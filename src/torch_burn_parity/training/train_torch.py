@@ -1,0 +1,264 @@
+"""Train one experiment's model with PyTorch for one dtype; write a run file.
+
+    python -m torch_burn_parity.training.train_torch --experiment adam --dtype f64 \\
+        --config config.yaml --data results/data/cnn1d.bin \\
+        --out results/runs/adam/torch-f64.json
+
+The model is the experiment's (`model`, default cnn1d) from the registry (models.py); data
+and initial weights (parameters and buffers) come from that model's dataset file (f32). An
+f64 run widens them exactly, so precision is the only thing that differs between the f32
+and f64 runs. A dataset whose arrays are not the module's is refused before any step.
+
+The optimizer is torch.optim's; a schedule is torch.optim.lr_scheduler's, stepped after each
+optimizer step; clipping (clip_grad_norm_ / clip_grad_value_) acts between backward and step.
+The run file's `lrs` holds the lr each step used, `trajectory.grads` the gradients of
+backward (before clipping), `trajectory.buffers` the running statistics after each step
+(updated by the train-mode forward). At each of the experiment's `probe_steps` the run records
+every layer's output and the gradient of the loss with respect to its input (`layers`), in that
+step's own forward and backward. The final loss and predictions are computed in eval mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from torch_burn_parity.config import cpu_path
+from torch_burn_parity.config.machine import cpu, git_state
+from torch_burn_parity.config.parity_config import (
+    CLIP_SCOPES,
+    DTYPES,
+    ConfigError,
+    experiment_spec,
+    load_config,
+)
+from torch_burn_parity.io.parity_io import FormatError, read_dataset, write_run
+from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelError
+from torch_burn_parity.models.models import (
+    build,
+    flat,
+    inputs,
+    layer_hyperparameters,
+    recorded_forward,
+    state,
+)
+
+TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64}
+
+
+OPTIMIZERS = {
+    "sgd": torch.optim.SGD,
+    "adam": torch.optim.Adam,
+    "adamw": torch.optim.AdamW,
+    "adagrad": torch.optim.Adagrad,
+    "rmsprop": torch.optim.RMSprop,
+}
+
+
+def make_optimizer(spec: dict[str, Any], params) -> torch.optim.Optimizer:
+    """Pass every hyperparameter explicitly, except those the experiment leaves to PyTorch."""
+    kept = set(spec["keep_defaults"]["torch"])
+    given = {k: v for k, v in spec["hyperparameters"].items() if k not in kept}
+    if "betas" in given:
+        given["betas"] = tuple(given["betas"])
+    return OPTIMIZERS[spec["optimizer"]](params, **given)
+
+
+def held_hyperparameters(spec: dict[str, Any], optimizer: torch.optim.Optimizer) -> dict:
+    """Every hyperparameter of the experiment's optimizer as PyTorch holds it, read back before
+    a schedule changes the learning rate (the initial lr is recorded)."""
+    group = optimizer.param_groups[0]
+    return {k: (list(group[k]) if k == "betas" else group[k]) for k in spec["hyperparameters"]}
+
+
+def make_scheduler(
+    spec: dict[str, Any], optimizer: torch.optim.Optimizer
+) -> tuple[torch.optim.lr_scheduler.LRScheduler | None, dict[str, Any]]:
+    """PyTorch's scheduler for the experiment's schedule (None for a constant lr), and what it
+    holds: its class and settings as read back from it, its base lr."""
+    schedule = spec["schedule"]
+    kind = schedule["kind"]
+    sched = torch.optim.lr_scheduler
+    if kind == "constant":
+        return None, {"kind": kind}
+    if kind == "linear":
+        # LinearLR takes factors of the initial lr: from 1 to final_lr / lr over num_steps.
+        lr = spec["hyperparameters"]["lr"]
+        scheduler = sched.LinearLR(
+            optimizer,
+            start_factor=1.0,
+            end_factor=schedule["final_lr"] / lr,
+            total_iters=schedule["num_steps"],
+        )
+        held = ("start_factor", "end_factor", "total_iters")
+    elif kind == "cosine":
+        scheduler = sched.CosineAnnealingLR(
+            optimizer, T_max=schedule["num_steps"], eta_min=schedule["min_lr"]
+        )
+        held = ("T_max", "eta_min")
+    elif kind == "exponential":
+        scheduler = sched.ExponentialLR(optimizer, gamma=schedule["gamma"])
+        held = ("gamma",)
+    else:
+        scheduler = sched.StepLR(
+            optimizer, step_size=schedule["step_size"], gamma=schedule["gamma"]
+        )
+        held = ("step_size", "gamma")
+    meta = {"kind": kind, "class": type(scheduler).__name__}
+    meta.update({key: getattr(scheduler, key) for key in held})
+    meta["base_lr"] = scheduler.base_lrs[0]
+    return scheduler, meta
+
+
+def clip_gradients(clip: dict[str, float] | None, params: list[torch.Tensor]) -> None:
+    """PyTorch's clipping between backward and step: one norm over all parameters, or each
+    gradient value clamped."""
+    if clip is None:
+        return
+    if "norm" in clip:
+        torch.nn.utils.clip_grad_norm_(params, clip["norm"])
+    else:
+        torch.nn.utils.clip_grad_value_(params, clip["value"])
+
+
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
+    """Loss, correct count and predictions on the whole dataset, in eval mode (a batch norm
+    uses its running statistics; cnn1d computes exactly what train mode would)."""
+    model.eval()
+    with torch.no_grad():
+        out = model(x)
+        return {
+            "loss": nn.functional.cross_entropy(out, y).item(),
+            "correct": int((out.argmax(1) == y).sum().item()),
+            "predictions": out.argmax(1).tolist(),
+        }
+
+
+def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
+    torch_dtype = TORCH_DTYPE[dtype]
+    model_name = spec.get("model", DEFAULT_MODEL)
+    probe_steps = set(spec.get("probe_steps", [1]))
+    x, y = inputs(arrays, torch_dtype)
+    model = build(model_name, arrays, torch_dtype)
+    model.train()
+    optimizer = make_optimizer(spec, model.parameters())
+    used = held_hyperparameters(spec, optimizer)
+    scheduler, schedule = make_scheduler(spec, optimizer)
+    clip = spec["clip_grad"]
+    tensors = state(model)  # parameters, then buffers
+    param_names = [name for name, _ in model.named_parameters()]
+    buffer_names = [name for name in tensors if name not in param_names]
+    n, batch = x.shape[0], spec["batch_size"]
+    batches = n // batch
+    losses: list[float] = []
+    lrs: list[float] = []  # the lr of each step, as the optimizer step read it
+    traj_params: dict[str, list] = {name: [] for name in param_names}
+    traj_grads: dict[str, list] = {name: [] for name in param_names}
+    traj_buffers: dict[str, list] = {name: [] for name in buffer_names}
+    layers: list[dict] = []
+    for step in range(spec["steps"]):
+        i = (step % batches) * batch  # no shuffling: the batches in rotation
+        if step + 1 in probe_steps:
+            out, record = recorded_forward(model, x[i : i + batch])
+        else:
+            out, record = model(x[i : i + batch]), None
+        loss = nn.functional.cross_entropy(out, y[i : i + batch])
+        losses.append(loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        if record is not None:
+            layers.append(record(step + 1))
+        for name in param_names:  # the gradients of backward, before any clipping
+            traj_grads[name].append(flat(tensors[name].grad))
+        clip_gradients(clip, list(model.parameters()))
+        lrs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()  # after optimizer.step(), as PyTorch documents
+        for name in param_names:
+            traj_params[name].append(flat(tensors[name]))
+        for name in buffer_names:  # running statistics, updated by the forward
+            traj_buffers[name].append(flat(tensors[name]))
+    final = evaluate(model, x, y)
+    return {
+        "losses": losses,
+        "lrs": lrs,
+        "final": final,
+        "params": {name: flat(tensors[name]) for name in param_names},
+        "buffers": {name: flat(tensors[name]) for name in buffer_names},
+        "trajectory": {"params": traj_params, "grads": traj_grads, "buffers": traj_buffers},
+        "layers": layers,
+        "meta": {
+            "framework": "torch",
+            "framework_version": torch.__version__,
+            "dtype": dtype,
+            "model": model_name,
+            "layer_hyperparameters": layer_hyperparameters(model_name, model),
+            "optimizer": spec["optimizer"],
+            "hyperparameters": used,
+            "kept_defaults": spec["keep_defaults"]["torch"],
+            "schedule": schedule,
+            "clip_grad": clip,
+            "clip_scope": CLIP_SCOPES[next(iter(clip))] if clip else None,
+            "steps": spec["steps"],
+            "batch_size": batch,
+            "threads": torch.get_num_threads(),
+            "python": platform.python_version(),
+            "cpu": cpu(),
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cpu_path": cpu_path.record(
+                spec.get("cpu_path", cpu_path.DEFAULT), cpu_path.torch_path(torch)
+            ),
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiment", required=True)
+    parser.add_argument("--dtype", required=True, choices=DTYPES)
+    parser.add_argument("--config", required=True, type=Path)
+    parser.add_argument("--data", required=True, type=Path)
+    parser.add_argument("--out", required=True, type=Path)
+    args = parser.parse_args(argv)
+    try:
+        spec = experiment_spec(load_config(args.config), args.experiment)
+        arrays, sha256 = read_dataset(args.data)
+    except (ConfigError, FormatError, FileNotFoundError) as exc:
+        sys.exit(f"train_torch: {exc}")
+    if not cpu_path.pinned(spec["cpu_path"]):
+        # Run by hand without the setting's variables: PyTorch has started, so start again
+        # with them (the pipeline sets them before any job starts).
+        env = dict(os.environ)
+        cpu_path.apply(spec["cpu_path"], env)
+        sys.stdout.flush()
+        os.execve(sys.executable, [sys.executable, __file__, *(argv or sys.argv[1:])], env)
+    torch.set_num_threads(spec["threads"])
+    torch.use_deterministic_algorithms(True)
+    started = time.perf_counter()
+    try:
+        block = train(spec, arrays, args.dtype)
+    except ModelError as exc:  # refused before any step
+        sys.exit(f"train_torch: {exc}")
+    block["meta"]["input_sha256"] = sha256
+    block["meta"]["config_sha256"] = hashlib.sha256(args.config.read_bytes()).hexdigest()
+    block["meta"]["git"] = git_state()
+    write_run(args.out, {args.experiment: block})
+    print(
+        f"torch {args.experiment} {args.dtype}: {spec['steps']} steps in "
+        f"{time.perf_counter() - started:.2f}s, final loss {block['final']['loss']:.8f}, "
+        f"correct {block['final']['correct']}/{len(arrays['y'][1])} -> {args.out}"
+    )
+
+
+if __name__ == "__main__":
+    main()
