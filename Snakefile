@@ -16,7 +16,14 @@ report: "workflow/report/workflow.rst"
 # reports "Specify a conda environment or container for each rule" for that reason only.
 
 
-configfile: "config.yaml"
+# The config: config.yaml, unless the command line names config files of its own
+# (--configfile my.yaml): then those alone, so that one's own experiments run without the
+# default ones (and every SLURM job, started with the same files, reads the same config).
+# --config key=value changes either.
+
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
 
 
 # The package is installed (editable) in the uv environment; this checkout's own src/ comes
@@ -24,7 +31,9 @@ configfile: "config.yaml"
 # checkout) runs its own code.
 SRC = f"{workflow.basedir}/src"
 sys.path.insert(0, SRC)
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    filter(None, [SRC, os.environ.get("PYTHONPATH")])
+)
 from torch_burn_parity.config.check_config import check_config, describe_source
 
 # Checked before any job: one line per problem naming its key, then a stop without a

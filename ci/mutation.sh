@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing of the judgement core, not part of every CI run (it takes a while):
-#   mutmut        over workflow/scripts/{verdict,gaps,compare,parity_config,config_diff}.py
+#   mutmut        over the package's judgement/verdict.py, analysis/{gaps,compare,config_diff}.py
+#                 and config/parity_config.py
 #                 against the fast unit tests ([tool.mutmut] in pyproject.toml);
 #   cargo-mutants over rust/src/config.rs and rust/src/adam_factors.rs against the crate's
 #                 lib tests and rust/tests/adam_factors.rs.
@@ -30,21 +31,6 @@ python_mutants() {
     # A fresh run: mutmut keeps results per mutant name across runs.
     rm -rf mutants
     mkdir -p mutants
-    # The tests import the scripts as top-level modules (tests/conftest.py puts
-    # workflow/scripts on sys.path); mutmut names their mutants after the path
-    # (workflow.scripts.verdict.…) and switches a mutant on only in the module of that name.
-    # This plugin (pytest_add_cli_args in pyproject.toml) makes both names one module.
-    cat > mutants/mutmut_module_aliases.py << 'EOF'
-"""Written by ci/mutation.sh: each mutated script under its path name and its import name."""
-
-import importlib
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "workflow" / "scripts"))
-for name in ("parity_config", "verdict", "gaps", "compare", "config_diff"):
-    sys.modules[name] = importlib.import_module(f"workflow.scripts.{name}")
-EOF
     if ! uv run mutmut run --max-children "$JOBS" > mutants/run.log 2>&1; then
         tail -c 4000 mutants/run.log
         echo "mutmut failed (log: mutants/run.log)" >&2

@@ -303,13 +303,17 @@ SCRIPT_ARGV = {
     "plots": "--experiment sgd --steps {steps} --tol 1e-6 --tol-f64 1e-12"
     " --gaps {out}/g.png --losses {out}/l.png",
     "provenance": "--config {config} --runs {run} --out {out}/p.json",
-    "render_html": "--report {report} --out {out}/r.html --verdicts {out}/v.html"
-    " --tables {table} --tables-out {out}/t.html",
+    "render_html": "--report {report} --out {out}/r.html --records {records}"
+    " --verdicts {out}/v.html --tables {table} --tables-out {out}/t.html",
     "config_diff": "--spec {spec} --csv {out}/d.csv --md {out}/d.md",
     "train_torch": "--experiment sgd --dtype f32 --config {spec} --data {data} --out {out}/t.json",
-    # report.py reads a results directory: the bad file is put inside a copy of it.
+    # report.py reads a results directory, judge.py folders of it: the bad file is put
+    # inside a copy of it.
     "report": "--config {config} --results {results} --data {data} --out {out}/report.md",
+    "judge": "--experiment sgd --tables {results}/tables --runs {results}/runs/sgd"
+    " --tol-f32 1e-6 --out {out}/v.json",
 }
+IN_A_COPY = ("report", "judge")
 # The package module of each script above.
 MODULE_OF = {
     "compare": "analysis.compare",
@@ -323,6 +327,7 @@ MODULE_OF = {
     "config_diff": "analysis.config_diff",
     "train_torch": "training.train_torch",
     "report": "report.report",
+    "judge": "judgement.judge",
 }
 SGD_RUNS = {f"{fw}_{dt}": f"runs/sgd/{fw}-{dt}.json" for fw in FRAMEWORKS for dt in DTYPES}
 SCRIPT_INPUTS = {
@@ -337,15 +342,25 @@ SCRIPT_INPUTS = {
     "bias_correction": {"run": "runs/adam/burn-f32.json"},
     "plots": {"steps": "tables/steps_sgd.csv"},
     "provenance": {"config": "specs/report/config.json", "run": "runs/sgd/burn-f32.json"},
-    "render_html": {"report": "report.md", "table": "tables/steps_sgd.csv"},
+    "render_html": {
+        "report": "report.md",
+        "records": "verdicts.json",
+        "table": "tables/steps_sgd.csv",
+    },
     "config_diff": {"spec": "specs/sgd.json"},
     "train_torch": {"spec": "specs/sgd.json", "data": "data/cnn1d.bin"},
     "report": {
         "config": "specs/report/config.json",
         "run": "runs/sgd/burn-f32.json",
         "provenance": "provenance.json",
+        "verdicts": "verdicts.json",
         "table": "tables/probe_adam.csv",
         "data": "data/cnn1d.bin",
+    },
+    "judge": {
+        "steps": "tables/steps_sgd.csv",
+        "counterfactual": "tables/counterfactual_sgd.csv",
+        "run": "runs/sgd/burn-f64.json",
     },
 }
 
@@ -359,10 +374,11 @@ DAMAGED = {
     "bias_correction": ["run"],
     "plots": ["steps"],
     "provenance": ["config", "run"],
-    "render_html": ["report", "table"],
+    "render_html": ["report", "records", "table"],
     "config_diff": ["spec"],
     "train_torch": ["spec", "data"],
-    "report": ["config", "run", "provenance", "table", "data"],
+    "report": ["config", "run", "provenance", "verdicts", "table", "data"],
+    "judge": ["steps", "counterfactual", "run"],
 }
 
 
@@ -385,14 +401,14 @@ BAD_INPUT_CASES = [
 @pytest.mark.parametrize(("script", "name", "kind"), BAD_INPUT_CASES)
 def test_a_script_answers_bad_input_with_one_line(pipeline, tmp_path, script, name, kind):
     source = pipeline / "results"
-    if script == "report":
+    if script in IN_A_COPY:
         results = tmp_path / "results"
         shutil.copytree(source, results, ignore=shutil.ignore_patterns("logs", "html", "bin"))
         source = results
     else:
         results = source
     inputs = {key: source / rel for key, rel in SCRIPT_INPUTS[script].items()}
-    bad = inputs[name] if script == "report" else tmp_path / "bad" / Path(inputs[name]).name
+    bad = inputs[name] if script in IN_A_COPY else tmp_path / "bad" / Path(inputs[name]).name
     bad.parent.mkdir(exist_ok=True)
     blob = inputs[name].read_bytes()
     if kind == "missing":

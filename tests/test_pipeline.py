@@ -140,3 +140,38 @@ def test_snakemake_report_builds_with_the_parity_report_first(pipeline):
     snakemake(pipeline, "--report", "results/snakemake_report.html")
     html = (pipeline / "results/snakemake_report.html").read_text(errors="replace")
     assert "1. Parity report" in html and "report.html" in html and "steps.html" in html
+
+
+def test_a_config_file_of_ones_own_runs_its_experiments_alone(tmp_path):
+    """`--configfile my.yaml` is the whole config: the default experiments (whose probe
+    steps go to 100) neither run nor refuse a config of 50 steps. `--configfile config.yaml
+    more.yaml` runs both, later files extending earlier ones, and a later `steps: 50` then
+    applies to the default experiments too: refused before any job, naming the key."""
+    import shutil
+
+    import yaml
+
+    from conftest import ROOT, SGD
+    from pipeline_helpers import PROJECT_FILES, dry_run
+
+    for name in PROJECT_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("target"))
+        else:
+            shutil.copy2(source, tmp_path / name)
+    (tmp_path / "my.yaml").write_text(
+        yaml.safe_dump({"steps": 50, "batch_size": 16, "experiments": {"mine": SGD}})
+    )
+    (tmp_path / "more.yaml").write_text(yaml.safe_dump({"experiments": {"mine": SGD}}))
+
+    def trained(*args: str) -> list[str]:
+        jobs = dry_run(tmp_path, *args)
+        return sorted(j.outputs[0].split("/")[2] for j in jobs if j.rule == "train_torch")
+
+    assert trained("--configfile", "my.yaml") == ["mine"]
+    defaults = yaml.safe_load((ROOT / "config.yaml").read_text())["experiments"]
+    assert trained("--configfile", "config.yaml", "more.yaml") == sorted([*defaults, "mine"])
+    proc = snakemake(tmp_path, "-n", "--configfile", "config.yaml", "my.yaml", check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "probe_steps[1]: step 100 is after the last step (50)" in proc.stdout + proc.stderr

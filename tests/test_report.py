@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from pipeline_helpers import EXPERIMENTS
+from torch_burn_parity.judgement import judge
 from torch_burn_parity.report import report
+from torch_burn_parity.report import verdict_text as vt
 
 
 def section(text: str, experiment: str) -> str:
@@ -318,7 +321,18 @@ def cnn_bn_results(
         (folder / "compare" / f"bn-{dt}.txt").write_text(
             "bn.losses  n=  4  max|diff|=1.00e-07\nworst=1.00e-07 tol=1e-06 OK\n"
         )
-    return report.Experiment("bn", spec, folder, {"f32": 1e-6, "f64": 1e-12}, [shapes], [1, 2])
+    record = asdict(judge.judge_experiment("bn", judge.read_tables(tables, "bn", True), runs, 1e-6))
+    return report.Experiment(
+        "bn", spec, folder, {"f32": 1e-6, "f64": 1e-12}, [shapes], [1, 2], record
+    )
+
+
+def rejudge(x) -> None:
+    """Judge an experiment again from its tables as the test has changed them."""
+    tables = {"steps": x.steps, "replay": x.replay, "counterfactual": x.counterfactual,
+              "config_diff": x.config_diff, "layers": x.layers}  # fmt: skip
+    x.record = asdict(judge.judge_experiment(x.name, tables, x.runs, x.tolerances["f32"]))
+    x.verdict = judge.verdict_of(x.record)
 
 
 def test_a_gap_in_the_running_variance_alone_is_named_evaluation_only(tmp_path):
@@ -328,7 +342,7 @@ def test_a_gap_in_the_running_variance_alone_is_named_evaluation_only(tmp_path):
     assert v.split.params_first is None and v.split.buffers_first == 1
     cause = "the running-variance estimator (Burn biased, PyTorch unbiased)"
     assert v.cause == f"{cause} (100.0% of the gap, measured)"
-    line = x.verdict_line()
+    line = vt.verdict_line(x.record)
     assert line.startswith(
         "algorithmic difference, explained, in the evaluation state only: training matches up"
         " to rounding (the f64 parameter gap stays within the floor, at most"
@@ -341,7 +355,7 @@ def test_a_gap_in_the_running_variance_alone_is_named_evaluation_only(tmp_path):
     assert x.summary_row()["cause, or where it starts"].startswith(
         "evaluation state only (training matches up to rounding): " + cause
     )
-    assert x.short_verdict() == (
+    assert vt.short_verdict(x.record) == (
         f"`bn`: algorithmic difference, explained (evaluation state only) — {cause}"
     )
     # the numbers beside the words
@@ -350,8 +364,8 @@ def test_a_gap_in_the_running_variance_alone_is_named_evaluation_only(tmp_path):
 
 def test_a_parameter_gap_keeps_the_verdict_on_training(tmp_path):
     x = cnn_bn_results(tmp_path, param_shift=1e-9)
-    assert x.verdict.scope == report.vd.TRAINING and not x.evaluation_only
-    assert "evaluation state only" not in x.verdict_line()
+    assert x.verdict.scope == report.vd.TRAINING and not vt.evaluation_only(x.record)
+    assert "evaluation state only" not in vt.verdict_line(x.record)
     # both parts part: each gets its own causes, the parameters' shares of their own gap
     split = x.verdict.split
     assert x.verdict.cause == (
@@ -359,7 +373,7 @@ def test_a_parameter_gap_keeps_the_verdict_on_training(tmp_path):
         " remainder); evaluation state: the running-variance estimator (Burn biased, PyTorch"
         " unbiased) (100.0% of the gap, measured)"
     )
-    assert x.verdict_line() == (
+    assert vt.verdict_line(x.record) == (
         "algorithmic difference, explained, in training and in the evaluation state: the"
         f" parameters leave the rounding floor at step 1 (f64 gap up to"
         f" {report.e(split.params_gap)}), the buffers (bn.running_mean, bn.running_var) at"
@@ -498,7 +512,7 @@ def test_train_mode_losses_apart_keep_the_ratio(tmp_path):
 def test_an_unexplained_difference_in_both_parts_names_each_parts_cause(tmp_path):
     x = cnn_bn_results(tmp_path, param_shift=1e-9, replay_gap=1e-6)
     v = x.verdict
-    assert v.label == report.vd.UNEXPLAINED and report.both_parts(v)
+    assert v.label == report.vd.UNEXPLAINED and x.record["both_parts"]
     cause = "the running-variance estimator (Burn biased, PyTorch unbiased)"
     moved = x.counterfactual[report.vd.RUNNING_STATS_COLUMN].max()
     buffers = (
@@ -509,12 +523,14 @@ def test_an_unexplained_difference_in_both_parts_names_each_parts_cause(tmp_path
     detail = x.summary_row()["cause, or where it starts"]
     assert detail.startswith("parameters — the replay of Burn's run leaves the rounding floor")
     assert detail.endswith("; " + buffers)
-    line = x.verdict_line()
+    line = vt.verdict_line(x.record)
     assert f"(up to {report.e(v.split.buffers_gap)}): parameters — " in line
     assert line.endswith(buffers) and " — parameters" not in line
     # a variant that moves the run by much less than the buffer gap is not named the cause
     x.counterfactual[report.vd.RUNNING_STATS_COLUMN] *= 0.5
-    assert x.buffer_cause().startswith(f"not accounted for by {cause} alone: ")
+    rejudge(x)
+    assert x.record["buffers_cause"]["accounts_for_it"] is False
+    assert vt.buffer_cause(x.record).startswith(f"not accounted for by {cause} alone: ")
     # the replay bullet says the replay misses Burn's run
     replay = next(line for line in x.evidence() if line.startswith("Replay:"))
     assert "misses Burn's f64 run by up to 1.00e-06 over 4 steps (step 1," in replay
@@ -527,7 +543,9 @@ def test_a_difference_before_the_update_says_why_the_replay_cannot_follow(tmp_pa
     x.layers["first_above_floor"] = False
     gelu = x.layers[(x.layers["phase"] == "backward") & (x.layers["layer"] == "gelu")].index[0]
     x.layers.loc[gelu, "first_above_floor"] = True
-    assert x.model_entry() == (
+    rejudge(x)
+    assert x.record["entry"] == {"layer": "gelu", "phase": "backward", "step": 1}
+    assert vt.model_entry(x.record) == (
         "; it enters before the update, at the input gradient of `gelu` in the backward pass of"
         " step 1 (layers table): the replay re-runs only the update on PyTorch's gradients, so"
         " it cannot follow a difference in the backward pass"
@@ -589,12 +607,14 @@ def test_the_atlas_takes_the_seeds_model_on_flex_and_names_the_others():
 
     def fake(name, optimizer, model="cnn1d", backend="flex", label=report.vd.EXPLAINED,
              evaluation_only=False):  # fmt: skip
+        scope = report.vd.EVALUATION if evaluation_only else report.vd.TRAINING
         return SimpleNamespace(
             name=name, optimizer=optimizer, model=model, spec={}, is_plain=True,
-            has_schedule=False, evaluation_only=evaluation_only,
+            has_schedule=False,
             runs={("burn", dt): {"meta": {"backend": backend}} for dt in report.DTYPES},
             verdict=SimpleNamespace(label=label), defaults_that_differ=lambda: "none",
-            diff_names=lambda status: "none", short_verdict=lambda: f"`{name}`: {label}",
+            diff_names=lambda status: "none",
+            record={"experiment": name, "verdict": label, "scope": scope, "causes": []},
         )  # fmt: skip
 
     experiments = [

@@ -4,8 +4,8 @@
 
 rule analyse:
     """One experiment's compare outputs, steps table, config diff, replay and
-    counterfactual, gradient probe, learning rates, layers table, plots, and its tables as
-    HTML pages.
+    counterfactual, gradient probe, learning rates, layers table, plots, its tables as HTML
+    pages, and its verdict record (judged once, from all of these).
 
     One job running each script in turn (each a warm start: see warm.py in common.smk):
     each takes a fraction of a second, and one job per experiment keeps Snakemake's
@@ -23,6 +23,7 @@ rule analyse:
             "analysis.layers_table",
             "report.plots",
             "report.render_html",
+            "judgement.judge",
         ),
         spec="results/specs/{experiment}.json",
         data=lambda w: dataset(w.experiment),
@@ -61,6 +62,7 @@ rule analyse:
             subcategory="plots",
         ),
         pages=experiment_page_outputs(),
+        verdict="results/verdicts/{experiment}.json",
     log:
         compare="results/logs/analyse/{experiment}/compare.log",
         steps="results/logs/analyse/{experiment}/steps_table.log",
@@ -71,6 +73,7 @@ rule analyse:
         lrs="results/logs/analyse/{experiment}/lrs_table.log",
         layers="results/logs/analyse/{experiment}/layers_table.log",
         pages="results/logs/analyse/{experiment}/render_html.log",
+        judge="results/logs/analyse/{experiment}/judge.log",
     params:
         tol_f32=lambda w: tolerance(w.experiment, "f32"),
         tol_f64=lambda w: tolerance(w.experiment, "f64"),
@@ -127,7 +130,26 @@ rule analyse:
         # Every table and compare output above as a page for the Snakemake report.
         python -m torch_burn_parity.tooling.warm torch_burn_parity.report.render_html \
             --tables {params.page_sources} --tables-out {output.pages} >{log.pages} 2>&1
+        # The verdict, its causes and shares, where it starts: judged once, read by all.
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.judgement.judge \
+            --experiment {wildcards.experiment} --tables results/tables \
+            --runs results/runs/{wildcards.experiment} --tol-f32 {params.tol_f32} \
+            --out {output.verdict} >{log.judge} 2>&1
         """
+
+
+rule verdicts:
+    """results/verdicts.json: every experiment's verdict record, in the config's order."""
+    input:
+        code=code("judgement.judge"),
+        records=[verdict_record(e) for e in EXPERIMENTS],
+    output:
+        "results/verdicts.json",
+    log:
+        "results/logs/verdicts.log",
+    shell:
+        "python -m torch_burn_parity.tooling.warm torch_burn_parity.judgement.judge"
+        " --collect {input.records} --out {output} > {log} 2>&1"
 
 
 rule bias_correction_table:

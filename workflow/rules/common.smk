@@ -6,7 +6,11 @@ import os
 from snakemake.io import report as mark_for_report
 
 from torch_burn_parity.config import cpu_path
-from torch_burn_parity.config.parity_config import DEFAULT_MODEL, HYPERPARAMETERS, MODELS
+from torch_burn_parity.config.parity_config import (
+    DEFAULT_MODEL,
+    HYPERPARAMETERS,
+    MODELS,
+)
 from torch_burn_parity.config.sweeps import expand_all
 from torch_burn_parity.tooling.code import module_files
 from torch_burn_parity.tooling.stale_lock import clear_stale_locks
@@ -40,7 +44,8 @@ DTYPES = ["f32", "f64"]
 
 def code(*modules):
     """The files of these modules of the package and of everything they import: a rule's
-    inputs, so that an edit reruns exactly the jobs whose code reads it (tooling/code.py)."""
+    inputs, so that an edit reruns exactly the jobs whose code reads it (tooling/code.py).
+    """
     return module_files(*modules)
 
 
@@ -167,6 +172,7 @@ def report_inputs(wildcards):
         "sweeps": expand(sweeps, sweep=list(SWEEPS)),
         "config": "results/specs/report/config.json",
         "provenance": "results/provenance.json",
+        "verdicts": "results/verdicts.json",
         "bias": [
             "results/tables/bias_correction.csv",
             "results/tables/bias_correction.md",
@@ -246,27 +252,20 @@ onerror:
 
 
 def sweep_spec(sweep):
-    """What the sweep summary needs: each experiment's name, axis values, f32 tolerance."""
+    """What the sweep summary needs: each experiment's name and axis values."""
     return {
         "sweep": sweep,
         "experiments": [
-            {"experiment": name, "axes": point, "tolerance_f32": tolerance(name, "f32")}
-            for name, _, point in SWEEPS[sweep]
+            {"experiment": name, "axes": point} for name, _, point in SWEEPS[sweep]
         ],
     }
 
 
-def sweep_tables(sweep):
-    """The tables and f64 runs of every experiment of one sweep (the summary judges each)."""
-    kinds = ["steps", "replay", "counterfactual", "config_diff"]
-    tables = [
-        f"results/tables/{kind}_{name}.csv"
-        for name, _, _ in SWEEPS[sweep]
-        for kind in kinds
-    ]
-    runs = [
-        f"results/runs/{name}/{fw}-f64.json"
-        for name, _, _ in SWEEPS[sweep]
-        for fw in FRAMEWORKS
-    ]
-    return tables + runs
+def verdict_record(experiment):
+    """One experiment's verdict record, written by its analyse job (judgement/judge.py)."""
+    return f"results/verdicts/{experiment}.json"
+
+
+def sweep_records(sweep):
+    """The verdict records of every experiment of one sweep."""
+    return [verdict_record(name) for name, _, _ in SWEEPS[sweep]]

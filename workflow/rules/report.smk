@@ -43,11 +43,13 @@ rule report_config:
 
 
 rule html_report:
-    """report.md as one self-contained HTML page, the landing page's verdicts, and the Adam
-    bias-correction table's page (each experiment's pages come from its analyse job)."""
+    """report.md as one self-contained HTML page, the landing page's verdicts (from
+    verdicts.json), and the Adam bias-correction table's page (each experiment's pages come
+    from its analyse job)."""
     input:
         code=code("report.render_html"),
         report="results/report.md",
+        records="results/verdicts.json",
         bias=BIAS_PAGE[0],
     output:
         html=mark_for_report(
@@ -66,5 +68,5 @@ rule html_report:
         "results/logs/html_report.log",
     shell:
         "python -m torch_burn_parity.tooling.warm torch_burn_parity.report.render_html --report {input.report}"
-        " --out {output.html} --verdicts {output.verdicts}"
+        " --out {output.html} --records {input.records} --verdicts {output.verdicts}"
         " --tables {input.bias} --tables-out {output.bias} > {log} 2>&1"

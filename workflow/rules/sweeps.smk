@@ -18,7 +18,7 @@ rule sweep_summary:
     input:
         code=code("report.sweep_summary"),
         spec="results/specs/sweeps/{sweep}.json",
-        tables=lambda w: sweep_tables(w.sweep),
+        records=lambda w: sweep_records(w.sweep),
     output:
         experiments="results/sweeps/{sweep}/experiments.csv",
         summary="results/sweeps/{sweep}/summary.csv",

@@ -263,6 +263,10 @@ def _line(error: ValidationError, config: Any) -> Problem | None:
         return Problem(path, f"{show(value)} lists an item twice")
     if kind == "const":
         return Problem(path, f"expected {show(error.validator_value)}, got {show(value)}")
+    if kind == "anyOf" and all(set(s) == {"required"} for s in error.validator_value):
+        # "a config has experiments, sweeps or both": none of the keys is there
+        keys = [key for s in error.validator_value for key in s["required"]]
+        return Problem((*path, keys[0]), f"missing (give {' or '.join(keys)}, or both)")
     message = " ".join(error.message.split())
     return Problem(path, message if len(message) <= 100 else message[:97] + "...")
 

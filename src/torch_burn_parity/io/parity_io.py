@@ -126,6 +126,14 @@ def read_table_text(path: str | os.PathLike) -> str:
     return text
 
 
+def read_table(path: str | os.PathLike, **options):
+    """A CSV table of the pipeline's as a pandas DataFrame, refused (FormatError naming it)
+    when missing or cut off. pandas is imported here only: the trainers never need it."""
+    import pandas as pd
+
+    return pd.read_csv(io.StringIO(read_table_text(path)), **options)
+
+
 # --------------------------------------------------------------------------- dataset file
 
 

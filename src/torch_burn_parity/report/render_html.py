@@ -1,16 +1,17 @@
 """Render the Markdown report and the CSV tables as self-contained HTML pages.
 
     python -m torch_burn_parity.report.render_html --report results/report.md \\
-        --out results/report.html --tables results/tables/steps_adam.csv … \\
-        --tables-out results/html/steps_adam.html … --verdicts results/verdicts.html
+        --out results/report.html --records results/verdicts.json \\
+        --verdicts results/verdicts.html --tables results/tables/steps_adam.csv … \\
+        --tables-out results/html/steps_adam.html …
 
 - `report.html`: report.md as one page a browser opens from anywhere: tables, a contents
   list that links every heading, and every plot embedded as a data URI (a downloaded
   report.md loses its images; this page cannot).
 - one HTML page per CSV table (every step, every column) or compare output, so the
   Snakemake report shows them inline where it would only offer a download;
-- `verdicts.html`: the report's verdict table alone, a fragment the Snakemake report's
-  landing page includes (workflow/report/workflow.rst).
+- `verdicts.html`: every experiment's verdict and its cause, from results/verdicts.json, a
+  fragment the Snakemake report's landing page includes (workflow/report/workflow.rst).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import base64
 import html
 import io
+import json
 import re
 import sys
 from pathlib import Path
@@ -27,6 +29,7 @@ import markdown
 import pandas as pd
 
 from torch_burn_parity.io.parity_io import read_table_text, write_text_atomic
+from torch_burn_parity.report import verdict_text as vt
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 76rem; margin: 2rem auto;
@@ -84,28 +87,18 @@ def report_page(report_md: Path) -> str:
     return page(title, body)
 
 
-# The columns of the verdict table the landing page has room for (beside the rule graph).
-LANDING_COLUMNS = ("experiment", "verdict", "cause, or where it starts")
-
-
-def verdict_fragment(report_md: Path) -> str:
-    """The experiment, verdict and cause columns of report.md's verdict table, as HTML."""
-    text = report_md.read_text(encoding="utf-8")
-    match = re.search(r"^## Verdicts\n(.*?)(?=^## )", text, flags=re.M | re.S)
-    if not match:
-        raise ValueError(f"{report_md}: no '## Verdicts' section")
-    table = re.search(r"^\|.*?(?=\n\n|\Z)", match.group(1), flags=re.M | re.S)
-    if not table:
-        raise ValueError(f"{report_md}: the Verdicts section has no table")
-    rows = [
-        [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
-        for line in table.group(0).splitlines()
-    ]
-    header, rows = rows[0], rows[2:]
-    keep = [header.index(c) for c in LANDING_COLUMNS if c in header]
-    lines = [[row[i] for i in keep] for row in [header, ["---"] * len(header), *rows]]
-    text = "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
-    return markdown.markdown(text, extensions=["tables"]) + "\n"
+def verdict_fragment(records: Path) -> str:
+    """Each experiment's verdict and its cause or where it starts, from results/verdicts.json
+    (judgement/judge.py's records), as an HTML table for the landing page."""
+    try:
+        experiments = json.loads(records.read_text(encoding="utf-8"))["experiments"]
+    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{records}: not a verdicts file ({exc})") from None
+    lines = ["| experiment | verdict | cause, or where it starts |", "| --- | --- | --- |"]
+    for record in experiments:
+        cells = [record["experiment"], record["verdict"], vt.verdict_detail(record) or "—"]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return markdown.markdown("\n".join(lines), extensions=["tables"]) + "\n"
 
 
 def table_page(source: Path) -> str:
@@ -121,20 +114,22 @@ def table_page(source: Path) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--report", type=Path, help="report.md (with --out and --verdicts)")
+    parser.add_argument("--report", type=Path, help="report.md, rendered to --out")
     parser.add_argument("--out", type=Path, help="report.html")
-    parser.add_argument("--verdicts", type=Path, help="verdict table fragment")
+    parser.add_argument("--records", type=Path, help="verdicts.json, rendered to --verdicts")
+    parser.add_argument("--verdicts", type=Path, help="the landing page's verdict table")
     parser.add_argument("--tables", nargs="*", type=Path, default=[], help="CSV or text files")
     parser.add_argument("--tables-out", nargs="*", type=Path, default=[], help="one per CSV")
     args = parser.parse_args(argv)
     if len(args.tables) != len(args.tables_out):
         parser.error(f"{len(args.tables)} --tables but {len(args.tables_out)} --tables-out")
-    if args.report and not (args.out and args.verdicts):
-        parser.error("--report needs --out and --verdicts")
+    if bool(args.report) != bool(args.out) or bool(args.records) != bool(args.verdicts):
+        parser.error("--report goes with --out, --records with --verdicts")
     renders = []
     if args.report:
         renders.append((args.out, report_page, args.report))
-        renders.append((args.verdicts, verdict_fragment, args.report))
+    if args.records:
+        renders.append((args.verdicts, verdict_fragment, args.records))
     renders += [(out, table_page, s) for s, out in zip(args.tables, args.tables_out, strict=True)]
     pages = {}
     for out, render, source in renders:
@@ -147,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(f"render_html: {where}{problem}")
     for path, text in pages.items():
         write_text_atomic(path, text)
-    report = f"{args.out}, {args.verdicts} and " if args.report else ""
+    report = "".join(f"{p}, " for p in (args.out, args.verdicts) if p)
     print(f"render_html: {report}{len(args.tables)} table page(s)")
 
 

@@ -13,7 +13,6 @@ number and verdict in the report is computed here from those files; nothing is t
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import re
 import sys
@@ -24,22 +23,22 @@ import pandas as pd  # noqa: E402
 
 from torch_burn_parity.analysis import gaps, probe
 from torch_burn_parity.analysis.gaps import (
-    buffer_columns,
     flat_names,
-    param_matrix,
     report_steps_of,
-    step_gaps,
 )
 from torch_burn_parity.io.parity_io import (
     FormatError,
     experiment_block,
-    read_table_text,
+    read_table,
     read_text,
     write_text_atomic,
 )
 from torch_burn_parity.judgement import verdict as vd
+from torch_burn_parity.judgement.judge import has_factors, verdict_of
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, model_of
+from torch_burn_parity.report import verdict_text as vt
 from torch_burn_parity.report.cpu_section import cpu_section
+from torch_burn_parity.report.verdict_text import e
 
 DTYPES = ("f32", "f64")
 # The probe's sentences: a relative f32 gradient error above FEW_DIGITS is "few correct
@@ -48,11 +47,6 @@ DTYPES = ("f32", "f64")
 FEW_DIGITS = 1e-3
 TINY_GRADIENT = 100 * 2.0**-23
 RUNS = [(fw, dt) for fw in ("torch", "burn") for dt in DTYPES]
-
-
-def e(x: float) -> str:
-    """A gap as the tables print it."""
-    return "NaN" if x != x else f"{x:.2e}"
 
 
 # One key of a compare output: 'sgd.params.fc.bias  n=  3  max|diff|=5.07e-07'.
@@ -98,11 +92,6 @@ def compact(md: str) -> str:
     return "\n".join(out)
 
 
-def read_table(path: Path, **options) -> pd.DataFrame:
-    """A CSV table of the pipeline's, refused (naming it) when missing or cut off."""
-    return pd.read_csv(io.StringIO(read_table_text(path)), **options)
-
-
 def md_table(frame: pd.DataFrame) -> str:
     return compact(frame.to_markdown(index=False, disable_numparse=True))
 
@@ -132,113 +121,15 @@ def shapes_of(block: dict, datasets: list[dict[str, list[int]]], where: Path) ->
     raise FormatError(f"{where}: no dataset file given holds the arrays of model {model.name}")
 
 
-def state_split(steps: pd.DataFrame, torch_f64: dict, burn_f64: dict) -> vd.StateSplit | None:
-    """The f64 gap of the parameters and of the buffers apart, for a model with buffers."""
-    model = model_of(torch_f64)
-    if not model.buffer_names:
-        return None
-    floor = vd.rounding_floor(steps["torch_f64"], steps["burn_f64"])
-    torch64, burn64 = param_matrix(torch_f64), param_matrix(burn_f64)
-    buffers = buffer_columns(torch_f64)
-    return vd.split_state(
-        step_gaps(torch64[:, : buffers.start], burn64[:, : buffers.start]),
-        step_gaps(torch64[:, buffers], burn64[:, buffers]),
-        floor,
-    )
-
-
-def has_factors(config_diff: pd.DataFrame) -> bool:
-    """Burn's update uses per-step factors it evaluates in f32 (Adam's bias correction):
-    the config diff lists them, and the replay uses the ones Burn's run recorded."""
-    return bool((config_diff["hyperparameter"] == "bias-correction factors").any())
-
-
-def judge(
-    steps: pd.DataFrame,
-    replay: pd.DataFrame,
-    counterfactual: pd.DataFrame,
-    config_diff: pd.DataFrame,
-    torch_f64: dict,
-    burn_f64: dict,
-) -> tuple[vd.Verdict, list]:
-    """The verdict of one experiment and its causes with their shares, from its tables and
-    its two f64 run blocks (their schedules, lrs and clipping name the further causes).
-
-    A NaN gap (a run went non-finite) makes the verdict `diverged`.
-    """
-    differing = config_diff[config_diff["status"] == "differs"]
-    stored = config_diff[config_diff["status"] == "f32 storage"]["hyperparameter"]
-    values = (
-        float(np.nanmax(counterfactual["dparam_held_f64"], initial=0.0)),
-        differing.to_dict("records"),
-        list(stored),
-        "Burn's f32 evaluation of its per-step Adam factors"
-        if has_factors(config_diff)
-        else "Burn's f32 arithmetic in its update",
-    )
-    causes = vd.causes(
-        float(np.nanmax(steps["f64_f64"], initial=0.0)),
-        *values,
-        vd.further_causes(counterfactual, torch_f64, burn_f64),
-    )
-    verdict = vd.classify(
-        steps["f64_f64"],
-        steps["torch_f64"],
-        steps["burn_f64"],
-        [replay["dparam"], counterfactual["dparam"]],
-        vd.cause_text(causes),
-    )
-    if steps[["dparam", "f64_f64"]].isna().any().any():
-        verdict.label = vd.DIVERGED
-    verdict.split = state_split(steps, torch_f64, burn_f64)
-    if verdict.label == vd.EXPLAINED and both_parts(verdict):
-        # The shares above are of the largest gap, the buffers' when they part too. The
-        # parameters' own: the same chain up to, not with, Burn's running statistics. Its
-        # variants keep PyTorch's update of the running statistics, so their buffers move
-        # only with their parameters and their gaps (over both) measure what Burn's values,
-        # lrs and clipping do to training.
-        trained = counterfactual.drop(columns=[vd.RUNNING_STATS_COLUMN], errors="ignore")
-        training = vd.causes(
-            verdict.split.params_gap, *values, vd.further_causes(trained, torch_f64, burn_f64)
-        )
-        verdict.cause = (
-            f"training: {vd.cause_text(training, 'the parameter gap')};"
-            f" evaluation state: {verdict.cause}"
-        )
-    return verdict, causes
-
-
-def both_parts(verdict: vd.Verdict) -> bool:
-    """Both the parameters and the buffers leave the rounding floor."""
-    split = verdict.split
-    return bool(split) and split.scope == vd.TRAINING and split.buffers_first is not None
-
-
-def unexplained_start(
-    steps: pd.DataFrame, replay: pd.DataFrame, counterfactual: pd.DataFrame
-) -> str | None:
-    """Where the part of the gap that no replay reproduces starts: the first step at which
-    the replay (or else the counterfactual) leaves the rounding floor, and the parameter
-    with the largest gap there. Before that step the replays account for every gap."""
-    floor = vd.rounding_floor(steps["torch_f64"], steps["burn_f64"])
-    for label, frame in (("Burn's run", replay), ("PyTorch's run", counterfactual)):
-        step = vd.first_step_above(frame["dparam"], floor)
-        if step is not None:
-            return (
-                f"the replay of {label} leaves the rounding floor at step {step}"
-                f" (`{frame['where'].iloc[step - 1]}`)"
-            )
-    return None
-
-
 class Experiment:
     """Everything the report says about one experiment, read from the pipeline's files."""
 
     def __init__(
         self, name: str, spec: dict, results: Path, tolerances: dict,
-        datasets: list[dict[str, list[int]]], report_steps: list[int],
+        datasets: list[dict[str, list[int]]], report_steps: list[int], record: dict,
     ) -> None:  # fmt: skip
-        """datasets: the parameter and buffer shapes of each dataset file (dataset_shapes)."""
+        """datasets: the parameter and buffer shapes of each dataset file (dataset_shapes);
+        record: the experiment's verdict record (judgement/judge.py)."""
         tables = results / "tables"
         self.name, self.spec, self.tolerances = name, spec, tolerances
         self.report_steps = report_steps
@@ -266,16 +157,10 @@ class Experiment:
         if self.has_layers:
             self.layers = read_table(tables / f"layers_{name}.csv")
             self.md["layers"] = read_text(tables / f"layers_{name}.md")
-        self.verdict, self.causes = judge(
-            self.steps,
-            self.replay,
-            self.counterfactual,
-            self.config_diff,
-            self.runs["torch", "f64"],
-            self.runs["burn", "f64"],
-        )
-        if self.divergence():
-            self.verdict.label = vd.DIVERGED
+        # The judgement, made once by judgement/judge.py: verdict, causes, where it starts.
+        self.record = record
+        self.verdict = verdict_of(record)
+        self.causes = [(c["cause"], c["share"], c["how"]) for c in record["causes"]]
 
     @property
     def has_factors(self) -> bool:
@@ -338,33 +223,6 @@ class Experiment:
     def has_schedule(self) -> bool:
         return (self.spec.get("schedule") or {}).get("kind", "constant") != "constant"
 
-    def short_verdict(self) -> str:
-        """`name`: verdict, and for an explained one its largest cause."""
-        text = f"`{self.name}`: {self.verdict.label}"
-        if self.evaluation_only:
-            text += " (evaluation state only)"
-        if self.verdict.label == vd.EXPLAINED and self.causes:
-            text += f" — {self.causes[0][0]}"
-        return text
-
-    @property
-    def evaluation_only(self) -> bool:
-        """A difference in the buffers alone: training matches, evaluation parts."""
-        return self.verdict.label in (vd.EXPLAINED, vd.UNEXPLAINED) and (
-            self.verdict.scope == vd.EVALUATION
-        )
-
-    def evaluation_phrase(self) -> str:
-        """'in the evaluation state only: training matches up to rounding (…), the buffers
-        leave the rounding floor at step 1 (…)', from the verdict's parameter/buffer split."""
-        split = self.verdict.split
-        return (
-            "in the evaluation state only: training matches up to rounding (the f64 parameter"
-            f" gap stays within the floor, at most {e(split.params_gap)}), the buffers"
-            f" ({', '.join(self.buffer_names)}) leave the rounding floor at step"
-            f" {split.buffers_first} (f64 gap up to {e(split.buffers_gap)})"
-        )
-
     @property
     def is_plain(self) -> bool:
         """The same values passed to both, no schedule, no clipping: the atlas's baseline."""
@@ -392,129 +250,6 @@ class Experiment:
     def optimizer(self) -> str:
         return self.runs["torch", "f32"]["meta"]["optimizer"]
 
-    def verdict_detail(self) -> str:
-        """The verdict's cause (with shares), where it starts, or where a run diverged."""
-        v = self.verdict
-        if v.label == vd.DIVERGED:
-            return "; ".join(self.divergence())
-        scope = "evaluation state only (training matches up to rounding): "
-        scope = scope if self.evaluation_only else ""
-        if v.label == vd.EXPLAINED:
-            return scope + (v.cause or "")
-        if v.label == vd.UNEXPLAINED:
-            return scope + self.unexplained_parts()
-        return ""
-
-    def unexplained_parts(self) -> str:
-        """Where an unexplained difference starts; when the parameters and the buffers both
-        leave the floor, the parameters' start and what the counterfactual measures of the
-        buffers, each under its own name."""
-        buffers = self.buffer_cause() if both_parts(self.verdict) else ""
-        if not buffers:
-            return self.unexplained_start()
-        return f"parameters — {self.unexplained_start()}; buffers — {buffers}"
-
-    def unexplained_start(self) -> str:
-        where = unexplained_start(self.steps, self.replay, self.counterfactual)
-        if not where:
-            step = self.verdict.first_above_floor
-            where = (
-                f"the f64 gap leaves the rounding floor at step {step} (`{self.where_f64(step)}`)"
-            )
-        return where + self.model_entry()
-
-    def model_entry(self) -> str:
-        """Where the layers table says the f64 difference enters, when that is before the
-        update: in the model's own computation (forward, loss or backward). The replay
-        re-runs only the update, on PyTorch's gradients, so it cannot follow it."""
-        if not self.has_layers:
-            return ""
-        first = self.layers[self.layers["first_above_floor"].astype(str) == "True"]
-        if first.empty or first.iloc[0]["phase"] == "update":
-            return ""
-        row = first.iloc[0]
-        layer, phase, step = row["layer"], row["phase"], row["step"]
-        what = {
-            "forward": f"the output of `{layer}` in the forward pass",
-            "loss": "the loss",
-            "backward": (
-                f"the input gradient of `{layer}` in the backward pass"
-                if layer in model_of(self.runs["torch", "f32"]).layers
-                else f"the gradient of `{layer}` in the backward pass"
-            ),
-        }[phase]
-        passes = {"forward": "the forward pass", "loss": "the loss",
-                  "backward": "the backward pass"}  # fmt: skip
-        return (
-            f"; it enters before the update, at {what} of step {step} (layers table): the"
-            " replay re-runs only the update on PyTorch's gradients, so it cannot follow a"
-            f" difference in {passes[phase]}"
-        )
-
-    def buffer_cause(self) -> str:
-        """What the counterfactual measures of the buffers' gap: its variant with Burn's
-        running-variance estimator (`dparam_burn_running_stats`, on PyTorch's gradients, so
-        its parameters stay with PyTorch's) against the f64 gap of the buffers. Named as the
-        cause when it is within 10% of that gap; else both numbers, and that it does not."""
-        split, c = self.verdict.split, self.counterfactual
-        if vd.RUNNING_STATS_COLUMN not in c or not split or not split.buffers_gap > 0:
-            return ""
-        moved = float(np.nanmax(c[vd.RUNNING_STATS_COLUMN], initial=0.0))
-        name = vd.running_stats_cause(self.runs["torch", "f64"], self.runs["burn", "f64"])
-        measured = (
-            f"Burn's estimator alone moves PyTorch's run by {e(moved)} (counterfactual,"
-            f" `{vd.RUNNING_STATS_COLUMN}`), against the buffers' f64 gap of"
-            f" {e(split.buffers_gap)}"
-        )
-        if 0.9 <= moved / split.buffers_gap <= 1.1:
-            return f"caused by {name}: {measured}"
-        return f"not accounted for by {name} alone: {measured}"
-
-    def verdict_line(self) -> str:
-        v, detail = self.verdict, self.verdict_detail()
-        if v.label in (vd.EXPLAINED, vd.UNEXPLAINED) and both_parts(v):
-            split = v.split
-            where = (
-                f"in training and in the evaluation state: the parameters leave the rounding"
-                f" floor at step {split.params_first} (f64 gap up to {e(split.params_gap)}),"
-                f" the buffers ({', '.join(self.buffer_names)}) at step {split.buffers_first}"
-                f" (up to {e(split.buffers_gap)})"
-            )
-            if v.label == vd.EXPLAINED:
-                return f"{v.label}, {where} — {v.cause}"
-            parts = self.unexplained_parts()
-            return f"{v.label}, {where}" + (
-                f": {parts}" if parts.startswith("parameters — ") else f" — {parts}"
-            )
-        if self.evaluation_only:
-            if v.label == vd.EXPLAINED:
-                return f"{v.label}, {self.evaluation_phrase()} — caused by {v.cause}"
-            return f"{v.label}, {self.evaluation_phrase()}; {self.unexplained_start()}"
-        if v.label == vd.EXPLAINED:
-            return f"{v.label} by {detail}"
-        return f"{v.label}: {detail}" if detail else v.label
-
-    def where_f64(self, step: int) -> str:
-        """The parameter (or buffer) with the largest torch-f64 vs burn-f64 gap after `step`."""
-        torch64 = param_matrix(self.runs["torch", "f64"])[step - 1]
-        burn64 = param_matrix(self.runs["burn", "f64"])[step - 1]
-        diff = np.nan_to_num(np.abs(torch64 - burn64), nan=np.inf)
-        return flat_names(self.shapes)[int(np.argmax(diff))]
-
-    def divergence(self) -> list[str]:
-        """'torch f32 diverged at step 5' for each run whose loss or parameters went non-finite."""
-        lines = []
-        for fw, dt in RUNS:
-            run = self.runs[fw, dt]
-            losses = np.asarray(run["losses"], dtype=float)
-            finite = np.isfinite(losses) & np.isfinite(param_matrix(run)).all(axis=1)
-            if not finite.all():
-                step = int(np.argmin(finite))
-                lines.append(
-                    f"{fw} {dt} diverged at step {step + 1} (loss {losses[step]:.3g} at that step)"
-                )
-        return lines
-
     def evidence(self) -> list[str]:
         s, v = self.steps, self.verdict
         n = len(s)
@@ -534,12 +269,12 @@ class Experiment:
             )
         else:
             first = v.first_above_floor
-            far = "far above" if v.f64_gap > 10 * v.floor else "above"
+            far = "far above" if self.record["far_above_floor"] else "above"
             out.append(
                 f"In f64 a gap of {e(v.f64_gap)} remains, {far} the rounding floor of"
                 f" {e(v.floor)} at that step. It leaves the floor at step {first}"
-                f" (at `{self.where_f64(first)}`) and {trend(s['f64_f64'])}: a difference in the"
-                " arithmetic, not f64 rounding."
+                f" (at `{self.record['where_first_above']}`) and {trend(s['f64_f64'])}: a"
+                " difference in the arithmetic, not f64 rounding."
             )
         if v.split and v.label != vd.DIVERGED:
             out.append(self.split_reading())
@@ -581,16 +316,12 @@ class Experiment:
         if v.label == vd.EXPLAINED and v.f64_gap > 0:
             out.append(self.share_sentence(held))
         tol32 = self.tolerances["f32"]
-        first32 = vd.first_step_above(s["dparam"], tol32)
-        own = max(s["torch_f64"].max(), s["burn_f64"].max())
+        first32 = self.record["first_f32_step_above_tol"]
         rounding = (
             f" Each framework's own f32-vs-f64 gap reaches {e(s['torch_f64'].max())} (PyTorch)"
             f" and {e(s['burn_f64'].max())} (Burn), over the tolerance too and of the order of"
             " the f32 gap: f32 rounding alone exceeds this tolerance."
-            if first32
-            and own > tol32
-            and own >= 0.1 * s["dparam"].max()
-            and v.label != vd.EQUIVALENT
+            if self.record["f32_rounding_exceeds_tol"]
             else ""
         )
         gap = "gap of parameters and buffers" if self.buffer_names else "parameter gap"
@@ -610,7 +341,7 @@ class Experiment:
             f" predictions; PyTorch's gets {final['torch']['correct']} right (final loss"
             f" {losses[0]}), Burn's {final['burn']['correct']} (final loss {losses[1]})."
         )
-        out += [f"Divergence: {line}." for line in self.divergence()]
+        out += [f"Divergence: {line}." for line in vt.divergence(self.record)]
         return out
 
     def split_reading(self) -> str:
@@ -861,7 +592,7 @@ class Experiment:
             "experiment": self.name,
             "optimizer": self.optimizer,
             "verdict": v.label,
-            "cause, or where it starts": self.verdict_detail() or "—",
+            "cause, or where it starts": vt.verdict_detail(self.record) or "—",
             "f64 gap (max over steps)": e(v.f64_gap),
             "rounding floor there": e(v.floor),
             "replays leave (worst of both)": e(v.replay_gap) if v.replay_gap is not None else "",
@@ -879,7 +610,7 @@ class Experiment:
         parts = [f"## Experiment `{name}` (optimizer: {self.optimizer}{model})\n"]
         if self.spec.get("description"):
             parts.append(f"*{self.spec['description'].strip()}*\n")
-        parts.append(f"**Verdict: {self.verdict_line()}.**\n")
+        parts.append(f"**Verdict: {vt.verdict_line(self.record)}.**\n")
         parts += [f"- {line}" for line in self.evidence()]
         parts.append("\n### Config diff\n")
         parts.append(body(self.md["config_diff"]) + "\n")
@@ -1006,16 +737,21 @@ def atlas_section(experiments: list[Experiment]) -> str:
                 if plain
                 else "—",
                 "Burn computes in f32": plain.diff_names("precision") if plain else "—",
-                "verdict, same values": plain.short_verdict() if plain else "—",
-                "verdict, Burn's defaults": kept.short_verdict() if kept else "—",
-                "verdict, with a schedule or clipping": recipe.short_verdict() if recipe else "—",
+                **{
+                    f"verdict, {kind}": vt.short_verdict(x.record) if x else "—"
+                    for kind, x in (
+                        ("same values", plain),
+                        ("Burn's defaults", kept),
+                        ("with a schedule or clipping", recipe),
+                    )
+                },
             }
         )
     other = (
         "\nOther models and backends (in the verdict table): "
         + "; ".join(
             f"`{x.name}` ({x.model}, {burn_backend(x)}): {x.verdict.label}"
-            + (" (evaluation state only)" if x.evaluation_only else "")
+            + (" (evaluation state only)" if vt.evaluation_only(x.record) else "")
             for x in others
         )
         + ".\n"
@@ -1319,6 +1055,18 @@ def read_json(path: Path) -> dict:
         raise FormatError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
 
 
+def verdict_records(path: Path) -> dict[str, dict]:
+    """results/verdicts.json by experiment (judgement/judge.py's records)."""
+    try:
+        return {r["experiment"]: r for r in read_json(path)["experiments"]}
+    except (KeyError, TypeError):
+        raise FormatError(f"{path}: not a verdicts file (no experiments' records)") from None
+
+
+def missing_record(results: Path, name: str) -> dict:
+    raise FormatError(f"{results / 'verdicts.json'}: no verdict record of experiment {name}")
+
+
 def what_was_trained(models: list[str]) -> str:
     """The report's opening words: 'The same 1-D CNN' (the seed's model alone), or 'The same
     small models (`cnn1d`, `cnn_bn`, `transformer`)'."""
@@ -1338,14 +1086,16 @@ def build(args: argparse.Namespace) -> str:
     summarised = {n for members in sweeps.values() if len(members) > FULL_SECTIONS_UP_TO
                   for n in members}  # fmt: skip
     info = read_json(args.results / "provenance.json")
+    records = verdict_records(args.results / "verdicts.json")
     shapes = dataset_shapes(args.data)
     experiments = [
         Experiment(
-            name, spec, args.results, effective["tolerances"][name], shapes, config["report_steps"]
+            name, spec, args.results, effective["tolerances"][name], shapes,
+            config["report_steps"], records.get(name) or missing_record(args.results, name),
         )
         for name, spec in config["experiments"].items()
         if name not in summarised
-    ]
+    ]  # fmt: skip
     sweep_parts = [
         sweep_section(args.results, name, members, len(members) > FULL_SECTIONS_UP_TO)
         for name, members in sweeps.items()

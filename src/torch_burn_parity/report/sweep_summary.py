@@ -3,8 +3,8 @@
     python -m torch_burn_parity.report.sweep_summary --spec results/specs/sweeps/adam_grid.json \\
         --results results --out-dir results/sweeps/adam_grid
 
-Reads each experiment's tables (steps, replay, counterfactual, config diff) and judges it
-exactly as the report does (report.judge). Writes, under --out-dir:
+Reads each experiment's verdict record (results/verdicts/{experiment}.json, written by
+judgement/judge.py: the same the report reads). Writes, under --out-dir:
 
 experiments.csv  experiment name → axis values (the expansion of the sweep)
 summary.csv      one row per experiment: axis values, verdict, cause, largest f64 and f32
@@ -29,9 +29,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from torch_burn_parity.io.parity_io import experiment_block, write_atomic, write_text_atomic
+from torch_burn_parity.io.parity_io import FormatError, write_atomic, write_text_atomic
 from torch_burn_parity.judgement import verdict as vd
-from torch_burn_parity.report.report import axis_order, compact, e, judge, unexplained_start
+from torch_burn_parity.judgement.judge import read_record
+from torch_burn_parity.report.report import axis_order, compact, e
 
 MARKERS = {vd.EQUIVALENT: "o", vd.EXPLAINED: "s", vd.UNEXPLAINED: "X", vd.DIVERGED: "^"}
 
@@ -45,23 +46,18 @@ def axis_text(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def summary_row(results: Path, name: str, tol32: float) -> dict:
-    tables = results / "tables"
-    read = lambda kind: pd.read_csv(tables / f"{kind}_{name}.csv")  # noqa: E731
-    steps, replay, counterfactual = read("steps"), read("replay"), read("counterfactual")
-    config_diff = pd.read_csv(tables / f"config_diff_{name}.csv", keep_default_na=False)
-    runs = [experiment_block(results / "runs" / name / f"{fw}-f64.json", name)
-            for fw in ("torch", "burn")]  # fmt: skip
-    verdict, _ = judge(steps, replay, counterfactual, config_diff, *runs)
-    cause = verdict.cause or ""
-    if verdict.label == vd.UNEXPLAINED:
-        cause = unexplained_start(steps, replay, counterfactual) or ""
-    first32 = vd.first_step_above(steps["dparam"], tol32)
+def summary_row(results: Path, name: str) -> dict:
+    """One experiment's row, from its verdict record (judgement/judge.py)."""
+    record = read_record(results / "verdicts" / f"{name}.json")
+    cause = record["cause"] or ""
+    if record["verdict"] == vd.UNEXPLAINED:
+        cause = record["unexplained_start"] or ""
+    first32 = record["first_f32_step_above_tol"]
     return {
-        "verdict": verdict.label,
+        "verdict": record["verdict"],
         "cause": cause,
-        "f64_gap": verdict.f64_gap,
-        "f32_gap": float(np.nanmax(steps["dparam"], initial=0.0)),
+        "f64_gap": record["f64_gap"],
+        "f32_gap": record["f32_gap"],
         "first_f32_step_above_tol": first32 if first32 else "",
     }
 
@@ -123,10 +119,10 @@ def main(argv: list[str] | None = None) -> None:
         axes = list(points[0]["axes"]) if points else []
         rows = [
             {"experiment": p["experiment"], **{a: axis_text(v) for a, v in p["axes"].items()},
-             **summary_row(args.results, p["experiment"], p["tolerance_f32"])}
+             **summary_row(args.results, p["experiment"])}
             for p in points
         ]  # fmt: skip
-    except (OSError, KeyError, ValueError, json.JSONDecodeError) as exc:
+    except (OSError, KeyError, ValueError, json.JSONDecodeError, FormatError) as exc:
         sys.exit(f"sweep_summary: {exc}")
     frame = pd.DataFrame(rows)
     out = args.out_dir

@@ -1,0 +1,224 @@
+"""judgement/judge.py: one record per experiment, every judgement made there and once.
+
+The thresholds the report's sentences rest on, each on both sides of its edge (written out
+here, not read from the module); the record of a synthetic experiment; the record files the
+pipeline writes, read back against the report and the landing page that are built from
+them; and bad input refused in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import python_module
+from pipeline_helpers import EXPERIMENTS
+from torch_burn_parity.judgement import judge
+from torch_burn_parity.judgement import verdict as vd
+from torch_burn_parity.models.model_specs import CNN1D
+from torch_burn_parity.report import verdict_text as vt
+
+FAR_ABOVE = 10.0  # "far above" the floor: more than 10× it
+ACCOUNTS_FOR = (0.9, 1.1)  # a variant accounts for a gap within ±10 % of it
+SAME_ORDER = 0.1  # f32 rounding "of the order of" the f32 gap: at least a tenth of it
+
+
+def past(x: float, direction: float = np.inf) -> float:
+    return float(np.nextafter(x, direction))
+
+
+def test_far_above_is_more_than_ten_times_the_floor():
+    assert not judge.far_above(FAR_ABOVE * 3e-13, 3e-13)
+    assert judge.far_above(past(FAR_ABOVE * 3e-13), 3e-13)
+
+
+@pytest.mark.parametrize("gap", [2.1e-3, 1.0, 7e-14])
+def test_a_variant_accounts_for_a_gap_within_ten_percent_either_side(gap):
+    low, high = ACCOUNTS_FOR[0] * gap, ACCOUNTS_FOR[1] * gap
+    assert judge.accounts_for(low, gap) and judge.accounts_for(high, gap)
+    assert not judge.accounts_for(past(low, -np.inf), gap)
+    assert not judge.accounts_for(past(high), gap)
+
+
+def test_f32_rounding_exceeds_the_tolerance_when_over_it_and_of_the_gaps_order():
+    tol, gap = 1e-6, 3e-5
+    edge = SAME_ORDER * gap  # 3e-6: over the tolerance
+    assert judge.f32_rounding_exceeds(edge, gap, tol)
+    assert not judge.f32_rounding_exceeds(past(edge, -np.inf), gap, tol)
+    assert not judge.f32_rounding_exceeds(tol, 5e-6, tol)  # at the tolerance: not over it
+    assert judge.f32_rounding_exceeds(past(tol), 5e-6, tol)
+
+
+# --------------------------------------------------------------------------- a synthetic record
+
+
+def synthetic(steps: int = 5, shift: float = 0.0, diverge_at: int | None = None):
+    """Tables and four run blocks of a cnn1d experiment whose f64 runs differ by `shift`
+    in `conv.weight[0,0,1]` from step 2 on, the f32 ones by 1e-7 relative noise."""
+    shapes = CNN1D.shapes()
+    rng = np.random.default_rng(3)
+    base = {n: rng.uniform(-1, 1, (steps, int(np.prod(s)))) for n, s in shapes.items()}
+    runs = {}
+    for fw in ("torch", "burn"):
+        for dt in ("f32", "f64"):
+            params = {n: v.copy() for n, v in base.items()}
+            if dt == "f32":
+                params = {n: v * (1 + 1e-7 * (fw == "burn")) for n, v in params.items()}
+            elif fw == "burn":
+                params["conv.weight"][1:, 1] += shift
+            losses = np.linspace(1.0, 0.5, steps)
+            if diverge_at and fw == "burn" and dt == "f32":
+                losses[diverge_at - 1 :] = np.inf
+            runs[fw, dt] = {
+                "losses": losses.tolist(), "lrs": [0.1] * steps,
+                "trajectory": {"params": {n: v.tolist() for n, v in params.items()}},
+                "meta": {"model": "cnn1d", "optimizer": "sgd", "schedule": {"kind": "constant"},
+                         "clip_grad": None},
+            }  # fmt: skip
+    gaps = {
+        "f64_f64": np.r_[0.0, np.full(steps - 1, shift)],
+        "torch_f64": np.full(steps, 1e-7),
+        "burn_f64": np.full(steps, 1e-7),
+        "dparam": np.full(steps, 2e-7),
+    }
+    step = range(1, steps + 1)
+    zero = np.zeros(steps)
+    where = ["conv.weight[0,0,1]"] * steps
+    tables = {
+        "steps": pd.DataFrame({"step": step, **gaps}),
+        "replay": pd.DataFrame({"step": step, "dparam": zero, "where": where}),
+        "counterfactual": pd.DataFrame(
+            {"step": step, "dparam": zero, "dparam_held_f64": gaps["f64_f64"], "where": where}
+        ),
+        "config_diff": pd.DataFrame(
+            {
+                "hyperparameter": ["lr"],
+                "torch": ["0.1"],
+                "burn": ["0.1"],
+                "status": ["same"],
+                "note": [""],
+            }
+        ),  # fmt: skip
+        "layers": None,
+    }
+    return tables, runs
+
+
+def test_a_gap_above_the_floor_gets_every_figure_of_its_record():
+    tables, runs = synthetic(shift=1e-9)
+    record = judge.judge_experiment("x", tables, runs, tol_f32=1e-6)
+    floor = vd.rounding_floor(tables["steps"]["torch_f64"], tables["steps"]["burn_f64"])
+    assert record.verdict == vd.EXPLAINED and record.scope == vd.TRAINING
+    assert record.first_above_floor == 2 and record.where_first_above == "conv.weight[0,0,1]"
+    assert record.f64_gap == 1e-9 and record.gap_over_floor == pytest.approx(1e-9 / floor[1])
+    assert record.far_above_floor and record.first_f32_step_above_tol is None
+    assert record.causes[0]["how"] == "measured" and record.causes[0]["share"] == 1.0
+    assert record.divergence == [] and record.split is None and record.entry is None
+    # the record's verdict reads back as the one judged
+    assert judge.verdict_of(asdict(record)).label == record.verdict
+
+
+def test_rounding_alone_is_equivalent_with_no_cause():
+    tables, runs = synthetic(shift=0.0)
+    record = judge.judge_experiment("x", tables, runs, tol_f32=1e-6)
+    assert record.verdict == vd.EQUIVALENT and record.scope is None
+    assert record.first_above_floor is None and record.where_first_above is None
+    assert vt.verdict_detail(asdict(record)) == ""
+
+
+def test_a_run_that_went_non_finite_makes_the_verdict_diverged():
+    tables, runs = synthetic(shift=1e-9, diverge_at=3)
+    record = judge.judge_experiment("x", tables, runs, tol_f32=1e-6)
+    assert record.verdict == vd.DIVERGED
+    assert record.divergence == [{"framework": "burn", "dtype": "f32", "step": 3, "loss": np.inf}]
+    assert (
+        vt.verdict_detail(asdict(record)) == "burn f32 diverged at step 3 (loss inf at that step)"
+    )
+
+
+def test_the_entry_layer_is_the_first_quantity_above_its_floor_before_the_update():
+    rows = [("update", "fc", 1, False), ("backward", "gelu", 1, True),
+            ("forward", "conv", 2, True)]  # fmt: skip
+    layers = pd.DataFrame(rows, columns=["phase", "layer", "step", "first_above_floor"])
+    assert judge.entry_layer(layers) == {"layer": "gelu", "phase": "backward", "step": 1}
+    layers.loc[0, "first_above_floor"] = True  # the update comes first: nothing to add
+    assert judge.entry_layer(layers) is None
+    assert judge.entry_layer(None) is None
+
+
+# --------------------------------------------------------------------------- the pipeline's records
+
+
+@pytest.fixture(scope="module")
+def records(pipeline) -> dict[str, dict]:
+    text = (pipeline / "results/verdicts.json").read_text()
+    return {r["experiment"]: r for r in json.loads(text)["experiments"]}
+
+
+def test_every_experiment_has_one_record_equal_to_its_own_file(pipeline, records):
+    assert list(records) == list(EXPERIMENTS)
+    for name, record in records.items():
+        own = json.loads((pipeline / f"results/verdicts/{name}.json").read_text())
+        assert own == record
+
+
+def test_the_reports_verdict_table_says_what_the_records_hold(pipeline, records):
+    text = (pipeline / "results/report.md").read_text()
+    table = re.search(r"^## Verdicts\n\n(.*?)\n\n", text, flags=re.M | re.S).group(1)
+    rows = {
+        cells[0]: cells
+        for line in table.splitlines()[2:]
+        if (cells := [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]])
+    }
+    assert set(rows) == set(records)
+    for name, record in records.items():
+        assert rows[name][2] == record["verdict"]
+        assert rows[name][3] == (vt.verdict_detail(record) or "—").replace("|", "\\|")
+        assert rows[name][4] == vt.e(record["f64_gap"]) and rows[name][5] == vt.e(record["floor"])
+        assert f"**Verdict: {vt.verdict_line(record)}.**" in text
+
+
+def test_the_landing_page_lists_every_record(pipeline, records):
+    page = (pipeline / "results/verdicts.html").read_text()
+    for name, record in records.items():
+        assert f"<td>{name}</td>\n<td>{record['verdict']}</td>" in page
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_a_malformed_record_is_refused_naming_the_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"experiment": "x"}')
+    proc = subprocess.run(
+        [*python_module("judgement.judge"), "--collect", bad, "--out", tmp_path / "v.json"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"judge: {bad}: not a verdict record (missing model,")
+    assert not (tmp_path / "v.json").exists()
+
+
+def test_a_table_with_rows_missing_is_refused(pipeline, tmp_path):
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    for path in (pipeline / "results/tables").glob("*_sgd.csv"):
+        (tables / path.name).write_bytes(path.read_bytes())
+    steps = tables / "replay_sgd.csv"
+    steps.write_text("".join(steps.read_text().splitlines(keepends=True)[:-1]))  # whole rows
+    proc = subprocess.run(
+        [*python_module("judgement.judge"), "--experiment", "sgd", "--tables", tables,
+         "--runs", pipeline / "results/runs/sgd", "--tol-f32", "1e-6",
+         "--out", tmp_path / "v.json"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert re.fullmatch(
+        rf"judge: {steps}: (\d+) rows, but the runs have (\d+) steps\n", proc.stderr
+    ), proc.stderr
