@@ -17,9 +17,17 @@ import pandas as pd
 import pytest
 
 from pipeline_helpers import EXPERIMENTS
+from torch_burn_parity.analysis.gaps import flat_names
+from torch_burn_parity.io.parity_io import DTYPES, RUNS
 from torch_burn_parity.judgement import judge
-from torch_burn_parity.report import report
+from torch_burn_parity.judgement import verdict as vd
+from torch_burn_parity.report import readings, report
 from torch_burn_parity.report import verdict_text as vt
+from torch_burn_parity.report.atlas import atlas_section
+from torch_burn_parity.report.experiment import Experiment
+from torch_burn_parity.report.markdown import compact, distinct, setting, trend
+from torch_burn_parity.report.verdict_text import e
+from torch_burn_parity.report.what_was_run import burn_backends, hyperparameter_table, input_line
 
 
 def section(text: str, experiment: str) -> str:
@@ -46,20 +54,20 @@ def report_md(pipeline) -> str:
     ],
 )
 def test_trend_says_which_way_the_gap_went(gaps, expected):
-    assert report.trend(np.array(gaps)) == expected
+    assert trend(np.array(gaps)) == expected
 
 
 def test_compact_tables_keep_escaped_pipes_and_cells():
     md = "| a      | max\\|diff\\| |\n|:-------|------:|\n| x      | 1e-07 |"
-    assert report.compact(md) == "| a | max\\|diff\\| |\n| :-- | --- |\n| x | 1e-07 |"
+    assert compact(md) == "| a | max\\|diff\\| |\n| :-- | --- |\n| x | 1e-07 |"
 
 
 def test_a_setting_is_written_as_a_person_writes_it():
-    assert report.setting("keep_defaults", {"burn": ["eps", "betas"]}) == "burn: eps, betas"
-    assert report.setting("keep_defaults", {}) == "none"
-    assert report.setting("betas", [0.9, 0.999]) == "[0.9, 0.999]"
-    assert report.setting("tolerance", {"f32": 1e-5}) == "f32 1e-05"
-    assert report.setting("nesterov", False) == "false"
+    assert setting("keep_defaults", {"burn": ["eps", "betas"]}) == "burn: eps, betas"
+    assert setting("keep_defaults", {}) == "none"
+    assert setting("betas", [0.9, 0.999]) == "[0.9, 0.999]"
+    assert setting("tolerance", {"f32": 1e-5}) == "f32 1e-05"
+    assert setting("nesterov", False) == "false"
 
 
 # --------------------------------------------------------------------------- the pipeline's report
@@ -75,14 +83,14 @@ def test_the_burn_backends_named_are_those_the_runs_recorded(tmp_path):
 
     def runs(backend):
         meta = {} if backend is None else {"backend": backend}  # None: a run before the setting
-        return {("burn", dt): {"meta": meta} for dt in report.DTYPES}
+        return {("burn", dt): {"meta": meta} for dt in DTYPES}
 
     flex = [SimpleNamespace(name=n, runs=runs(b)) for n, b in [("a", "flex"), ("b", None)]]
-    assert report.burn_backends(flex) == "Flex CPU backend"
+    assert burn_backends(flex) == "Flex CPU backend"
     both = [*flex, SimpleNamespace(name="c", runs=runs("ndarray"))]
-    assert report.burn_backends(both) == "CPU backends: Flex for a, b; NdArray for c"
+    assert burn_backends(both) == "CPU backends: Flex for a, b; NdArray for c"
     many = [SimpleNamespace(name=f"e{i}", runs=runs("flex")) for i in range(4)]
-    assert report.burn_backends([*many, both[-1]]) == (
+    assert burn_backends([*many, both[-1]]) == (
         "CPU backends: Flex for 4 experiments; NdArray for c"
     )
     files, empty = [], {k: dict.fromkeys(PARAM_NAMES, []) for k in ("params", "grads")}
@@ -129,7 +137,7 @@ def test_growth_words_match_the_f64_gap(pipeline, report_md):
         gaps = pd.read_csv(pipeline / f"results/tables/steps_{name}.csv")["f64_f64"]
         text = section(report_md, name)
         if "In f64 a gap of" in text:
-            assert report.trend(gaps) in text, name
+            assert trend(gaps) in text, name
             word = "grows" if gaps.iloc[-1] > gaps.iloc[0] else "shrinks"
             assert f"and {word} from" in text, name
 
@@ -148,7 +156,7 @@ def test_shares_are_the_measured_ones(pipeline, report_md):
         gap = pd.read_csv(pipeline / f"results/tables/steps_{name}.csv")["f64_f64"].max()
         held = pd.read_csv(pipeline / f"results/tables/counterfactual_{name}.csv")
         share = min(held["dparam_held_f64"].max() / gap, 1.0)
-        assert f"{share:.1%} of the {report.e(gap)} gap" in section(report_md, name), name
+        assert f"{share:.1%} of the {e(gap)} gap" in section(report_md, name), name
 
 
 def test_probe_sentences_follow_the_probe_rows(pipeline, report_md):
@@ -178,7 +186,7 @@ def test_the_sgd_probe_says_the_f32_update_is_quantized(pipeline, report_md):
     initial = float(probe["initial"].iloc[0])
     ulp = float(np.spacing(np.float32(abs(initial))))
     text = section(report_md, "sgd").split("### Gradient probe")[1]
-    assert f"the parameter's f32 ulp ({report.e(ulp)})" in text
+    assert f"the parameter's f32 ulp ({e(ulp)})" in text
     assert "moves it by only" not in text  # the old, false reading
 
 
@@ -236,7 +244,7 @@ def cnn_bn_results(
     spec = experiment_spec({"steps": steps, "batch_size": 16, "experiments": {"bn": exp}}, "bn")
     runs, paths = {}, {}
     for fw in ("torch", "burn"):
-        for dt in report.DTYPES:
+        for dt in DTYPES:
             noise = np.random.default_rng(len(runs) + 7)
 
             def look(x, shift=0.0, fw=fw, dt=dt, noise=noise):
@@ -306,7 +314,7 @@ def cnn_bn_results(
         (tables / f"{key}_bn.md").write_text(f"### {key}\n\n```text\n{key} rows\n```\n")
     probe_row = {"parameter": "fc.weight[1,19]", "initial": 0.066, "grad": 1e-3,
                  "update": -1e-4, "grad_rel_err": 0.0, "update_diff": 0.0}  # fmt: skip
-    probe = pd.DataFrame([{"framework": fw, "dtype": dt, **probe_row} for fw, dt in report.RUNS])
+    probe = pd.DataFrame([{"framework": fw, "dtype": dt, **probe_row} for fw, dt in RUNS])
     probe.to_csv(tables / "probe_bn.csv", index=False)
     (tables / "probe_bn.md").write_text("### probe\n\n| a |\n| --- |\n| 1 |\n")
     lrs = pd.DataFrame(
@@ -317,14 +325,12 @@ def cnn_bn_results(
         "### lrs\n\nPyTorch and Burn use the same lr at every step.\n"
     )
     (folder / "compare").mkdir()
-    for dt in report.DTYPES:
+    for dt in DTYPES:
         (folder / "compare" / f"bn-{dt}.txt").write_text(
             "bn.losses  n=  4  max|diff|=1.00e-07\nworst=1.00e-07 tol=1e-06 OK\n"
         )
     record = asdict(judge.judge_experiment("bn", judge.read_tables(tables, "bn", True), runs, 1e-6))
-    return report.Experiment(
-        "bn", spec, folder, {"f32": 1e-6, "f64": 1e-12}, [shapes], [1, 2], record
-    )
+    return Experiment("bn", spec, folder, {"f32": 1e-6, "f64": 1e-12}, [shapes], [1, 2], record)
 
 
 def rejudge(x) -> None:
@@ -338,7 +344,7 @@ def rejudge(x) -> None:
 def test_a_gap_in_the_running_variance_alone_is_named_evaluation_only(tmp_path):
     x = cnn_bn_results(tmp_path)
     v = x.verdict
-    assert v.label == report.vd.EXPLAINED and v.scope == report.vd.EVALUATION
+    assert v.label == vd.EXPLAINED and v.scope == vd.EVALUATION
     assert v.split.params_first is None and v.split.buffers_first == 1
     cause = "the running-variance estimator (Burn biased, PyTorch unbiased)"
     assert v.cause == f"{cause} (100.0% of the gap, measured)"
@@ -350,7 +356,7 @@ def test_a_gap_in_the_running_variance_alone_is_named_evaluation_only(tmp_path):
     assert (
         "the buffers (bn.running_mean, bn.running_var) leave the rounding floor at step 1" in line
     )
-    assert line.endswith(f"(f64 gap up to {report.e(v.split.buffers_gap)}) — caused by {cause}"
+    assert line.endswith(f"(f64 gap up to {e(v.split.buffers_gap)}) — caused by {cause}"
                          " (100.0% of the gap, measured)")  # fmt: skip
     assert x.summary_row()["cause, or where it starts"].startswith(
         "evaluation state only (training matches up to rounding): " + cause
@@ -359,12 +365,12 @@ def test_a_gap_in_the_running_variance_alone_is_named_evaluation_only(tmp_path):
         f"`bn`: algorithmic difference, explained (evaluation state only) — {cause}"
     )
     # the numbers beside the words
-    assert report.e(v.split.buffers_gap) in line and report.e(v.split.params_gap) in line
+    assert e(v.split.buffers_gap) in line and e(v.split.params_gap) in line
 
 
 def test_a_parameter_gap_keeps_the_verdict_on_training(tmp_path):
     x = cnn_bn_results(tmp_path, param_shift=1e-9)
-    assert x.verdict.scope == report.vd.TRAINING and not vt.evaluation_only(x.record)
+    assert x.verdict.scope == vd.TRAINING and not vt.evaluation_only(x.record)
     assert "evaluation state only" not in vt.verdict_line(x.record)
     # both parts part: each gets its own causes, the parameters' shares of their own gap
     split = x.verdict.split
@@ -376,8 +382,8 @@ def test_a_parameter_gap_keeps_the_verdict_on_training(tmp_path):
     assert vt.verdict_line(x.record) == (
         "algorithmic difference, explained, in training and in the evaluation state: the"
         f" parameters leave the rounding floor at step 1 (f64 gap up to"
-        f" {report.e(split.params_gap)}), the buffers (bn.running_mean, bn.running_var) at"
-        f" step 1 (up to {report.e(split.buffers_gap)}) — {x.verdict.cause}"
+        f" {e(split.params_gap)}), the buffers (bn.running_mean, bn.running_var) at"
+        f" step 1 (up to {e(split.buffers_gap)}) — {x.verdict.cause}"
     )
     assert "Training matches" not in x.split_reading()
     assert "leaving the rounding floor at step 1" in x.split_reading()
@@ -390,10 +396,10 @@ def test_the_section_of_a_model_with_buffers(tmp_path):
     split = x.verdict.split
     assert (
         "- Parameters and buffers apart: the f64 parameter gap reaches"
-        f" {report.e(split.params_gap)}"
+        f" {e(split.params_gap)}"
         " (within the rounding floor at every step); the f64 gap of the buffers (bn.running_mean,"
         " bn.running_var, which only an eval-mode forward reads) reaches"
-        f" {report.e(split.buffers_gap)} (leaving the rounding floor at step 1). Training"
+        f" {e(split.buffers_gap)} (leaving the rounding floor at step 1). Training"
         " matches; only the evaluation state (the running statistics) differs."
     ) in text
     layers = text.split("### Where the difference enters\n")[1].split("### Replay")[0]
@@ -401,8 +407,8 @@ def test_the_section_of_a_model_with_buffers(tmp_path):
     assert (row["phase"], row["layer"]) == ("update", "bn.running_var")
     assert layers.startswith(
         "\nf64: the difference enters at `bn.running_var` after step 1 (max|Δ|"
-        f" {report.e(row['max_abs_diff_f64'])} against a rounding floor of"
-        f" {report.e(row['floor'])}; a buffer: BatchNorm updates it in the train-mode forward)."
+        f" {e(row['max_abs_diff_f64'])} against a rounding floor of"
+        f" {e(row['floor'])}; a buffer: BatchNorm updates it in the train-mode forward)."
     )
     assert "![where the difference enters in bn](plots/layers_bn.png)" in layers
     # train mode beside eval mode, from losses[-1] and final: the train-mode losses agree to
@@ -410,13 +416,13 @@ def test_the_section_of_a_model_with_buffers(tmp_path):
     t64, b64 = x.runs["torch", "f64"], x.runs["burn", "f64"]
     d_train = abs(t64["losses"][-1] - b64["losses"][-1])
     d_eval = abs(t64["final"]["loss"] - b64["final"]["loss"])
-    floor = report.vd.rounding_floor(x.steps["torch_f64"], x.steps["burn_f64"])[-1]
+    floor = vd.rounding_floor(x.steps["torch_f64"], x.steps["burn_f64"])[-1]
     assert 0 < d_train <= floor
     assert (
         "In f64, PyTorch's and Burn's losses at the last step, 4, in train mode (each batch's"
-        f" own statistics) agree to rounding ({report.e(d_train)}, under the rounding floor of"
-        f" {report.e(floor)}); their final losses in eval mode (the running statistics, the"
-        f" whole dataset) differ by {report.e(d_eval)}: only the running statistics separate"
+        f" own statistics) agree to rounding ({e(d_train)}, under the rounding floor of"
+        f" {e(floor)}); their final losses in eval mode (the running statistics, the"
+        f" whole dataset) differ by {e(d_eval)}: only the running statistics separate"
         " them; in eval mode PyTorch gets 61 right, Burn 60."
     ) in layers
     assert "× the train-mode difference" not in layers
@@ -429,7 +435,7 @@ def test_the_seeds_model_section_only_gains_the_layers_subsection(tmp_path):
     # A model without buffers: no split, no eval-mode table, the heading without a model;
     # the layers subsection is one sentence and the plot.
     x = cnn_bn_results(tmp_path, name="cnn1d")
-    assert x.verdict.split is None and x.verdict.label == report.vd.EQUIVALENT
+    assert x.verdict.split is None and x.verdict.label == vd.EQUIVALENT
     text = x.section({})
     assert text.startswith("## Experiment `bn` (optimizer: sgd)\n")
     assert "Parameters and buffers apart" not in text and "eval mode" not in text
@@ -444,10 +450,10 @@ def test_the_seeds_model_section_only_gains_the_layers_subsection(tmp_path):
 def test_the_model_is_a_setting_shown_only_when_an_experiment_names_one():
     sgd = {"optimizer": "sgd", "lr": 0.5}
     tolerances = {n: {"f32": 1e-6, "f64": 1e-12} for n in ("sgd", "bn")}
-    seed_only = report.hyperparameter_table({"experiments": {"sgd": sgd}}, tolerances, set())
+    seed_only = hyperparameter_table({"experiments": {"sgd": sgd}}, tolerances, set())
     assert "model" not in seed_only and "probe_steps" not in seed_only
     both = {"sgd": sgd, "bn": {**sgd, "model": "cnn_bn", "probe_steps": [1, 100]}}
-    table = report.hyperparameter_table({"experiments": both}, tolerances, set())
+    table = hyperparameter_table({"experiments": both}, tolerances, set())
     header, _, sgd_row, bn_row = table.splitlines()
     assert "| model |" in header and "| probe_steps |" in header
     assert "| cnn1d (default) | [1] (default) |" in sgd_row
@@ -462,16 +468,14 @@ def test_the_inputs_are_checked_per_model():
         return SimpleNamespace(model=model, runs=runs)
 
     one = [x("cnn1d", "a", "a"), x("cnn1d", "a")]
-    assert report.input_line(one).endswith("SHA-256: `a` — shared by every run")
-    assert report.input_line([*one, x("cnn1d", "b")]).endswith(
-        "`a, b` — **runs disagree on inputs**"
-    )
+    assert input_line(one).endswith("SHA-256: `a` — shared by every run")
+    assert input_line([*one, x("cnn1d", "b")]).endswith("`a, b` — **runs disagree on inputs**")
     two = [*one, x("cnn_bn", "c", "c")]
-    assert report.input_line(two) == (
+    assert input_line(two) == (
         "- Input (dataset and initial weights) SHA-256, one dataset per model: cnn1d `a`;"
         " cnn_bn `c` — shared by every run of that model"
     )
-    assert report.input_line([*two, x("cnn_bn", "d")]).endswith(
+    assert input_line([*two, x("cnn_bn", "d")]).endswith(
         "cnn_bn `c, d` — **runs of one model disagree on inputs**"
     )
 
@@ -488,9 +492,9 @@ def test_the_opening_names_the_models_without_calling_them_all_cnns():
 
 
 def test_two_different_final_losses_never_print_alike(tmp_path):
-    assert report.distinct(0.578532, 0.578462) == ("0.57853", "0.57846")
-    assert report.distinct(0.07011, 0.06) == ("0.07011", "0.06")  # apart already: 4 digits
-    assert report.distinct(0.5, 0.5) == ("0.5", "0.5")
+    assert distinct(0.578532, 0.578462) == ("0.57853", "0.57846")
+    assert distinct(0.07011, 0.06) == ("0.07011", "0.06")  # apart already: 4 digits
+    assert distinct(0.5, 0.5) == ("0.5", "0.5")
     x = cnn_bn_results(tmp_path)
     x.runs["burn", "f32"]["final"]["loss"] = x.runs["torch", "f32"]["final"]["loss"] + 1e-6
     sentence = next(line for line in x.evidence() if line.startswith("After training"))
@@ -503,8 +507,8 @@ def test_train_mode_losses_apart_keep_the_ratio(tmp_path):
     t64, b64 = x.runs["torch", "f64"], x.runs["burn", "f64"]
     d_train = abs(t64["losses"][-1] - b64["losses"][-1])
     d_eval = abs(t64["final"]["loss"] - b64["final"]["loss"])
-    text = x.eval_reading()
-    assert f"differ by {report.e(d_train)}; their final losses in eval mode" in text
+    text = readings.eval_reading(x)
+    assert f"differ by {e(d_train)}; their final losses in eval mode" in text
     assert f"({d_eval / d_train:.3g}× the train-mode difference)" in text
     assert "agree to rounding" not in text
 
@@ -512,22 +516,22 @@ def test_train_mode_losses_apart_keep_the_ratio(tmp_path):
 def test_an_unexplained_difference_in_both_parts_names_each_parts_cause(tmp_path):
     x = cnn_bn_results(tmp_path, param_shift=1e-9, replay_gap=1e-6)
     v = x.verdict
-    assert v.label == report.vd.UNEXPLAINED and x.record["both_parts"]
+    assert v.label == vd.UNEXPLAINED and x.record["both_parts"]
     cause = "the running-variance estimator (Burn biased, PyTorch unbiased)"
-    moved = x.counterfactual[report.vd.RUNNING_STATS_COLUMN].max()
+    moved = x.counterfactual[vd.RUNNING_STATS_COLUMN].max()
     buffers = (
         f"buffers — caused by {cause}: Burn's estimator alone moves PyTorch's run by"
-        f" {report.e(moved)} (counterfactual, `dparam_burn_running_stats`), against the"
-        f" buffers' f64 gap of {report.e(v.split.buffers_gap)}"
+        f" {e(moved)} (counterfactual, `dparam_burn_running_stats`), against the"
+        f" buffers' f64 gap of {e(v.split.buffers_gap)}"
     )
     detail = x.summary_row()["cause, or where it starts"]
     assert detail.startswith("parameters — the replay of Burn's run leaves the rounding floor")
     assert detail.endswith("; " + buffers)
     line = vt.verdict_line(x.record)
-    assert f"(up to {report.e(v.split.buffers_gap)}): parameters — " in line
+    assert f"(up to {e(v.split.buffers_gap)}): parameters — " in line
     assert line.endswith(buffers) and " — parameters" not in line
     # a variant that moves the run by much less than the buffer gap is not named the cause
-    x.counterfactual[report.vd.RUNNING_STATS_COLUMN] *= 0.5
+    x.counterfactual[vd.RUNNING_STATS_COLUMN] *= 0.5
     rejudge(x)
     assert x.record["buffers_cause"]["accounts_for_it"] is False
     assert vt.buffer_cause(x.record).startswith(f"not accounted for by {cause} alone: ")
@@ -560,7 +564,7 @@ def set_probe(x, grad: float, rel: float, update: float, optimizer: str = "sgd")
     rows["grad"] = grad
     rows["grad_rel_err"] = np.where(rows["dtype"] == "f32", rel, 0.0)
     rows["update"], rows["update_diff"] = update, 0.0
-    column = report.flat_names({"fc.weight": x.shapes["fc.weight"]}).index("fc.weight[1,19]")
+    column = flat_names({"fc.weight": x.shapes["fc.weight"]}).index("fc.weight[1,19]")
     x.runs["torch", "f64"]["trajectory"]["grads"]["fc.weight"][0][column] = grad
     for run in x.runs.values():
         run["meta"]["optimizer"] = optimizer
@@ -570,7 +574,7 @@ def set_probe(x, grad: float, rel: float, update: float, optimizer: str = "sgd")
 def test_a_probed_gradient_of_rounding_noise_is_not_compared(tmp_path):
     x = cnn_bn_results(tmp_path)
     set_probe(x, 2.7e-19, 8.6e8, 0.0)
-    text = x.probe_reading()
+    text = readings.probe_reading(x)
     assert (
         "That is rounding noise: at most 64 f64 ulps of the largest |f64 gradient| of its" in text
     )
@@ -581,7 +585,7 @@ def test_a_probed_gradient_of_rounding_noise_is_not_compared(tmp_path):
 def test_the_probe_never_divides_by_a_zero_update(tmp_path):
     x = cnn_bn_results(tmp_path)
     set_probe(x, 1e-3, 1e-5, 0.0)
-    text = x.probe_reading()
+    text = readings.probe_reading(x)
     assert "Neither framework moves it in f64: nothing to compare." in text
     assert "×" not in text and "inf" not in text
 
@@ -589,29 +593,29 @@ def test_the_probe_never_divides_by_a_zero_update(tmp_path):
 def test_the_probes_fixed_clauses_follow_the_numbers(tmp_path):
     x = cnn_bn_results(tmp_path)
     set_probe(x, 1e-3, 1e-5, -1e-4)
-    text = x.probe_reading()
+    text = readings.probe_reading(x)
     assert "ordinary f32 accumulation error." in text and "few correct" not in text
     set_probe(x, 1e-3, 5e-3, -1e-4)
-    assert "terms that nearly cancel keeps few correct f32 digits" in x.probe_reading()
+    assert "terms that nearly cancel keeps few correct f32 digits" in readings.probe_reading(x)
     # Adam's full first step: "although the gradient is tiny" only for a tiny gradient
     set_probe(x, 1.6e-3, 1e-5, -0.01, optimizer="adam")
-    text = x.probe_reading()
+    text = readings.probe_reading(x)
     assert "That is 1.000 of a full step of lr = 0.01: adam's first update" in text
     assert "tiny" not in text
     set_probe(x, 1e-6, 4e-3, -0.0099, optimizer="adam")
-    assert "of lr = 0.01 although the gradient is tiny: adam's" in x.probe_reading()
+    assert "of lr = 0.01 although the gradient is tiny: adam's" in readings.probe_reading(x)
 
 
 def test_the_atlas_takes_the_seeds_model_on_flex_and_names_the_others():
     from types import SimpleNamespace
 
-    def fake(name, optimizer, model="cnn1d", backend="flex", label=report.vd.EXPLAINED,
+    def fake(name, optimizer, model="cnn1d", backend="flex", label=vd.EXPLAINED,
              evaluation_only=False):  # fmt: skip
-        scope = report.vd.EVALUATION if evaluation_only else report.vd.TRAINING
+        scope = vd.EVALUATION if evaluation_only else vd.TRAINING
         return SimpleNamespace(
             name=name, optimizer=optimizer, model=model, spec={}, is_plain=True,
             has_schedule=False,
-            runs={("burn", dt): {"meta": {"backend": backend}} for dt in report.DTYPES},
+            runs={("burn", dt): {"meta": {"backend": backend}} for dt in DTYPES},
             verdict=SimpleNamespace(label=label), defaults_that_differ=lambda: "none",
             diff_names=lambda status: "none",
             record={"experiment": name, "verdict": label, "scope": scope, "causes": []},
@@ -620,10 +624,10 @@ def test_the_atlas_takes_the_seeds_model_on_flex_and_names_the_others():
     experiments = [
         fake("bn", "sgd", model="cnn_bn", evaluation_only=True),  # first, yet not the atlas's
         fake("sgd", "sgd"),
-        fake("adam_nd", "adam", backend="ndarray", label=report.vd.UNEXPLAINED),
+        fake("adam_nd", "adam", backend="ndarray", label=vd.UNEXPLAINED),
         fake("adam", "adam"),
     ]
-    text = report.atlas_section(experiments)
+    text = atlas_section(experiments)
     rows = [line for line in text.splitlines() if line.startswith("| sgd") or
             line.startswith("| adam")]  # fmt: skip
     assert "`sgd`: " in rows[0] and "`bn`" not in rows[0]

@@ -33,11 +33,9 @@ import yaml
 
 from torch_burn_parity.config import cpu_path
 from torch_burn_parity.config.suggest import closest_key
+from torch_burn_parity.io.parity_io import FRAMEWORKS
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, SPECS
 from torch_burn_parity.models.model_specs import N as DATASET_SIZE
-
-FRAMEWORKS = ("torch", "burn")
-DTYPES = ("f32", "f64")
 
 # Every hyperparameter each optimizer needs, in the order runs record them.
 HYPERPARAMETERS = {

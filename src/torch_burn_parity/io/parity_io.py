@@ -42,6 +42,12 @@ from typing import Any
 # model_specs is torch-free (names, shapes, formulas): importing it keeps this module light.
 from torch_burn_parity.models.model_specs import ModelError, model_of
 
+# An experiment's four runs: each framework at each precision, in this order.
+FRAMEWORKS = ("torch", "burn")
+DTYPES = ("f32", "f64")
+RUNS = [(framework, dtype) for framework in FRAMEWORKS for dtype in DTYPES]
+FRAMEWORK_NAMES = {"torch": "PyTorch", "burn": "Burn"}
+
 MAGIC = b"PARITYDS"
 VERSION = 1
 DTYPE_F32 = 1

@@ -28,6 +28,7 @@ import pandas as pd
 
 from torch_burn_parity.analysis.gaps import buffer_columns, flat_names, param_matrix, step_gaps
 from torch_burn_parity.io.parity_io import (
+    RUNS,
     FormatError,
     experiment_block,
     read_table,
@@ -36,7 +37,6 @@ from torch_burn_parity.io.parity_io import (
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.models.model_specs import model_of
 
-RUNS = [(fw, dt) for fw in ("torch", "burn") for dt in ("f32", "f64")]
 # A gap more than FAR_ABOVE times its floor is "far above" it.
 FAR_ABOVE = 10.0
 # The counterfactual's running-statistics variant accounts for the buffers' gap when it

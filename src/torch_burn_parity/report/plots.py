@@ -24,9 +24,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
 from torch_burn_parity.io.parity_io import FormatError, read_table_text, write_atomic
 from torch_burn_parity.judgement import verdict

@@ -25,14 +25,16 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
 from torch_burn_parity.io.parity_io import FormatError, write_atomic, write_text_atomic
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.judgement.judge import read_record
-from torch_burn_parity.report.report import axis_order, compact, e
+from torch_burn_parity.report.markdown import compact
+from torch_burn_parity.report.summaries import axis_order
+from torch_burn_parity.report.verdict_text import e
 
 MARKERS = {vd.EQUIVALENT: "o", vd.EXPLAINED: "s", vd.UNEXPLAINED: "X", vd.DIVERGED: "^"}
 

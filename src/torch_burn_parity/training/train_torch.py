@@ -36,12 +36,11 @@ from torch_burn_parity.config import cpu_path
 from torch_burn_parity.config.machine import cpu, git_state
 from torch_burn_parity.config.parity_config import (
     CLIP_SCOPES,
-    DTYPES,
     ConfigError,
     experiment_spec,
     load_config,
 )
-from torch_burn_parity.io.parity_io import FormatError, read_dataset, write_run
+from torch_burn_parity.io.parity_io import DTYPES, FormatError, read_dataset, write_run
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelError
 from torch_burn_parity.models.models import (
     build,

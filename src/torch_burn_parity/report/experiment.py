@@ -1,0 +1,410 @@
+"""One experiment as the report reads it: its tables, runs and verdict record, and its section."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from torch_burn_parity.analysis import gaps
+from torch_burn_parity.analysis.gaps import (
+    report_steps_of,
+)
+from torch_burn_parity.io.parity_io import (
+    DTYPES,
+    RUNS,
+    FormatError,
+    experiment_block,
+    read_table,
+    read_text,
+)
+from torch_burn_parity.judgement import verdict as vd
+from torch_burn_parity.judgement.judge import has_factors, verdict_of
+from torch_burn_parity.models.model_specs import DEFAULT_MODEL, model_of
+from torch_burn_parity.report import readings
+from torch_burn_parity.report import verdict_text as vt
+from torch_burn_parity.report.markdown import (
+    COMPARE_LINE,
+    body,
+    compare_verdict,
+    distinct,
+    md_table,
+    setting,
+    trend,
+)
+from torch_burn_parity.report.verdict_text import e
+
+
+def dataset_shapes(paths: list[Path]) -> list[dict[str, list[int]]]:
+    """Each dataset file's parameter and buffer shapes, in the model's order."""
+    return [gaps.dataset_shapes(path) for path in paths]
+
+
+def shapes_of(block: dict, datasets: list[dict[str, list[int]]], where: Path) -> dict:
+    """The shapes of the dataset that holds exactly the arrays of the run's model."""
+    model = model_of(block)
+    for shapes in datasets:
+        if set(shapes) == set(model.state_names):
+            return {name: shapes[name] for name in model.state_names}  # param_matrix's order
+    raise FormatError(f"{where}: no dataset file given holds the arrays of model {model.name}")
+
+
+class Experiment:
+    """Everything the report says about one experiment, read from the pipeline's files."""
+
+    def __init__(
+        self, name: str, spec: dict, results: Path, tolerances: dict,
+        datasets: list[dict[str, list[int]]], report_steps: list[int], record: dict,
+    ) -> None:  # fmt: skip
+        """datasets: the parameter and buffer shapes of each dataset file (dataset_shapes);
+        record: the experiment's verdict record (judgement/judge.py)."""
+        tables = results / "tables"
+        self.name, self.spec, self.tolerances = name, spec, tolerances
+        self.report_steps = report_steps
+        self.steps = read_table(tables / f"steps_{name}.csv")
+        self.config_diff = read_table(tables / f"config_diff_{name}.csv", keep_default_na=False)
+        self.replay = read_table(tables / f"replay_{name}.csv")
+        self.counterfactual = read_table(tables / f"counterfactual_{name}.csv")
+        self.probe = read_table(tables / f"probe_{name}.csv")
+        pairs = set(zip(self.probe["framework"], self.probe["dtype"], strict=True))
+        if pairs != set(RUNS):
+            raise FormatError(f"{tables / f'probe_{name}.csv'}: expected one row per run")
+        self.lrs = read_table(tables / f"lrs_{name}.csv")
+        self.md = {
+            key: read_text(tables / f"{key}_{name}.md")
+            for key in ("steps", "config_diff", "replay", "counterfactual", "probe", "lrs")
+        }
+        self.compare = {dt: read_text(results / "compare" / f"{name}-{dt}.txt") for dt in DTYPES}
+        self.runs = {
+            (fw, dt): experiment_block(results / "runs" / name / f"{fw}-{dt}.json", name)
+            for fw, dt in RUNS
+        }
+        self.shapes = shapes_of(self.runs["torch", "f32"], datasets, results / "runs" / name)
+        # The layer record (runs from trainers that take it): where the difference enters.
+        self.has_layers = all("layers" in run for run in self.runs.values())
+        if self.has_layers:
+            self.layers = read_table(tables / f"layers_{name}.csv")
+            self.md["layers"] = read_text(tables / f"layers_{name}.md")
+        # The judgement, made once by judgement/judge.py: verdict, causes, where it starts.
+        self.record = record
+        self.verdict = verdict_of(record)
+        self.causes = [(c["cause"], c["share"], c["how"]) for c in record["causes"]]
+
+    @property
+    def has_factors(self) -> bool:
+        return has_factors(self.config_diff)
+
+    @property
+    def model(self) -> str:
+        return model_of(self.runs["torch", "f32"]).name
+
+    @property
+    def buffer_names(self) -> tuple[str, ...]:
+        return model_of(self.runs["torch", "f32"]).buffer_names
+
+    def arithmetic_remainder(self) -> str:
+        """What the share no variant measures is put down to."""
+        if self.has_factors:
+            return "the per-step factors Burn evaluated in f32."
+        return "Burn's f32 arithmetic in its update."
+
+    def share_sentence(self, held: float) -> str:
+        """How the measured shares split the f64 gap (the verdict's causes, in words)."""
+        gap, c = self.verdict.f64_gap, self.counterfactual
+        further = [
+            (label, float(c[column].max()))
+            for column, label in (
+                ("dparam_burn_lrs", "with Burn's learning rates as well"),
+                ("dparam_burn_clipping", "with Burn's clipping as well"),
+                ("dparam_burn_running_stats", "with Burn's running-variance estimator as well"),
+            )
+            if column in c
+        ]
+        if further:
+            last = further[-1][1]
+            measured = "; ".join(f"{label} {e(gap_)}" for label, gap_ in further)
+            return (
+                "Shares: Burn's choices added one at a time to the counterfactual (every scalar"
+                f" in f64) move the run from PyTorch's by {e(held)} with Burn's held values;"
+                f" {measured} — of the {e(gap)} gap (measured; each choice's share in the"
+                " verdict is how much further it moves the run)."
+                + (
+                    f" The remaining {1 - min(last / gap, 1.0):.1%} is attributed to what"
+                    " separates the last of these from the replay that reproduces Burn: "
+                    + self.arithmetic_remainder()
+                    if 1 - min(last / gap, 1.0) >= vd.MIN_SHARE
+                    else ""
+                )
+            )
+        return (
+            f"Shares: Burn's held values alone (every scalar in f64) move the run {e(held)} from"
+            f" PyTorch's, {min(held / gap, 1.0):.1%} of the {e(gap)} gap (measured)."
+            + (
+                " The remainder is attributed to what separates that variant from the replay"
+                " that reproduces Burn: " + self.arithmetic_remainder()
+                if 1 - min(held / gap, 1.0) >= vd.MIN_SHARE
+                else ""
+            )
+        )
+
+    @property
+    def has_schedule(self) -> bool:
+        return (self.spec.get("schedule") or {}).get("kind", "constant") != "constant"
+
+    @property
+    def is_plain(self) -> bool:
+        """The same values passed to both, no schedule, no clipping: the atlas's baseline."""
+        return (
+            not any(self.spec.get("keep_defaults", {}).values())
+            and not self.has_schedule
+            and not self.spec.get("clip_grad")
+        )
+
+    def diff_names(self, status: str) -> str:
+        """The config-diff rows with this status, by name ('none' if there are none)."""
+        rows = self.config_diff[self.config_diff["status"] == status]
+        return ", ".join(rows["hyperparameter"]) or "none"
+
+    def defaults_that_differ(self) -> str:
+        """Kept defaults of Burn that differ from PyTorch's, with both values."""
+        d = self.config_diff
+        rows = d[(d["status"] == "differs") & d["note"].str.contains("keeps its default")]
+        return (
+            ", ".join(f"{r.hyperparameter} ({r.torch} vs {r.burn})" for r in rows.itertuples())
+            or "none"
+        )
+
+    @property
+    def optimizer(self) -> str:
+        return self.runs["torch", "f32"]["meta"]["optimizer"]
+
+    def evidence(self) -> list[str]:
+        s, v = self.steps, self.verdict
+        n = len(s)
+        out = []
+        if v.label == vd.DIVERGED:
+            out.append(
+                "A run went non-finite, so the gaps below compare overflowing numbers and say"
+                " nothing about the arithmetic; lower the learning rate to compare the frameworks."
+            )
+        elif v.label == vd.EQUIVALENT:
+            out.append(
+                f"In f64 the frameworks agree to {e(v.f64_gap)} at worst, under the rounding"
+                f" floor of {e(v.floor)} that f64 arithmetic explains. The f32 gap (up to"
+                f" {e(s['dparam'].max())}) is therefore rounding: each framework's own"
+                f" f32-vs-f64 gap reaches {e(s['torch_f64'].max())} (PyTorch) and"
+                f" {e(s['burn_f64'].max())} (Burn)."
+            )
+        else:
+            first = v.first_above_floor
+            far = "far above" if self.record["far_above_floor"] else "above"
+            out.append(
+                f"In f64 a gap of {e(v.f64_gap)} remains, {far} the rounding floor of"
+                f" {e(v.floor)} at that step. It leaves the floor at step {first}"
+                f" (at `{self.record['where_first_above']}`) and {trend(s['f64_f64'])}: a"
+                " difference in the arithmetic, not f64 rounding."
+            )
+        if v.split and v.label != vd.DIVERGED:
+            out.append(self.split_reading())
+        r, c = self.replay, self.counterfactual
+        replay_worst = int(np.nanargmax(r["dparam"])) if r["dparam"].notna().any() else 0
+        factors = " and the per-step factors it recorded" if self.has_factors else ""
+        floor = vd.rounding_floor(s["torch_f64"], s["burn_f64"])
+        replay_left = vd.first_step_above(r["dparam"], floor)
+        worst = f"(step {r['step'].iloc[replay_worst]}, `{r['where'].iloc[replay_worst]}`)"
+        out.append(
+            f"Replay: Burn's update rule run on the PyTorch side in f64, with the values Burn"
+            f" held{factors}, "
+            + (
+                f"misses Burn's f64 run by up to {e(r['dparam'].max())} over {n} steps {worst},"
+                f" above the rounding floor (which it leaves at step {replay_left},"
+                f" `{r['where'].iloc[replay_left - 1]}`)."
+                if replay_left is not None
+                else f"reproduces Burn's f64 run to {e(r['dparam'].max())} at worst over {n}"
+                f" steps {worst}."
+            )
+        )
+        held, counter = c["dparam_held_f64"].max(), c["dparam"].max()
+        held_step = int(c["step"].iloc[int(np.nanargmax(c["dparam_held_f64"]))]) if n else 0
+        reproduces = (
+            f"misses PyTorch's f64 run by up to {e(counter)}, above the rounding floor"
+            if vd.first_step_above(c["dparam"], floor) is not None
+            else f"reproduces PyTorch's f64 run to {e(counter)}"
+        )
+        out.append(
+            f"Counterfactual: the same rule with PyTorch's hyperparameters, every scalar in f64,"
+            f" {reproduces}. With Burn's held values instead"
+            + (
+                f" (still every scalar in f64) it is {e(held)} from PyTorch's run at worst"
+                f" (step {held_step}) and {e(c['dparam_held_f64'].iloc[-1])} after step {n}."
+                if held > 0
+                else " (still every scalar in f64) it matches PyTorch's run exactly."
+            )
+        )
+        if v.label == vd.EXPLAINED and v.f64_gap > 0:
+            out.append(self.share_sentence(held))
+        tol32 = self.tolerances["f32"]
+        first32 = self.record["first_f32_step_above_tol"]
+        rounding = (
+            f" Each framework's own f32-vs-f64 gap reaches {e(s['torch_f64'].max())} (PyTorch)"
+            f" and {e(s['burn_f64'].max())} (Burn), over the tolerance too and of the order of"
+            " the f32 gap: f32 rounding alone exceeds this tolerance."
+            if self.record["f32_rounding_exceeds_tol"]
+            else ""
+        )
+        gap = "gap of parameters and buffers" if self.buffer_names else "parameter gap"
+        out.append(
+            f"The f32 {gap} first exceeds the f32 tolerance {tol32:g} at step {first32}"
+            f" and {trend(s['dparam'])}.{rounding}"
+            if first32
+            else f"The f32 {gap} stays within the f32 tolerance {tol32:g} at every step."
+        )
+        preds = {fw: self.runs[fw, "f32"]["final"]["predictions"] for fw in ("torch", "burn")}
+        same = sum(a == b for a, b in zip(preds["torch"], preds["burn"], strict=True))
+        final = {fw: self.runs[fw, "f32"]["final"] for fw in ("torch", "burn")}
+        mode = " (in eval mode)" if self.buffer_names else ""
+        losses = distinct(float(final["torch"]["loss"]), float(final["burn"]["loss"]))
+        out.append(
+            f"After training the two f32 models{mode} agree on {same} of {len(preds['torch'])}"
+            f" predictions; PyTorch's gets {final['torch']['correct']} right (final loss"
+            f" {losses[0]}), Burn's {final['burn']['correct']} (final loss {losses[1]})."
+        )
+        out += [f"Divergence: {line}." for line in vt.divergence(self.record)]
+        return out
+
+    def split_reading(self) -> str:
+        """The parameters' and the buffers' f64 gaps apart, each against the floor."""
+        split, buffers = self.verdict.split, ", ".join(self.buffer_names)
+
+        def where(first: int | None) -> str:
+            if first is None:
+                return "within the rounding floor at every step"
+            return f"leaving the rounding floor at step {first}"
+
+        text = (
+            f"Parameters and buffers apart: the f64 parameter gap reaches {e(split.params_gap)}"
+            f" ({where(split.params_first)}); the f64 gap of the buffers ({buffers}, which"
+            f" only an eval-mode forward reads) reaches {e(split.buffers_gap)}"
+            f" ({where(split.buffers_first)})."
+        )
+        if split.scope == vd.EVALUATION:
+            text += " Training matches; only the evaluation state (the running statistics) differs."
+        return text
+
+    def layers_reading(self) -> str:
+        """The layers table's sentence, its files, and for a model with buffers train-mode
+        against eval-mode losses."""
+        sentence = body(self.md["layers"]).split("\n\n")[0]
+        parts = [
+            "### Where the difference enters\n",
+            f"{sentence} Every quantity of the probe steps, torch vs burn at each dtype and"
+            f" against its own rounding floor: `tables/layers_{self.name}.csv`.\n",
+            f"![where the difference enters in {self.name}](plots/layers_{self.name}.png)\n",
+        ]
+        if self.buffer_names:
+            parts.append(readings.eval_reading(self) + "\n")
+        return "\n".join(parts)
+
+    def lr_reading(self) -> str:
+        """The schedule each framework ran and where their lr sequences part (lrs table)."""
+        schedule = self.spec.get("schedule") or {"kind": "constant"}
+        if schedule["kind"] == "constant":
+            text = "Schedule: constant. "
+        else:
+            text = f"Schedule: {setting('schedule', schedule)}, each framework's own scheduler. "
+        if (self.lrs["rel_diff"] == 0).all():  # the sentence says so; the table would repeat it
+            return text + body(self.md["lrs"]).split("\n\n")[0]
+        return text + body(self.md["lrs"]) + f"\n\nEvery step: `tables/lrs_{self.name}.csv`."
+
+    def compare_table(self) -> str:
+        """Both compare outputs side by side: one row per key, then the worst of each."""
+        keys = {dt: COMPARE_LINE.findall(self.compare[dt]) for dt in DTYPES}
+        rows = [
+            {"key": key.removeprefix(f"{self.name}."), "n": n,
+             **{f"max\\|diff\\| {dt}": keys[dt][i][2] for dt in DTYPES}}
+            for i, (key, n, _) in enumerate(keys["f32"])
+        ]  # fmt: skip
+        worst = {dt: compare_verdict(self.compare[dt]) for dt in DTYPES}
+        rows.append({"key": "**worst**", "n": "",
+                     **{f"max\\|diff\\| {dt}": f"{worst[dt][0]} (tol {self.tolerances[dt]:g})"
+                        f" **{worst[dt][1]}**" for dt in DTYPES}})  # fmt: skip
+        return md_table(pd.DataFrame(rows))
+
+    def gap_table(self) -> str:
+        """For each gap series: its largest value, first step over the tolerance, growth."""
+        labels = {
+            "dparam": ("f32: torch vs burn", "f32"),
+            "torch_f64": ("torch: f32 vs f64", "f32"),
+            "burn_f64": ("burn: f32 vs f64", "f32"),
+            "f64_f64": ("f64: torch vs burn", "f64"),
+        }
+        rows = []
+        for column, (label, dtype) in labels.items():
+            gaps, tol = self.steps[column], self.tolerances[dtype]
+            first = vd.first_step_above(gaps, tol)
+            rows.append({"gap": label, "max": e(gaps.max()), "tolerance": f"{tol:g} ({dtype})",
+                         "first step above tolerance": str(first) if first else "never",
+                         "growth (last / step 1)": f"{vd.growth(gaps):.3g}"})  # fmt: skip
+        return md_table(pd.DataFrame(rows))
+
+    def summary_row(self) -> dict:
+        s, v = self.steps, self.verdict
+        return {
+            "experiment": self.name,
+            "optimizer": self.optimizer,
+            "verdict": v.label,
+            "cause, or where it starts": vt.verdict_detail(self.record) or "—",
+            "f64 gap (max over steps)": e(v.f64_gap),
+            "rounding floor there": e(v.floor),
+            "replays leave (worst of both)": e(v.replay_gap) if v.replay_gap is not None else "",
+            "f32 gap (max over steps)": e(s["dparam"].max()),
+            **{
+                f"compare {dt} (worst key)": " ".join(compare_verdict(self.compare[dt]))
+                for dt in DTYPES
+            },
+        }
+
+    def section(self, shown: dict[str, str]) -> str:
+        """This experiment's section. shown: table text -> experiment that printed it first."""
+        n, name = len(self.steps), self.name
+        model = "" if self.model == DEFAULT_MODEL else f", model: {self.model}"
+        parts = [f"## Experiment `{name}` (optimizer: {self.optimizer}{model})\n"]
+        if self.spec.get("description"):
+            parts.append(f"*{self.spec['description'].strip()}*\n")
+        parts.append(f"**Verdict: {vt.verdict_line(self.record)}.**\n")
+        parts += [f"- {line}" for line in self.evidence()]
+        parts.append("\n### Config diff\n")
+        parts.append(body(self.md["config_diff"]) + "\n")
+        parts.append("### Compare (losses and final values)\n")
+        parts.append(f"Files: `compare/{name}-f32.txt`, `compare/{name}-f64.txt`.\n")
+        parts.append(self.compare_table() + "\n")
+        parts.append("### Gaps step by step\n")
+        parts.append(self.gap_table() + "\n")
+        shown_steps = int(report_steps_of(self.steps["step"], self.report_steps).sum())
+        parts.append(f"{shown_steps} of {n} steps; every step: `tables/steps_{name}.csv`.\n")
+        parts.append(body(self.md["steps"]) + "\n")
+        parts.append(f"![parameter gaps of {name}](plots/gaps_{name}.png)\n")
+        parts.append(f"![loss difference of {name}](plots/losses_{name}.png)\n")
+        if self.has_layers:
+            parts.append(self.layers_reading())
+        parts.append("### Replay and counterfactual\n")
+        for key, label in (
+            ("replay", "Replay (Burn's rule, Burn's held values) vs Burn f64"),
+            ("counterfactual", "Counterfactual (Burn's rule, PyTorch's values) vs PyTorch f64"),
+        ):
+            frame, table = getattr(self, key), body(self.md[key])
+            if frame["dparam"].eq(0).all() and frame["dloss"].eq(0).all():
+                # Named: two experiments' all-zero tables would otherwise read the same.
+                parts.append(f"{label}: 0 at every one of `{name}`'s {n} steps (bit-identical).\n")
+            elif table in shown:
+                parts.append(f"{label}: the same table as `{shown[table]}`'s.\n")
+            else:
+                shown[table] = name
+                parts.append(f"{label}, {shown_steps} of {n} steps:\n\n{table}\n")
+        parts.append("### Learning rate\n")
+        parts.append(self.lr_reading() + "\n")
+        parts.append(f"### Gradient probe at step 1: `{self.probe['parameter'].iloc[0]}`\n")
+        parts.append(body(self.md["probe"]) + "\n")
+        parts.append(readings.probe_reading(self) + "\n")
+        return "\n".join(parts)
