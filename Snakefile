@@ -1,6 +1,5 @@
 # PyTorch ↔ Burn training-parity pipeline: does a port train the same, step for step?
 # Stages live in workflow/rules/, the code they run in src/torch_burn_parity/. See README.md.
-import os
 import sys
 
 from snakemake.utils import min_version
@@ -31,9 +30,9 @@ if not workflow.overwrite_configfiles:
 # checkout) runs its own code.
 SRC = f"{workflow.basedir}/src"
 sys.path.insert(0, SRC)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    filter(None, [SRC, os.environ.get("PYTHONPATH")])
-)
+from torch_burn_parity.tooling.code import put_first_for_jobs
+
+put_first_for_jobs(SRC)
 from torch_burn_parity.config.check_config import check_config, describe_source
 
 # Checked before any job: one line per problem naming its key, then a stop without a

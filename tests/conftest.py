@@ -30,6 +30,18 @@ SGD = {"optimizer": "sgd", "lr": 0.5, "momentum": 0.0, "dampening": 0.0, "weight
 ADAM = {"optimizer": "adam", "lr": 0.01, "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0}
 
 
+# Tests that run the real trainers or the real pipeline: through these fixtures (directly
+# or through another fixture), or marked by hand. `uv run pytest -m "not pipeline"` runs the
+# rest, the fast unit tests, in about a minute.
+REAL_RUN_FIXTURES = {"burn_binary", "dataset", "train", "pipeline"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if REAL_RUN_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.pipeline)
+
+
 def python_module(name: str) -> list[str]:
     """The command that runs one of the package's modules: `python -m torch_burn_parity.NAME`."""
     return [sys.executable, "-m", f"torch_burn_parity.{name}"]

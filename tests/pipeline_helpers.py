@@ -73,8 +73,9 @@ def small_pipeline_config(**overrides) -> dict:
     return config
 
 
-def copy_project(dest: Path, config: dict) -> Path:
-    """A copy of the project's pipeline files (no results/, no build output) with `config`."""
+def copy_project(dest: Path, config: dict, config_name: str = "config.yaml") -> Path:
+    """A copy of the project's pipeline files (no results/, no build output) with `config`
+    as its config.yaml, or under `config_name` beside the project's own config.yaml."""
     for name in PROJECT_FILES:
         src = ROOT / name
         if src.is_dir():
@@ -83,7 +84,7 @@ def copy_project(dest: Path, config: dict) -> Path:
             )
         elif src.exists():
             shutil.copy2(src, dest / name)
-    (dest / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (dest / config_name).write_text(yaml.safe_dump(config, sort_keys=False))
     return dest
 
 

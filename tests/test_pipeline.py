@@ -147,22 +147,12 @@ def test_a_config_file_of_ones_own_runs_its_experiments_alone(tmp_path):
     steps go to 100) neither run nor refuse a config of 50 steps. `--configfile config.yaml
     more.yaml` runs both, later files extending earlier ones, and a later `steps: 50` then
     applies to the default experiments too: refused before any job, naming the key."""
-    import shutil
-
     import yaml
 
     from conftest import ROOT, SGD
-    from pipeline_helpers import PROJECT_FILES, dry_run
+    from pipeline_helpers import copy_project, dry_run
 
-    for name in PROJECT_FILES:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("target"))
-        else:
-            shutil.copy2(source, tmp_path / name)
-    (tmp_path / "my.yaml").write_text(
-        yaml.safe_dump({"steps": 50, "batch_size": 16, "experiments": {"mine": SGD}})
-    )
+    copy_project(tmp_path, {"steps": 50, "batch_size": 16, "experiments": {"mine": SGD}}, "my.yaml")
     (tmp_path / "more.yaml").write_text(yaml.safe_dump({"experiments": {"mine": SGD}}))
 
     def trained(*args: str) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -23,6 +24,7 @@ import yaml
 
 from conftest import ROOT
 from pipeline_helpers import copy_project, small_pipeline_config
+from torch_burn_parity.tooling.slurm_cores import largest_node_cpus
 
 pytestmark = pytest.mark.slurm
 
@@ -152,8 +154,11 @@ def test_slurm_run_matches_local_run(slurm_cluster, tmp_path, capsys):
     config["experiments"] = {name: config["experiments"][name] for name in EXPERIMENTS}
     (tmp_path / "slurm").mkdir()
     (tmp_path / "local").mkdir()
-    on_slurm = copy_project(tmp_path / "slurm", config)
-    local = copy_project(tmp_path / "local", config)
+    # One's own experiments beside the project's config.yaml, as a user runs them: its 6
+    # steps would be refused by the default experiments' probe steps if every job did not
+    # read the same config, `mine.yaml` alone.
+    on_slurm = copy_project(tmp_path / "slurm", config, "mine.yaml")
+    local = copy_project(tmp_path / "local", config, "mine.yaml")
 
     try:
         # No --slurm-no-account on a real cluster that wants an account: there, set
@@ -165,15 +170,28 @@ def test_slurm_run_matches_local_run(slurm_cluster, tmp_path, capsys):
             "--slurm-no-account",
             "--slurm-jobname-prefix",
             JOB_PREFIX,
+            "--configfile",
+            "mine.yaml",
+            # the local habit: more cores than this cluster's node has (2); group jobs
+            # asking for 4 would wait in the queue forever
+            "--cores",
+            "4",
+            "--verbose",  # prints each sbatch call, with the CPUs it asks for
         )
     finally:
         cancel_our_jobs()
-    _, local_seconds = run_snakemake(local, "--cores", "all")
+    _, local_seconds = run_snakemake(local, "--cores", "all", "--configfile", "mine.yaml")
     with capsys.disabled():
         print(
             f"\n[slurm] {len(EXPERIMENTS)} experiments, {config['steps']} steps:"
             f" through SLURM {slurm_seconds:.0f} s, locally {local_seconds:.0f} s"
         )
+
+    node_cpus = largest_node_cpus()
+    if node_cpus is not None and node_cpus < 4:
+        assert f"--cores 4: no SLURM node has more than {node_cpus} CPUs (sinfo)" in slurm_out
+        requested = [int(n) for n in re.findall(r"--cpus-per-task=(\d+)", slurm_out)]
+        assert requested and max(requested) <= node_cpus, requested
 
     # One SLURM job per group job, not per rule job: the Burn build, the dataset, one per
     # `group-components` experiments, and the report stage.
@@ -203,3 +221,13 @@ def test_slurm_run_matches_local_run(slurm_cluster, tmp_path, capsys):
         if local_files[name].read_bytes() != slurm_files[name].read_bytes()
     ]
     assert not differing, f"outputs differ between the local and the SLURM run: {differing}"
+
+
+def test_every_rule_but_the_build_and_the_data_joins_a_group_in_the_profile():
+    """A rule outside the profile's groups would be a SLURM job of its own per instance."""
+    rules = set()
+    for path in (ROOT / "workflow/rules").glob("*.smk"):
+        rules |= set(re.findall(r"^rule (\w+):", path.read_text(), flags=re.M))
+    groups = yaml.safe_load((ROOT / PROFILE / "config.yaml").read_text())["groups"]
+    assert rules - set(groups) == {"build_burn", "make_data"}
+    assert set(groups) <= rules

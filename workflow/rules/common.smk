@@ -13,6 +13,7 @@ from torch_burn_parity.config.parity_config import (
 )
 from torch_burn_parity.config.sweeps import expand_all
 from torch_burn_parity.tooling.code import module_files
+from torch_burn_parity.tooling.slurm_cores import cap_cores
 from torch_burn_parity.tooling.stale_lock import clear_stale_locks
 from torch_burn_parity.tooling.stale_report import remove_stale_report
 
@@ -240,6 +241,12 @@ def report_sources():
     for value in report_inputs(None).values():
         files += [value] if isinstance(value, str) else value
     return files + [BIAS_PAGE[0]]
+
+
+# Under SLURM, a group job asks for the CPUs of its jobs side by side, up to --cores: no
+# more than the largest node has (see tooling/slurm_cores.py), or it would wait forever.
+onstart:
+    cap_cores(workflow)
 
 
 # After a failed job, a report whose sources are now missing would look up to date to the

@@ -9,11 +9,19 @@ before any job runs, and without PyTorch.
 from __future__ import annotations
 
 import ast
+import os
 from functools import cache
 from pathlib import Path
 
 PACKAGE = "torch_burn_parity"
 SRC = Path(__file__).resolve().parents[2]
+
+
+def put_first_for_jobs(src: str) -> None:
+    """Put `src` first on PYTHONPATH, for every process this one starts (the jobs): a copy
+    of the project runs its own code, not that of the checkout the package was installed
+    from."""
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
 
 
 def module_path(module: str, src: Path = SRC) -> Path:
