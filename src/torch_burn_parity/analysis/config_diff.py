@@ -48,13 +48,9 @@ from torch_burn_parity.config.parity_config import (
     requested_hyperparameters,
 )
 from torch_burn_parity.io.parity_io import FormatError, experiment_block, write_text_atomic
+from torch_burn_parity.optimizers import REGISTRY
 
 COLUMNS = ["hyperparameter", "torch", "burn", "status", "note"]
-# Hyperparameters Burn 0.22.1 keeps as f32, whichever optimizer has them; its lr, SGD
-# dampening and AdaGrad lr_decay are f64; amsgrad, nesterov and centered are booleans.
-BURN_F32 = {"betas", "eps", "weight_decay", "momentum", "alpha"}
-# Hyperparameters Burn has no setting for: the value it always uses, and why.
-BURN_FIXED = {"initial_accumulator_value": (0.0, "Burn has no such setting: its sum starts at 0")}
 
 
 def fact(name: str, torch: str, burn: str, status: str, note: str = "") -> dict:
@@ -63,29 +59,11 @@ def fact(name: str, torch: str, burn: str, status: str, note: str = "") -> dict:
 
 # ---------------------------------------------------------------- facts per optimizer
 
-L2 = "L2 (grad += wd·p)"
-DECOUPLED = "decoupled (p ·= 1 − lr·wd)"
-# How each optimizer applies weight decay, in both frameworks (shown when either has some).
-WEIGHT_DECAY_STYLE = {"sgd": L2, "adam": L2, "adamw": DECOUPLED, "adagrad": L2, "rmsprop": L2}
-STERBENZ = "exact in both for 0.5 ≤ {0} ≤ 1 (Sterbenz): only {0}'s value counts"
-ONE_MINUS_BETA = fact("1 − β in moment updates", "f64", "f32", "precision", STERBENZ.format("β"))
-# Numbers an optimizer's update computes from its hyperparameters at another precision.
-NUMERIC_DETAILS = {
-    "sgd": [],
-    "adam": [
-        fact("bias-correction factors", "f64 (Python floats)", "f32", "precision",
-             "sqrt(1-β₂^t)/(1-β₁^t) and ε·sqrt(1-β₂^t)"),
-        ONE_MINUS_BETA,
-    ],
-    "adamw": [
-        fact("bias-correction factors", "f64 (Python floats)", "f32", "precision",
-             "1-β₁^t dividing m and 1-β₂^t dividing v"),
-        ONE_MINUS_BETA,
-    ],
-    "adagrad": [],
-    "rmsprop": [fact("1 − α in the square average", "f64", "f32", "precision",
-                     STERBENZ.format("α"))],
-}  # fmt: skip
+# How each optimizer applies weight decay, in both frameworks (shown when either has some),
+# and the numbers its update computes from its hyperparameters at another precision: from
+# the optimizer registry (optimizers/).
+WEIGHT_DECAY_STYLE = {name: o.weight_decay for name, o in REGISTRY.items()}
+NUMERIC_DETAILS = {name: [fact(*f) for f in o.precision_facts] for name, o in REGISTRY.items()}
 CENTERED = fact("centered gradient average", "lerp(ḡ, g, 1 − α)", "α·ḡ + (1 − α)·g", "formula",
                 "the running mean of the gradient, by different arithmetic")  # fmt: skip
 
@@ -165,7 +143,8 @@ def value_row(name: str, t, requested, in_f32: bool, notes: list[str], unused: b
 def hyperparameter_rows(spec: dict) -> list[dict]:
     torch_values = requested_hyperparameters(spec, "torch")
     burn_requested = requested_hyperparameters(spec, "burn")
-    momentum_used = spec["optimizer"] == "sgd" and (
+    optimizer = REGISTRY[spec["optimizer"]]
+    momentum_used = optimizer.name == "sgd" and (
         torch_values["momentum"] or burn_requested["momentum"]
     )
     rows = []
@@ -176,17 +155,17 @@ def hyperparameter_rows(spec: dict) -> list[dict]:
         if unused:
             notes.append("no momentum")
         requested = burn_requested[key]
-        if key in BURN_FIXED:
-            requested, why = BURN_FIXED[key]
+        if key in optimizer.burn_fixed:
+            requested, why = optimizer.burn_fixed[key]
             notes.append(why)
-        rows.append(value_row(key, torch_values[key], requested, key in BURN_F32, notes, unused))
-    optimizer = spec["optimizer"]
+        in_f32 = key in optimizer.burn_f32
+        rows.append(value_row(key, torch_values[key], requested, in_f32, notes, unused))
     if torch_values["weight_decay"] or burn_requested["weight_decay"]:
-        style = WEIGHT_DECAY_STYLE[optimizer]
+        style = WEIGHT_DECAY_STYLE[optimizer.name]
         rows.append(fact("weight decay style", style, style, "same"))
-    if optimizer == "rmsprop" and (torch_values["centered"] or burn_requested["centered"]):
+    if optimizer.name == "rmsprop" and (torch_values["centered"] or burn_requested["centered"]):
         rows.append(CENTERED)
-    return rows + NUMERIC_DETAILS[optimizer]
+    return rows + NUMERIC_DETAILS[optimizer.name]
 
 
 def schedule_rows(spec: dict) -> list[dict]:

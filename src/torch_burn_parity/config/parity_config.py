@@ -36,64 +36,18 @@ from torch_burn_parity.config.suggest import closest_key
 from torch_burn_parity.io.parity_io import FRAMEWORKS
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, SPECS
 from torch_burn_parity.models.model_specs import N as DATASET_SIZE
+from torch_burn_parity.optimizers import REGISTRY
 
-# Every hyperparameter each optimizer needs, in the order runs record them.
-HYPERPARAMETERS = {
-    "sgd": ("lr", "momentum", "dampening", "weight_decay", "nesterov"),
-    "adam": ("lr", "betas", "eps", "weight_decay", "amsgrad"),
-    "adamw": ("lr", "betas", "eps", "weight_decay", "amsgrad"),
-    "adagrad": ("lr", "lr_decay", "eps", "weight_decay", "initial_accumulator_value"),
-    "rmsprop": ("lr", "alpha", "eps", "weight_decay", "momentum", "centered"),
-}
-# Hyperparameters an experiment may leave out, and the value the spec then carries (PyTorch's
-# default): Adam's amsgrad came after the first configs were written.
-OPTIONAL_HYPERPARAMETERS = {"adam": {"amsgrad": False}}
-# Hyperparameters that are true or false; `betas` is two numbers, the others a number.
-BOOLEAN_HYPERPARAMETERS = ("nesterov", "amsgrad", "centered")
-
-# What each framework uses when it is not told (PyTorch 2.15 and Burn 0.22.1 source).
-# Burn's SGD has no momentum unless given a MomentumConfig, whose dampening defaults to 0.1;
-# Burn's Adam, AdamW, AdaGrad and RMSProp default epsilon to 1e-5 (PyTorch: 1e-8, AdaGrad
-# 1e-10); Burn's AdamW weight decay is 1e-4 (PyTorch: 1e-2); Burn's RMSProp momentum is 0.9
-# (PyTorch: 0). Burn's AdaGrad has no initial accumulator value: its sum starts at 0.
-# No framework default is listed for lr: Burn has none (it is passed to every step).
+# Every hyperparameter each optimizer needs, in the order runs record them; those an
+# experiment may leave out (and the value the spec then carries); those that are true or
+# false (`betas` is two numbers, the others a number); what each framework uses when it is
+# not told. From the optimizer registry (optimizers/).
+HYPERPARAMETERS = {name: o.hyperparameters for name, o in REGISTRY.items()}
+OPTIONAL_HYPERPARAMETERS = {name: o.optional for name, o in REGISTRY.items() if o.optional}
+BOOLEAN_HYPERPARAMETERS = tuple(sorted({key for o in REGISTRY.values() for key in o.booleans}))
 FRAMEWORK_DEFAULTS = {
-    "torch": {
-        "sgd": {"momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False},
-        "adam": {"betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False},
-        "adamw": {"betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 1e-2, "amsgrad": False},
-        "adagrad": {
-            "lr_decay": 0.0,
-            "eps": 1e-10,
-            "weight_decay": 0.0,
-            "initial_accumulator_value": 0.0,
-        },
-        "rmsprop": {
-            "alpha": 0.99,
-            "eps": 1e-8,
-            "weight_decay": 0.0,
-            "momentum": 0.0,
-            "centered": False,
-        },
-    },
-    "burn": {
-        "sgd": {"momentum": 0.0, "dampening": 0.1, "weight_decay": 0.0, "nesterov": False},
-        "adam": {"betas": [0.9, 0.999], "eps": 1e-5, "weight_decay": 0.0, "amsgrad": False},
-        "adamw": {"betas": [0.9, 0.999], "eps": 1e-5, "weight_decay": 1e-4, "amsgrad": False},
-        "adagrad": {
-            "lr_decay": 0.0,
-            "eps": 1e-5,
-            "weight_decay": 0.0,
-            "initial_accumulator_value": 0.0,
-        },
-        "rmsprop": {
-            "alpha": 0.99,
-            "eps": 1e-5,
-            "weight_decay": 0.0,
-            "momentum": 0.9,
-            "centered": False,
-        },
-    },
+    framework: {name: o.defaults(framework) for name, o in REGISTRY.items()}
+    for framework in FRAMEWORKS
 }
 
 # Learning-rate schedules: each kind's keys besides `kind` (the initial lr is the

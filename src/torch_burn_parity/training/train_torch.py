@@ -50,17 +50,13 @@ from torch_burn_parity.models.models import (
     recorded_forward,
     state,
 )
+from torch_burn_parity.optimizers import REGISTRY
 
 TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64}
 
 
-OPTIMIZERS = {
-    "sgd": torch.optim.SGD,
-    "adam": torch.optim.Adam,
-    "adamw": torch.optim.AdamW,
-    "adagrad": torch.optim.Adagrad,
-    "rmsprop": torch.optim.RMSprop,
-}
+# Each registered optimizer's class in torch.optim (optimizers/).
+OPTIMIZERS = {name: getattr(torch.optim, o.torch_class) for name, o in REGISTRY.items()}
 
 
 def make_optimizer(spec: dict[str, Any], params) -> torch.optim.Optimizer:
