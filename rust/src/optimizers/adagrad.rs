@@ -1,0 +1,45 @@
+//! AdaGrad: Burn's `AdaGrad` (no initial accumulator value: its sum starts at 0).
+
+use burn::optim::AdaGradConfig;
+use burn::optim::decay::WeightDecayConfig;
+use serde_json::json;
+
+use super::{Built, Scalars, clip_held, clipping, stored_f32, stored_penalty};
+use crate::config::{Optimizer, Spec};
+
+pub(super) fn build(spec: &Spec) -> Built {
+    let Optimizer::AdaGrad {
+        lr,
+        lr_decay,
+        eps,
+        weight_decay,
+        ..
+    } = spec.optimizer
+    else {
+        unreachable!("an AdaGrad spec")
+    };
+    let mut config = AdaGradConfig::new().with_grad_clipping(clipping(spec));
+    if !spec.keeps_default("lr_decay") {
+        config = config.with_lr_decay(lr_decay);
+    }
+    if !spec.keeps_default("eps") {
+        config = config.with_epsilon(eps as f32);
+    }
+    if weight_decay != 0.0 && !spec.keeps_default("weight_decay") {
+        config = config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
+    }
+    let stored = serde_json::to_value(&config).expect("AdaGradConfig serialises");
+    let held = json!({"lr": lr,
+        // lr_decay is an f64 field; the clr lr / (1 + (t − 1)·lr_decay) is f64 (adagrad.rs:134).
+        "lr_decay": stored["lr_decay"].as_f64().expect("f64 field"),
+        "eps": stored_f32(&stored, "epsilon"), "weight_decay": stored_penalty(&stored),
+        // No such field: the sum of squares starts at the first g² (adagrad.rs:131), i.e. 0.
+        "initial_accumulator_value": 0.0});
+    let clip = clip_held(&stored["grad_clipping"]);
+    Built {
+        optim: config.init(),
+        held,
+        clip,
+        scalars: Scalars::Empty,
+    }
+}

@@ -1,0 +1,96 @@
+//! The Burn side of each optimizer, one module each (like the models): its builder, which
+//! passes every hyperparameter of the spec explicitly (but those the experiment leaves to
+//! Burn's defaults) and reads back what Burn's config holds, in f32 where Burn stores f32.
+//! The Python side's registry is src/torch_burn_parity/optimizers/; README "Adding an
+//! optimizer".
+
+use burn::grad_clipping::GradientClippingConfig;
+use burn::optim::ModuleOptimizer;
+use serde_json::{Value, json};
+
+use crate::config::{ClipGrad, Optimizer, Spec};
+
+mod adagrad;
+mod adam;
+mod adamw;
+mod rmsprop;
+mod sgd;
+
+/// What the run records per step besides parameters and gradients: the scalars Burn
+/// computes in f32 inside its update (see adam_factors.rs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalars {
+    /// SGD: nothing.
+    None,
+    /// Adam: `adam_factors` (combined factor and ε·sqrt(1 − β₂^t)).
+    Adam {
+        beta_1: f32,
+        beta_2: f32,
+        epsilon: f32,
+    },
+    /// AdamW: `burn_scalars.{bias_correction1, bias_correction2}`.
+    AdamW { beta_1: f32, beta_2: f32 },
+    /// AdaGrad and RMSProp: `burn_scalars` is empty; their per-step scalars are f64
+    /// (AdaGrad's lr / (1 + (t − 1)·lr_decay), adagrad.rs:134) or constants.
+    Empty,
+}
+
+/// A Burn optimizer built from a spec, with what the run file records about it.
+pub struct Built {
+    pub optim: ModuleOptimizer,
+    /// `meta.hyperparameters`: every hyperparameter of the optimizer as Burn holds it.
+    pub held: Value,
+    /// `meta.clip_grad`: the clipping Burn's config holds, or null.
+    pub clip: Value,
+    pub scalars: Scalars,
+}
+
+/// An f32 field of a Burn config as it is applied to an f64 tensor: exactly widened.
+pub(crate) fn f32_held(x: f64) -> f64 {
+    x as f32 as f64
+}
+
+/// An f32 field read back from a config's serde form (serde_json writes the f32's shortest
+/// form, so widen it again).
+pub(crate) fn stored_f32(stored: &Value, key: &str) -> f64 {
+    f32_held(stored[key].as_f64().expect("f32 field"))
+}
+
+/// The penalty of an `Option<WeightDecayConfig>` field (f32), 0 when absent.
+pub(crate) fn stored_penalty(stored: &Value) -> f64 {
+    stored["weight_decay"]["penalty"]
+        .as_f64()
+        .map_or(0.0, f32_held)
+}
+
+/// Burn's clipping for the spec: a threshold stored as f32 (grad_clipping/base.rs:10–16).
+pub(crate) fn clipping(spec: &Spec) -> Option<GradientClippingConfig> {
+    spec.clip_grad.map(|clip| match clip {
+        ClipGrad::Norm(x) => GradientClippingConfig::Norm(x as f32),
+        ClipGrad::Value(x) => GradientClippingConfig::Value(x as f32),
+    })
+}
+
+/// `meta.clip_grad` from a config's serde form (`{"Norm": x}` / `{"Value": x}` / null).
+pub(crate) fn clip_held(stored: &Value) -> Value {
+    match stored.as_object().and_then(|o| o.iter().next()) {
+        Some((kind, x)) => json!({kind.to_lowercase(): f32_held(x.as_f64().expect("f32"))}),
+        None => Value::Null,
+    }
+}
+
+/// The Burn optimizer for a spec, and the hyperparameters as Burn holds them.
+///
+/// Burn stores betas, epsilon, alpha, the RMSProp and SGD momentum and the weight-decay
+/// penalty as f32: the recorded values are those f32 values widened to f64. Hyperparameters
+/// listed in `keep_defaults.burn` are not passed, so Burn's own defaults apply. Clipping is
+/// attached through the config (`with_grad_clipping`), which only `init()` applies.
+pub fn optimizer(spec: &Spec) -> Built {
+    match spec.optimizer {
+        Optimizer::Sgd { .. } => sgd::build(spec),
+        Optimizer::Adam { .. } => adam::build(spec),
+        Optimizer::AdamW { .. } => adamw::build(spec),
+        Optimizer::AdaGrad { .. } => adagrad::build(spec),
+        Optimizer::RmsProp { .. } => rmsprop::build(spec),
+    }
+}

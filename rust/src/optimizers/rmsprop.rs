@@ -1,0 +1,51 @@
+//! RMSProp: Burn's `RmsProp` (momentum 0.9 by default).
+
+use burn::optim::RmsPropConfig;
+use burn::optim::decay::WeightDecayConfig;
+use serde_json::json;
+
+use super::{Built, Scalars, clip_held, clipping, stored_f32, stored_penalty};
+use crate::config::{Optimizer, Spec};
+
+pub(super) fn build(spec: &Spec) -> Built {
+    let Optimizer::RmsProp {
+        lr,
+        alpha,
+        eps,
+        weight_decay,
+        momentum,
+        centered,
+    } = spec.optimizer
+    else {
+        unreachable!("an RMSProp spec")
+    };
+    let mut config = RmsPropConfig::new().with_grad_clipping(clipping(spec));
+    if !spec.keeps_default("alpha") {
+        config = config.with_alpha(alpha as f32);
+    }
+    if !spec.keeps_default("eps") {
+        config = config.with_epsilon(eps as f32);
+    }
+    // Burn's default momentum is 0.9 (PyTorch: 0): passed even when 0.
+    if !spec.keeps_default("momentum") {
+        config = config.with_momentum(momentum as f32);
+    }
+    if !spec.keeps_default("centered") {
+        config = config.with_centered(centered);
+    }
+    if weight_decay != 0.0 && !spec.keeps_default("weight_decay") {
+        config = config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
+    }
+    let stored = serde_json::to_value(&config).expect("RmsPropConfig serialises");
+    let held = json!({"lr": lr, "alpha": stored_f32(&stored, "alpha"),
+        "eps": stored_f32(&stored, "epsilon"), "weight_decay": stored_penalty(&stored),
+        "momentum": stored_f32(&stored, "momentum"),
+        "centered": stored["centered"].as_bool().expect("bool field")});
+    let clip = clip_held(&stored["grad_clipping"]);
+    Built {
+        optim: config.init(),
+        held,
+        clip,
+        scalars: Scalars::Empty,
+    }
+}
