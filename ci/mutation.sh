@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing of the judgement core, not part of every CI run (it takes a while):
-#   mutmut        over the package's judgement/verdict.py, analysis/{gaps,compare,config_diff}.py
-#                 and config/parity_config.py
+#   mutmut        over the package's judgement/{verdict,judge}.py,
+#                 analysis/{gaps,compare,config_diff}.py and config/parity_config.py
 #                 against the fast unit tests ([tool.mutmut] in pyproject.toml);
 #   cargo-mutants over rust/src/config.rs and rust/src/adam_factors.rs against the crate's
 #                 lib tests and rust/tests/adam_factors.rs.

@@ -77,7 +77,10 @@ def synthetic(steps: int = 5, shift: float = 0.0, diverge_at: int | None = None)
                 losses[diverge_at - 1 :] = np.inf
             runs[fw, dt] = {
                 "losses": losses.tolist(), "lrs": [0.1] * steps,
-                "trajectory": {"params": {n: v.tolist() for n, v in params.items()}},
+                "final": {"loss": 0.5, "correct": 50, "predictions": [0] * 96},
+                "params": {n: v[-1].tolist() for n, v in params.items()},
+                "trajectory": {"params": {n: v.tolist() for n, v in params.items()},
+                               "grads": {n: v.tolist() for n, v in params.items()}},
                 "meta": {"model": "cnn1d", "optimizer": "sgd", "schedule": {"kind": "constant"},
                          "clip_grad": None},
             }  # fmt: skip
@@ -222,3 +225,109 @@ def test_a_table_with_rows_missing_is_refused(pipeline, tmp_path):
     assert re.fullmatch(
         rf"judge: {steps}: (\d+) rows, but the runs have (\d+) steps\n", proc.stderr
     ), proc.stderr
+
+
+# --------------------------------------------------------------------------- in-process files
+
+
+def write_tables(folder, tables: dict) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for kind, frame in tables.items():
+        if frame is not None:
+            frame.to_csv(folder / f"{kind}_x.csv", index=False, float_format="%.17g")
+
+
+def write_runs(folder, runs: dict) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for (fw, dt), block in runs.items():
+        (folder / f"{fw}-{dt}.json").write_text(json.dumps({"x": block}))
+
+
+def test_main_writes_the_record_and_collect_gathers_records(tmp_path):
+    tables, runs = synthetic(shift=1e-9)
+    write_tables(tmp_path / "tables", tables)
+    write_runs(tmp_path / "runs", runs)
+    out = tmp_path / "verdicts" / "x.json"
+    argv = ["--experiment", "x", "--tables", str(tmp_path / "tables"), "--runs",
+            str(tmp_path / "runs"), "--tol-f32", "1e-6", "--out", str(out)]  # fmt: skip
+    judge.main(argv)
+    record = judge.read_record(out)
+    assert record == asdict(judge.judge_experiment("x", tables, runs, 1e-6)) | {"divergence": []}
+    second = tmp_path / "verdicts" / "y.json"
+    second.write_text(json.dumps(dict(record, experiment="y")))
+    judge.main(["--collect", str(out), str(second), "--out", str(tmp_path / "all.json")])
+    gathered = json.loads((tmp_path / "all.json").read_text())["experiments"]
+    assert [r["experiment"] for r in gathered] == ["x", "y"]
+
+
+def test_main_refuses_half_its_arguments(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        judge.main(["--experiment", "x", "--out", str(tmp_path / "v.json")])
+    assert stop.value.code == 2
+    assert "give --collect, or --experiment, --tables, --runs and --tol-f32" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_per_step_table_of_other_length_is_refused_in_process(tmp_path):
+    tables, runs = synthetic(steps=5)
+    tables["counterfactual"] = tables["counterfactual"].iloc[:4]
+    write_tables(tmp_path, tables)
+    assert len(judge.read_tables(tmp_path, "x", layers=False)["counterfactual"]) == 4
+    with pytest.raises(judge.FormatError, match=r"counterfactual_x\.csv: 4 rows, but the runs"):
+        judge.read_tables(tmp_path, "x", layers=False, steps=5)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("not json", "not a verdict record ("),
+        ("[1, 2]", "not a verdict record (missing experiment, model,"),
+        ('{"experiment": "x"}', "not a verdict record (missing model, optimizer,"),
+    ],
+)
+def test_read_record_names_the_file_and_what_is_wrong(tmp_path, text, problem):
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    with pytest.raises(judge.FormatError) as error:
+        judge.read_record(path)
+    assert str(error.value).startswith(f"{path}: {problem}")
+    with pytest.raises(judge.FormatError, match="No such file"):
+        judge.read_record(tmp_path / "absent.json")
+
+
+def test_f32_rounding_over_the_tolerance_is_said_only_of_a_difference_past_it():
+    tables, runs = synthetic(shift=1e-9)
+    steps = tables["steps"]
+    steps["dparam"], steps["torch_f64"] = 3e-6, 2e-6  # both over the tolerance of 1e-6
+    record = judge.judge_experiment("x", tables, runs, tol_f32=1e-6)
+    assert record.first_f32_step_above_tol == 1 and record.f32_rounding_exceeds_tol
+    # not when the f32 gap stays within the tolerance
+    assert not judge.judge_experiment("x", tables, runs, tol_f32=1e-5).f32_rounding_exceeds_tol
+    # nor for a verdict of rounding: the f64 runs agree
+    tables, runs = synthetic(shift=0.0)
+    tables["steps"]["dparam"], tables["steps"]["torch_f64"] = 3e-6, 2e-6
+    record = judge.judge_experiment("x", tables, runs, tol_f32=1e-6)
+    assert record.verdict == vd.EQUIVALENT and not record.f32_rounding_exceeds_tol
+
+
+def test_the_unexplained_start_is_where_a_replay_leaves_the_floor():
+    tables, runs = synthetic(shift=1e-9)
+    tables["counterfactual"].loc[2:, "dparam"] = 1e-9
+    record = judge.judge_experiment("x", tables, runs, tol_f32=1e-6)
+    assert record.verdict == vd.UNEXPLAINED and record.cause is None
+    assert record.unexplained_start == (
+        "the replay of PyTorch's run leaves the rounding floor at step 3 (`conv.weight[0,0,1]`)"
+    )
+    tables["replay"].loc[1:, "dparam"] = 1e-9  # Burn's replay first, when both leave it
+    record = judge.judge_experiment("x", tables, runs, tol_f32=1e-6)
+    assert record.unexplained_start.startswith(
+        "the replay of Burn's run leaves the rounding floor at step 2"
+    )
+
+
+def test_a_non_finite_gap_leaves_the_ratio_unknown():
+    tables, runs = synthetic(shift=1e-9)
+    tables["steps"].loc[3, "f64_f64"] = np.nan
+    record = judge.judge_experiment("x", tables, runs, tol_f32=1e-6)
+    assert record.verdict == vd.DIVERGED and np.isnan(record.gap_over_floor)
