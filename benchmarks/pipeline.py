@@ -60,15 +60,19 @@ PROJECT_FILES = (
 )
 
 REFERENCE_TORCH = """
+import json
 import torch
-from torch_burn_parity.config.parity_config import experiment_spec, load_config
+from torch_burn_parity.config.parity_config import load_config
+from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.io.parity_io import read_dataset, write_run
 from torch_burn_parity.training.train_torch import train
 torch.set_num_threads(1)
 config = load_config("config.yaml")
 arrays, _ = read_dataset("results/data/cnn1d.bin")
 for name in ("sgd", "adam"):
-    write_run(f"ref/{name}-torch.json", {name: train(experiment_spec(config, name), arrays, "f32")})
+    spec = experiment_spec(config, name)
+    open(f"ref/{name}.json", "w").write(json.dumps(spec))  # for the Burn binary
+    write_run(f"ref/{name}-torch.json", {name: train(spec, arrays, "f32")})
 """
 
 
@@ -98,7 +102,7 @@ def reference(work: Path, env: dict) -> float:
     subprocess.run([sys.executable, "-c", REFERENCE_TORCH], cwd=work, env=env, check=True)
     for name in ("sgd", "adam"):
         subprocess.run(
-            [binary, "--experiment", name, "--dtype", "f32", "--config", "config.yaml",
+            [binary, "--spec", f"ref/{name}.json", "--dtype", "f32",
              "--data", "results/data/cnn1d.bin", "--out", f"ref/{name}-burn.json"],
             cwd=work, env=env, check=True, capture_output=True,
         )  # fmt: skip
@@ -252,13 +256,18 @@ def measure_cpu_paths(work: Path, env: dict, repeat: int) -> dict[str, float]:
     """Median PyTorch training seconds (adam and transformer_sgd, f32 and f64, summed) per
     cpu_path setting; each trainer process cold, started with the setting's variables."""
     from torch_burn_parity.config import cpu_path
+    from torch_burn_parity.config.resolve import experiment_spec
 
     config = yaml.safe_load((work / "config.yaml").read_text())
     seconds: dict[str, list[float]] = {s: [] for s in cpu_path.SETTINGS}
     for _ in range(repeat):
         for setting in cpu_path.SETTINGS:
-            path = work / f"ref/cpu_path_{setting}.yaml"
-            path.write_text(yaml.safe_dump(dict(config, cpu_path=setting)))
+            specs = {
+                name: work / f"ref/cpu_path_{setting}_{name}.json"
+                for name in ("adam", "transformer_sgd")
+            }
+            for name, path in specs.items():
+                path.write_text(json.dumps(experiment_spec(dict(config, cpu_path=setting), name)))
             run_env = {k: v for k, v in env.items() if k not in cpu_path.VARIABLES}
             cpu_path.apply(setting, run_env)
             total = 0.0
@@ -266,7 +275,7 @@ def measure_cpu_paths(work: Path, env: dict, repeat: int) -> dict[str, float]:
                 for dtype in ("f32", "f64"):
                     out = subprocess.run(
                         [sys.executable, "-m", "torch_burn_parity.training.train_torch",
-                         "--experiment", experiment, "--dtype", dtype, "--config", path, "--data",
+                         "--spec", specs[experiment], "--dtype", dtype, "--data",
                          f"results/data/{data}.bin", "--out", f"ref/{setting}.json"],
                         cwd=work, env=run_env, check=True, capture_output=True, text=True,
                     ).stdout  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -70,12 +71,30 @@ def dataset(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def write_config(tmp_path_factory):
+    """Write a config, and each experiment of it resolved (specs/{name}.json beside it, as
+    the pipeline writes results/specs/): what the trainers read. An experiment the resolver
+    refuses gets no spec."""
+    from torch_burn_parity.config.parity_config import ConfigError
+    from torch_burn_parity.config.resolve import experiment_spec
+
     def write(config: dict) -> Path:
         path = tmp_path_factory.mktemp("config") / "config.yaml"
         path.write_text(yaml.safe_dump(config))
+        (path.parent / "specs").mkdir()
+        for name in config["experiments"]:
+            try:
+                spec = experiment_spec(config, name)
+            except ConfigError:
+                continue
+            spec_of(path, name).write_text(json.dumps(spec, indent=2) + "\n")
         return path
 
     return write
+
+
+def spec_of(config: Path, experiment: str) -> Path:
+    """The resolved spec of one experiment of a config written by write_config."""
+    return config.parent / "specs" / f"{experiment}.json"
 
 
 @pytest.fixture(scope="session")
@@ -85,7 +104,7 @@ def train(burn_binary, dataset, tmp_path_factory):
     def run(framework: str, experiment: str, dtype: str, config: Path, check: bool = True):
         out = config.parent / "runs" / experiment / f"{framework}-{dtype}.json"
         cmd = python_module("training.train_torch") if framework == "torch" else [burn_binary]
-        cmd += ["--experiment", experiment, "--dtype", dtype, "--config", config,
+        cmd += ["--spec", spec_of(config, experiment), "--dtype", dtype,
                 "--data", dataset, "--out", out]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if check and proc.returncode != 0:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from torch_burn_parity.analysis import config_diff as cd
-from torch_burn_parity.config.parity_config import experiment_spec
+from torch_burn_parity.config.resolve import experiment_spec
 
 SGD = {
     "optimizer": "sgd",
@@ -406,7 +406,7 @@ def test_main_writes_the_tables_and_names_what_differs(tmp_path, capsys):
         "experiments": {"pit": {**ADAM, "keep_defaults": {"burn": ["eps"]}}},
     }
     path = tmp_path / "pit.json"
-    path.write_text(json.dumps(config))
+    path.write_text(json.dumps(experiment_spec(config, "pit")))
     csv, md = tmp_path / "out" / "diff.csv", tmp_path / "out" / "diff.md"
     cd.main(["--spec", str(path), "--csv", str(csv), "--md", str(md)])
     assert capsys.readouterr().out == f"pit: 8 rows, differing: ['eps'] -> {csv}\n"
@@ -436,42 +436,42 @@ def test_main_writes_the_tables_and_names_what_differs(tmp_path, capsys):
     assert "| eps  " in text and "| differs " in text and text.endswith("|\n")
 
 
-def test_main_picks_the_named_experiment_and_reports_none_differing(tmp_path, capsys):
+def test_main_reads_a_resolved_spec_and_reports_none_differing(tmp_path, capsys):
     config = {"steps": 3, "batch_size": 16, "experiments": {"a": ADAM, "s": SGD}}
-    path = tmp_path / "config.yaml"
-    path.write_text(json.dumps(config))  # JSON is valid YAML
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(experiment_spec(config, "s")))
     csv, md = tmp_path / "s.csv", tmp_path / "s.md"
-    cd.main(["--spec", str(path), "--experiment", "s", "--csv", str(csv), "--md", str(md)])
+    cd.main(["--spec", str(path), "--csv", str(csv), "--md", str(md)])
     assert capsys.readouterr().out == f"s: 6 rows, differing: none -> {csv}\n"
     assert md.read_text().startswith("### Config diff: s\n")
 
 
 @pytest.mark.parametrize(
-    ("content", "experiment", "message"),
+    ("change", "message"),
     [
-        ({"steps": 3, "batch_size": 16, "experiments": {"e": ADAM}}, "x", "unknown experiment 'x'"),
-        (
-            {"steps": 3, "batch_size": 16, "experiments": {"e": {**ADAM, "optimizer": "lion"}}},
-            None,
-            "experiments.e.optimizer: unknown optimizer 'lion'",
-        ),
-        ({"steps": 3, "batch_size": 16}, None, "unknown experiment ''"),
+        (lambda spec: spec.update(optimizer="lion"), "unknown optimizer 'lion'"),
+        (lambda spec: spec.pop("schedule"), "not a resolved spec (missing schedule)"),
+        (lambda spec: spec["hyperparameters"].pop("betas"), "hyperparameters of adam: missing"),
     ],
 )
-def test_main_stops_on_a_bad_spec_naming_it(tmp_path, content, experiment, message):
+def test_main_stops_on_a_bad_spec_naming_it(tmp_path, change, message):
+    spec = experiment_spec({"steps": 3, "batch_size": 16, "experiments": {"e": ADAM}}, "e")
+    change(spec)
     path = tmp_path / "spec.json"
-    path.write_text(json.dumps(content))
+    path.write_text(json.dumps(spec))
     argv = ["--spec", str(path), "--csv", str(tmp_path / "c"), "--md", str(tmp_path / "m")]
     with pytest.raises(SystemExit) as stop:
-        cd.main(argv + (["--experiment", experiment] if experiment else []))
-    assert str(stop.value.code).startswith(f"config_diff: {message}")
+        cd.main(argv)
+    assert str(stop.value.code).startswith(f"config_diff: {path}: {message}")
     assert not (tmp_path / "c").exists()
 
 
 @pytest.mark.parametrize("missing", ["--spec", "--csv", "--md"])
 def test_main_needs_the_spec_and_both_outputs(tmp_path, capsys, missing):
     path = tmp_path / "spec.json"
-    path.write_text(json.dumps({"steps": 3, "batch_size": 16, "experiments": {"e": ADAM}}))
+    path.write_text(
+        json.dumps(experiment_spec({"steps": 3, "batch_size": 16, "experiments": {"e": ADAM}}, "e"))
+    )
     args = {"--spec": str(path), "--csv": str(tmp_path / "c"), "--md": str(tmp_path / "m")}
     del args[missing]
     with pytest.raises(SystemExit) as stop:
@@ -537,7 +537,9 @@ def run_file(folder, framework: str, layers: dict | None, model: str | None = "c
 def diff_main(tmp_path, exp: dict, torch_layers, burn_layers, model="cnn_bn"):
     tmp_path.mkdir(exist_ok=True)
     path = tmp_path / "spec.json"
-    path.write_text(json.dumps({"steps": 3, "batch_size": 16, "experiments": {"e": exp}}))
+    path.write_text(
+        json.dumps(experiment_spec({"steps": 3, "batch_size": 16, "experiments": {"e": exp}}, "e"))
+    )
     runs = [run_file(tmp_path, fw, layers, model)
             for fw, layers in (("torch", torch_layers), ("burn", burn_layers))]  # fmt: skip
     csv, md = tmp_path / "out" / "d.csv", tmp_path / "out" / "d.md"
@@ -572,8 +574,8 @@ def test_the_seeds_model_gets_no_layer_rows_from_its_runs(tmp_path, layers, mode
 
 def test_a_model_with_layers_needs_the_runs_and_the_runs_its_model(tmp_path):
     path = tmp_path / "spec.json"
-    path.write_text(json.dumps({"steps": 3, "batch_size": 16,
-                                "experiments": {"e": {**SGD, "model": "cnn_bn"}}}))  # fmt: skip
+    config = {"steps": 3, "batch_size": 16, "experiments": {"e": {**SGD, "model": "cnn_bn"}}}
+    path.write_text(json.dumps(experiment_spec(config, "e")))
     argv = ["--spec", str(path), "--csv", str(tmp_path / "c"), "--md", str(tmp_path / "m")]
     with pytest.raises(SystemExit) as stop:
         cd.main(argv)

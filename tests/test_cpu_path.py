@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 import golden_numbers
-from conftest import ADAM, SGD, python_module, small_config
+from conftest import ADAM, SGD, python_module, small_config, spec_of
 from torch_burn_parity.analysis.gaps import param_matrix
 from torch_burn_parity.config import cpu_path, machine
-from torch_burn_parity.config.parity_config import ConfigError, experiment_spec
+from torch_burn_parity.config.parity_config import ConfigError
+from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.io.parity_io import experiment_block
 from torch_burn_parity.report.cpu_section import cpu_section
 
@@ -88,8 +89,8 @@ def test_a_hand_run_takes_the_configs_setting(write_config, dataset, tmp_path):
     config = write_config(small_config(1, adam=ADAM) | {"cpu_path": "compatible"})
     out = tmp_path / "t.json"
     env = {k: v for k, v in os.environ.items() if k not in cpu_path.VARIABLES}
-    subprocess.run([*python_module("training.train_torch"), "--experiment", "adam",
-                    "--dtype", "f32", "--config", config, "--data", dataset, "--out", out],
+    subprocess.run([*python_module("training.train_torch"), "--spec", spec_of(config, "adam"),
+                    "--dtype", "f32", "--data", dataset, "--out", out],
                    check=True, env=env, capture_output=True)  # fmt: skip
     path = experiment_block(out)["meta"]["cpu_path"]
     assert path["kernels"]["aten"] == "default" and path["kernels"]["mkl"] == "compatible"
@@ -135,8 +136,8 @@ def test_burn_takes_the_same_kernels_on_an_avx2_cpu(train, write_config, burn_bi
     native = experiment_block(train("burn", "adam", "f32", config)[1])
     for cpu, gemm in (("Haswell", "fma"), ("Nehalem", "scalar")):
         out = tmp_path / f"{cpu}.json"
-        subprocess.run(["qemu-x86_64", "-cpu", cpu, burn_binary, "--experiment", "adam",
-                        "--dtype", "f32", "--config", config, "--data", dataset, "--out", out],
+        subprocess.run(["qemu-x86_64", "-cpu", cpu, burn_binary, "--spec", spec_of(config, "adam"),
+                        "--dtype", "f32", "--data", dataset, "--out", out],
                        check=True, capture_output=True)  # fmt: skip
         emulated = experiment_block(out)
         assert emulated["meta"]["cpu_path"]["kernels"]["gemm"] == gemm
@@ -157,8 +158,8 @@ def test_pytorch_pinned_to_avx2_trains_sgd_as_an_avx2_cpu(write_config, dataset,
     blocks = {}
     for name, prefix in (("pinned", []), ("haswell", ["qemu-x86_64", "-cpu", "Haswell"])):
         out = tmp_path / f"{name}.json"
-        subprocess.run([*prefix, *python_module("training.train_torch"), "--experiment",
-                        "sgd", "--dtype", dtype, "--config", config, "--data", dataset,
+        subprocess.run([*prefix, *python_module("training.train_torch"), "--spec",
+                        spec_of(config, "sgd"), "--dtype", dtype, "--data", dataset,
                         "--out", out], check=True, env=env, capture_output=True)  # fmt: skip
         blocks[name] = experiment_block(out)
     assert blocks["haswell"]["meta"]["cpu_path"]["kernels"]["aten"] == "avx2"

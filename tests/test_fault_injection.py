@@ -72,7 +72,7 @@ def test_the_fault_is_recorded_in_burn_runs_only(faulted):
 def test_a_malformed_fault_is_refused_naming_the_variable(burn_binary, tmp_path):
     env = dict(os.environ, PARITY_FAULT="3:fc.weights:67:1e-9")
     proc = subprocess.run(
-        [burn_binary, "--experiment", "sgd", "--dtype", "f32", "--config", "x", "--data", "y",
+        [burn_binary, "--spec", "x", "--dtype", "f32", "--data", "y",
          "--out", tmp_path / "out.json"],
         env=env, capture_output=True, text=True,
     )  # fmt: skip

@@ -306,7 +306,7 @@ SCRIPT_ARGV = {
     "render_html": "--report {report} --out {out}/r.html --records {records}"
     " --verdicts {out}/v.html --tables {table} --tables-out {out}/t.html",
     "config_diff": "--spec {spec} --csv {out}/d.csv --md {out}/d.md",
-    "train_torch": "--experiment sgd --dtype f32 --config {spec} --data {data} --out {out}/t.json",
+    "train_torch": "--spec {spec} --dtype f32 --data {data} --out {out}/t.json",
     # report.py reads a results directory, judge.py folders of it: the bad file is put
     # inside a copy of it.
     "report": "--config {config} --results {results} --data {data} --out {out}/report.md",

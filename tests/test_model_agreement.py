@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import SGD, python_module, small_config
+from conftest import SGD, python_module, small_config, spec_of
 from torch_burn_parity.io.parity_io import (
     decode_dataset,
     encode_dataset,
@@ -36,7 +36,7 @@ def trainer(framework: str, burn_binary) -> list:
 
 def train(framework, burn_binary, config, data, out) -> subprocess.CompletedProcess:
     cmd = trainer(framework, burn_binary)
-    cmd += ["--experiment", "m", "--dtype", "f64", "--config", config, "--data", data,
+    cmd += ["--spec", spec_of(config, "m"), "--dtype", "f64", "--data", data,
             "--out", out]  # fmt: skip
     return subprocess.run(cmd, capture_output=True, text=True)
 
@@ -163,7 +163,9 @@ def test_a_shape_one_side_does_not_declare_is_refused(
 
 
 def test_the_burn_binary_knows_exactly_the_registered_models(burn_binary, write_config, tmp_path):
-    config = write_config(small_config(1, m=dict(SGD, model="no_such_model")))
+    config = write_config(small_config(1, m=SGD))
+    spec = spec_of(config, "m")  # resolved, then given a model no side has
+    spec.write_text(spec.read_text().replace('"model": "cnn1d"', '"model": "no_such_model"'))
     out = tmp_path / "run.json"
     proc = train("burn", burn_binary, config, tmp_path / "unused.bin", out)
     assert proc.returncode != 0

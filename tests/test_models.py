@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 import torch
 
+import conftest
 from conftest import ADAM, SGD, small_config
 from torch_burn_parity.analysis import probe
-from torch_burn_parity.config.parity_config import experiment_spec
+from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.io.parity_io import (
     DTYPE_F32,
     DTYPE_I64,
@@ -180,7 +181,7 @@ def test_train_torch_refuses_a_dataset_of_another_model(tmp_path, write_config):
     write_atomic(data, make_data.dataset_bytes("cnn1d"))
     config = write_config(small_config(2, e=dict(SGD, model="cnn_bn")))
     out = tmp_path / "run.json"
-    argv = ["--experiment", "e", "--dtype", "f32", "--config", str(config),
+    argv = ["--spec", str(conftest.spec_of(config, "e")), "--dtype", "f32",
             "--data", str(data), "--out", str(out)]  # fmt: skip
     with pytest.raises(SystemExit) as info:
         train_torch.main(argv)

@@ -9,7 +9,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import ROOT, SGD, small_config
+from conftest import ROOT, SGD, small_config, spec_of
 from torch_burn_parity.analysis.replay import BurnUpdate
 from torch_burn_parity.optimizers import REGISTRY
 
@@ -62,9 +62,11 @@ def test_the_burn_binary_knows_exactly_the_registered_optimizers(
 ):
     import subprocess
 
-    config = write_config(small_config(1, m=dict(SGD, optimizer="no_such_optimizer")))
+    config = write_config(small_config(1, m=SGD))
+    spec = spec_of(config, "m")  # resolved, then given an optimizer no side has
+    spec.write_text(spec.read_text().replace('"optimizer": "sgd"', '"optimizer": "no_such"'))
     proc = subprocess.run(
-        [burn_binary, "--experiment", "m", "--dtype", "f32", "--config", config,
+        [burn_binary, "--spec", spec_of(config, "m"), "--dtype", "f32",
          "--data", tmp_path / "unused.bin", "--out", tmp_path / "run.json"],
         capture_output=True, text=True,
     )  # fmt: skip

@@ -31,9 +31,9 @@ from torch_burn_parity.config.parity_config import (
     HYPERPARAMETERS,
     PARAMETER_SHAPES,
     ConfigError,
-    experiment_spec,
     probe_problem,
 )
+from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.config.sweeps import expand_all
 from torch_burn_parity.training import make_data
 

@@ -22,7 +22,7 @@ from torch_burn_parity.analysis import replay as rp
 from torch_burn_parity.analysis.gaps import buffer_columns, param_matrix, step_gaps
 from torch_burn_parity.config import machine
 from torch_burn_parity.config.cpu_path import describe
-from torch_burn_parity.config.parity_config import experiment_spec
+from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.io.parity_io import decode_dataset, write_atomic, write_run
 from torch_burn_parity.judgement.verdict import ABSOLUTE_FLOOR
 from torch_burn_parity.models import models

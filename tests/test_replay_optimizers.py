@@ -15,7 +15,7 @@ from conftest import ADAM, SGD, small_config
 from optimizer_examples import ADAGRAD, ADAMW, RMSPROP
 from torch_burn_parity.analysis import replay as rp
 from torch_burn_parity.analysis.gaps import param_matrix, step_gaps
-from torch_burn_parity.config.parity_config import experiment_spec
+from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.io.parity_io import experiment_block, read_dataset, write_run
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.models import model_specs, models

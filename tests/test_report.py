@@ -228,7 +228,7 @@ def cnn_bn_results(
     replay leaves replay_gap (by default: it reproduces Burn's run), the counterfactual
     reproduces PyTorch's."""
     from torch_burn_parity.analysis import config_diff, layers_table, steps_table
-    from torch_burn_parity.config.parity_config import experiment_spec
+    from torch_burn_parity.config.resolve import experiment_spec
     from torch_burn_parity.models.model_specs import spec as model_spec
 
     model = model_spec(name)

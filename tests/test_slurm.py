@@ -149,6 +149,7 @@ def first_difference(a, b, where: str = "") -> str | None:
     return None if a == b and type(a) is type(b) else f"{where}: {a!r} (local) vs {b!r} (SLURM)"
 
 
+@pytest.mark.pipeline
 def test_slurm_run_matches_local_run(slurm_cluster, tmp_path, capsys):
     config = small_pipeline_config()  # steps: 6
     config["experiments"] = {name: config["experiments"][name] for name in EXPERIMENTS}

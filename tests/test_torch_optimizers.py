@@ -13,11 +13,8 @@ import torch
 
 from conftest import ADAM, SGD, small_config
 from optimizer_examples import ADAGRAD, ADAMW, RMSPROP
-from torch_burn_parity.config.parity_config import (
-    FRAMEWORK_DEFAULTS,
-    HYPERPARAMETERS,
-    experiment_spec,
-)
+from torch_burn_parity.config.parity_config import FRAMEWORK_DEFAULTS, HYPERPARAMETERS
+from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.io.parity_io import read_dataset
 from torch_burn_parity.models import model_specs
 from torch_burn_parity.training.train_torch import OPTIMIZERS, train

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import struct
 import subprocess
@@ -9,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import ADAM, SGD, python_module, small_config
+from conftest import ADAM, SGD, python_module, small_config, spec_of
 from torch_burn_parity.config.parity_config import HYPERPARAMETERS
 from torch_burn_parity.io.parity_io import experiment_block, read_run, write_atomic
 from torch_burn_parity.models import model_specs
@@ -111,21 +112,38 @@ def test_diverging_run_keeps_non_finite_values(train, write_config, framework):
     assert any(not math.isfinite(x) for x in block["params"]["fc.weight"])
 
 
-@pytest.mark.parametrize("framework", ["torch", "burn"])
-def test_unknown_optimizer_is_refused(train, write_config, framework):
-    config = write_config(small_config(bad={"optimizer": "lion", "lr": 0.1}))  # Burn only
-    proc, out = train(framework, "bad", "f32", config, check=False)
+def refused(framework, burn_binary, dataset, write_config, tmp_path, change) -> str:
+    """A trainer's stderr for a resolved spec of Adam changed by `change`; it must fail
+    before writing anything, on one line."""
+    config = write_config(small_config(ok=ADAM))
+    spec = json.loads(spec_of(config, "ok").read_text())
+    change(spec)
+    bad, out = tmp_path / "bad.json", tmp_path / "run.json"
+    bad.write_text(json.dumps(spec))
+    cmd = trainer_command(framework, burn_binary)
+    cmd += ["--spec", bad, "--dtype", "f32", "--data", dataset, "--out", out]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode != 0 and not out.exists()
-    assert "experiments.bad.optimizer" in proc.stderr and "lion" in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    return proc.stderr
 
 
 @pytest.mark.parametrize("framework", ["torch", "burn"])
-def test_missing_hyperparameter_is_refused(train, write_config, framework):
-    incomplete = {k: v for k, v in ADAM.items() if k != "eps"}
-    config = write_config(small_config(bad=incomplete))
-    proc, out = train(framework, "bad", "f64", config, check=False)
-    assert proc.returncode != 0 and not out.exists()
-    assert "experiments.bad.eps" in proc.stderr
+def test_a_spec_with_an_unknown_optimizer_is_refused(
+    burn_binary, dataset, write_config, tmp_path, framework
+):
+    stderr = refused(framework, burn_binary, dataset, write_config, tmp_path,
+                     lambda spec: spec.update(optimizer="lion"))  # fmt: skip
+    assert "unknown optimizer 'lion' (known: sgd, adam, adamw, adagrad, rmsprop)" in stderr
+
+
+@pytest.mark.parametrize("framework", ["torch", "burn"])
+def test_a_spec_missing_a_hyperparameter_is_refused(
+    burn_binary, dataset, write_config, tmp_path, framework
+):
+    stderr = refused(framework, burn_binary, dataset, write_config, tmp_path,
+                     lambda spec: spec["hyperparameters"].pop("eps"))  # fmt: skip
+    assert "hyperparameters of adam: missing" in stderr and "eps" in stderr
 
 
 def test_kept_default_is_recorded(train, write_config):
@@ -150,7 +168,7 @@ def cnn_bn_runs(burn_binary, write_config, tmp_path_factory):
     for framework, dtype in RUNS:
         out = root / f"{framework}-{dtype}.json"
         cmd = trainer_command(framework, burn_binary)
-        cmd += ["--experiment", "bn", "--dtype", dtype, "--config", config, "--data", data,
+        cmd += ["--spec", spec_of(config, "bn"), "--dtype", dtype, "--data", data,
                 "--out", out]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, f"{framework} trainer failed: {proc.stderr}"
@@ -196,7 +214,7 @@ def test_a_dataset_of_another_model_is_refused(burn_binary, dataset, write_confi
     config = write_config(small_config(2, bn=dict(SGD, model="cnn_bn")))
     out = tmp_path / "run.json"
     cmd = trainer_command(framework, burn_binary)
-    cmd += ["--experiment", "bn", "--dtype", "f32", "--config", config, "--data", dataset,
+    cmd += ["--spec", spec_of(config, "bn"), "--dtype", "f32", "--data", dataset,
             "--out", out]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode != 0 and not out.exists()

@@ -8,6 +8,7 @@
 //! ```
 
 use burn::tensor::{Device, FloatDType};
+use clap::Parser;
 use parity_train::config::Backend;
 use parity_train::{
     BURN_VERSION, RUSTC_VERSION, config, cpu, cpu_path, dataset, fault, git_state, hex_sha256,
@@ -18,55 +19,28 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+/// Train one resolved experiment with Burn for one dtype; write a run file.
+#[derive(Parser)]
+#[command(name = "parity-train", version = BURN_VERSION)]
 struct Args {
-    experiment: String,
+    /// One experiment resolved (python -m torch_burn_parity.config.resolve CONFIG NAME).
+    #[arg(long)]
+    spec: PathBuf,
+    /// The float precision of the run.
+    #[arg(long, value_parser = ["f32", "f64"])]
     dtype: String,
-    config: PathBuf,
+    /// The model's dataset file: inputs and initial weights.
+    #[arg(long)]
     data: PathBuf,
+    /// The run file to write.
+    #[arg(long)]
     out: PathBuf,
 }
 
-const USAGE: &str =
-    "usage: parity-train --experiment NAME --dtype f32|f64 --config FILE --data FILE --out FILE";
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = std::env::args().skip(1);
-    let (mut experiment, mut dtype, mut config, mut data, mut out) = (None, None, None, None, None);
-    while let Some(flag) = args.next() {
-        if flag == "-h" || flag == "--help" {
-            println!("{USAGE}");
-            std::process::exit(0);
-        }
-        let value = args
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-        match flag.as_str() {
-            "--experiment" => experiment = Some(value),
-            "--dtype" => dtype = Some(value),
-            "--config" => config = Some(PathBuf::from(value)),
-            "--data" => data = Some(PathBuf::from(value)),
-            "--out" => out = Some(PathBuf::from(value)),
-            other => return Err(format!("unknown argument {other}\n{USAGE}")),
-        }
-    }
-    let missing = |name: &str| format!("missing --{name}\n{USAGE}");
-    let dtype = dtype.ok_or_else(|| missing("dtype"))?;
-    if dtype != "f32" && dtype != "f64" {
-        return Err(format!("--dtype must be f32 or f64, got '{dtype}'"));
-    }
-    Ok(Args {
-        experiment: experiment.ok_or_else(|| missing("experiment"))?,
-        dtype,
-        config: config.ok_or_else(|| missing("config"))?,
-        data: data.ok_or_else(|| missing("data"))?,
-        out: out.ok_or_else(|| missing("out"))?,
-    })
-}
-
 fn run() -> Result<(), String> {
-    let args = parse_args()?;
+    let args = Args::parse();
     let fault = fault::Fault::from_env()?;
-    let spec = config::load(&args.config, &args.experiment)?;
+    let spec = config::load(&args.spec)?;
     let data = dataset::read(&args.data)?;
     rayon::ThreadPoolBuilder::new()
         .num_threads(spec.threads)
@@ -99,14 +73,14 @@ fn run() -> Result<(), String> {
     block["meta"]["cpu_path"] = json!({"setting": spec.cpu_path, "kernels": cpu_path()});
     block["meta"]["git"] = git_state();
     let config_bytes =
-        std::fs::read(&args.config).map_err(|e| format!("{}: {e}", args.config.display()))?;
+        std::fs::read(&args.spec).map_err(|e| format!("{}: {e}", args.spec.display()))?;
     block["meta"]["config_sha256"] = json!(hex_sha256(&config_bytes));
-    let text = serde_json::to_string(&json!({ &args.experiment: &block })).expect("JSON") + "\n";
+    let text = serde_json::to_string(&json!({ &spec.name: &block })).expect("JSON") + "\n";
     runfile::write_atomic(&args.out, text.as_bytes())
         .map_err(|e| format!("{}: {e}", args.out.display()))?;
     println!(
         "burn {} {}: {} steps in {:.2}s, final loss {:.8}, correct {}/{} -> {}",
-        args.experiment,
+        spec.name,
         args.dtype,
         spec.steps,
         started.elapsed().as_secs_f64(),

@@ -16,7 +16,7 @@ const STEPS: usize = 5;
 
 const ADAM: &str = "optimizer: adam, lr: 0.01, betas: [0.9, 0.999], eps: 1.0e-8, weight_decay: 0.0";
 
-/// A scratch folder with both models' datasets and a config of Adam experiments, one per
+/// A scratch folder with both models' datasets and a resolved spec of an Adam experiment per
 /// backend and model.
 fn scratch(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("parity-backends-{test}-{}", std::process::id()));
@@ -31,10 +31,21 @@ fn scratch(test: &str) -> PathBuf {
         common::encode(&common::cnn_bn_arrays()),
     )
     .unwrap();
-    let config = format!(
-        "steps: {STEPS}\nbatch_size: 4\nthreads: 1\nexperiments:\n  on_flex: {{{ADAM}}}\n  on_ndarray: {{{ADAM}, burn_backend: ndarray}}\n  bn_on_flex: {{{ADAM}, model: cnn_bn}}\n  bn_on_ndarray: {{{ADAM}, model: cnn_bn, burn_backend: ndarray}}\n"
-    );
-    std::fs::write(dir.join("config.yaml"), config).unwrap();
+    let experiments = [
+        ("on_flex", ADAM.to_string()),
+        ("on_ndarray", format!("{ADAM}, burn_backend: ndarray")),
+        ("bn_on_flex", format!("{ADAM}, model: cnn_bn")),
+        (
+            "bn_on_ndarray",
+            format!("{ADAM}, model: cnn_bn, burn_backend: ndarray"),
+        ),
+    ];
+    for (name, experiment) in experiments {
+        let mut spec: Value =
+            serde_json::from_str(&common::resolved(&experiment, STEPS, 4)).unwrap();
+        spec["name"] = Value::from(name);
+        std::fs::write(dir.join(format!("{name}.json")), spec.to_string()).unwrap();
+    }
     dir
 }
 
@@ -47,9 +58,9 @@ fn run(dir: &Path, experiment: &str, dtype: &str) -> Value {
     };
     let out = dir.join(format!("{experiment}-{dtype}.json"));
     let status = Command::new(env!("CARGO_BIN_EXE_parity-train"))
-        .args(["--experiment", experiment, "--dtype", dtype])
-        .arg("--config")
-        .arg(dir.join("config.yaml"))
+        .arg("--spec")
+        .arg(dir.join(format!("{experiment}.json")))
+        .args(["--dtype", dtype])
         .arg("--data")
         .arg(dir.join(data))
         .arg("--out")

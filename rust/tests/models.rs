@@ -28,9 +28,7 @@ fn device() -> Device {
 
 /// A spec for one experiment `e`: an optimizer's flow mapping plus extra keys.
 fn spec(experiment: &str) -> Spec {
-    let text =
-        format!("steps: {STEPS}\nbatch_size: {BATCH}\nexperiments:\n  e: {{{experiment}}}\n");
-    config::parse(&serde_yaml::from_str(&text).unwrap(), "e").unwrap()
+    config::parse(&common::resolved(experiment, STEPS, BATCH)).unwrap()
 }
 
 fn cnn1d() -> Dataset {
@@ -134,12 +132,12 @@ fn the_binary_refuses_a_dataset_of_the_other_model_on_one_line() {
         common::encode(&common::cnn1d_arrays()),
     )
     .unwrap();
-    let config = format!("steps: 2\nbatch_size: 16\nexperiments:\n  e: {{{SGD}, model: cnn_bn}}\n");
-    std::fs::write(dir.join("config.yaml"), config).unwrap();
+    let spec = common::resolved(&format!("{SGD}, model: cnn_bn"), 2, 16);
+    std::fs::write(dir.join("e.json"), spec).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_parity-train"))
-        .args(["--experiment", "e", "--dtype", "f64"])
-        .arg("--config")
-        .arg(dir.join("config.yaml"))
+        .arg("--spec")
+        .arg(dir.join("e.json"))
+        .args(["--dtype", "f64"])
         .arg("--data")
         .arg(dir.join("cnn1d.bin"))
         .arg("--out")

@@ -33,8 +33,7 @@ const RMSPROP: &str = "optimizer: rmsprop, lr: 0.01, alpha: 0.99, eps: 1.0e-8, w
 
 /// A spec for one experiment `e`: an optimizer's flow mapping plus extra keys.
 fn spec(experiment: &str) -> Result<Spec, String> {
-    let text = format!("steps: {STEPS}\nbatch_size: 4\nexperiments:\n  e: {{{experiment}}}\n");
-    config::parse(&serde_yaml::from_str(&text).unwrap(), "e")
+    config::parse(&common::resolved(experiment, STEPS, 4))
 }
 
 fn run(experiment: &str) -> Value {

@@ -6,6 +6,7 @@ import os
 from snakemake.io import report as mark_for_report
 
 from torch_burn_parity.config import cpu_path
+from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.config.parity_config import (
     DEFAULT_MODEL,
     HYPERPARAMETERS,
@@ -92,19 +93,12 @@ def settings(experiment):
 
 
 def trainer_spec(experiment):
-    """What the trainers need of one experiment, as a config of that experiment alone.
+    """One experiment resolved: the spec both trainers run as it is (config/resolve.py).
 
     Passed through params: changing one experiment's hyperparameters reruns that
     experiment's chain only, where depending on config.yaml would rerun everything.
     """
-    exp = {k: v for k, v in settings(experiment).items() if k != "tolerance"}
-    return {
-        "steps": config["steps"],
-        "batch_size": config["batch_size"],
-        "threads": config["threads"],
-        "cpu_path": config.get("cpu_path", cpu_path.DEFAULT),
-        "experiments": {experiment: exp},
-    }
+    return experiment_spec(config, experiment)
 
 
 def dataset(experiment):

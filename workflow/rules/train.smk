@@ -15,8 +15,8 @@ rule train_torch:
         "results/logs/train/{experiment}/torch.log",
     shell:
         "for dtype in f32 f64; do"
-        " python -m torch_burn_parity.tooling.warm torch_burn_parity.training.train_torch --experiment {wildcards.experiment} --dtype $dtype"
-        " --config {input.spec} --data {input.data}"
+        " python -m torch_burn_parity.tooling.warm torch_burn_parity.training.train_torch"
+        " --spec {input.spec} --dtype $dtype --data {input.data}"
         " --out results/runs/{wildcards.experiment}/torch-$dtype.json;"
         " done > {log} 2>&1"
 
@@ -35,7 +35,6 @@ rule train_burn:
         "results/benchmarks/train_burn/{experiment}.tsv"
     shell:
         "for dtype in f32 f64; do"
-        " {input.binary} --experiment {wildcards.experiment} --dtype $dtype"
-        " --config {input.spec} --data {input.data}"
+        " {input.binary} --spec {input.spec} --dtype $dtype --data {input.data}"
         " --out results/runs/{wildcards.experiment}/burn-$dtype.json;"
         " done > {log} 2>&1"

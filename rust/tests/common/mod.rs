@@ -182,3 +182,58 @@ pub fn encode(arrays: &[(&str, Array)]) -> Vec<u8> {
     }
     out
 }
+
+/// An experiment `e` written as a short YAML flow mapping (the optimizer, its
+/// hyperparameters, any other experiment keys), resolved as the Python side resolves it
+/// (src/torch_burn_parity/config/resolve.py): every default filled in.
+pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
+    let exp: serde_yaml::Mapping = serde_yaml::from_str(&format!("{{{experiment}}}")).unwrap();
+    let exp: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_value(serde_json::to_value(exp).unwrap()).unwrap();
+    const NOT_HYPERPARAMETERS: [&str; 8] = [
+        "optimizer",
+        "keep_defaults",
+        "schedule",
+        "clip_grad",
+        "burn_backend",
+        "model",
+        "probe_steps",
+        "description",
+    ];
+    let optimizer = exp["optimizer"].clone();
+    let mut hyperparameters: serde_json::Map<String, serde_json::Value> = exp
+        .iter()
+        .filter(|(k, _)| !NOT_HYPERPARAMETERS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if optimizer == "adam" {
+        hyperparameters.entry("amsgrad").or_insert(false.into());
+    }
+    let keep = exp.get("keep_defaults").cloned().unwrap_or_default();
+    let listed = |fw: &str| keep.get(fw).cloned().unwrap_or(serde_json::json!([]));
+    let mut probe_steps: Vec<u64> = exp
+        .get("probe_steps")
+        .and_then(|v| v.as_array())
+        .map(|a| a.iter().filter_map(|s| s.as_u64()).collect())
+        .unwrap_or_default();
+    probe_steps.push(1);
+    probe_steps.sort_unstable();
+    probe_steps.dedup();
+    serde_json::json!({
+        "name": "e",
+        "optimizer": optimizer,
+        "hyperparameters": hyperparameters,
+        "keep_defaults": {"torch": listed("torch"), "burn": listed("burn")},
+        "schedule": exp.get("schedule").cloned().unwrap_or(serde_json::json!({"kind": "constant"})),
+        "clip_grad": exp.get("clip_grad").cloned().unwrap_or(serde_json::Value::Null),
+        "burn_backend": exp.get("burn_backend").cloned().unwrap_or("flex".into()),
+        "model": exp.get("model").cloned().unwrap_or("cnn1d".into()),
+        "probe_steps": probe_steps,
+        "steps": steps,
+        "batch_size": batch_size,
+        "threads": 1,
+        "cpu_path": "native",
+        "requested": {},
+    })
+    .to_string()
+}

@@ -40,13 +40,8 @@ from pathlib import Path
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from torch_burn_parity.config.parity_config import (
-    BURN_BACKENDS,
-    ConfigError,
-    experiment_spec,
-    load_config,
-    requested_hyperparameters,
-)
+from torch_burn_parity.config.parity_config import BURN_BACKENDS, ConfigError
+from torch_burn_parity.config.resolve import read_spec, requested_hyperparameters
 from torch_burn_parity.io.parity_io import FormatError, experiment_block, write_text_atomic
 from torch_burn_parity.optimizers import REGISTRY
 
@@ -303,8 +298,7 @@ def render_md(frame: pd.DataFrame, experiment: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", required=True, type=Path, help="an experiment's spec or config")
-    parser.add_argument("--experiment", help="experiment name (default: the spec's only one)")
+    parser.add_argument("--spec", required=True, type=Path, help="a resolved experiment")
     parser.add_argument("--torch-run", type=Path, help="a PyTorch run file (its layer values)")
     parser.add_argument("--burn-run", type=Path, help="a Burn run file of the same experiment")
     parser.add_argument("--csv", required=True, type=Path)
@@ -313,10 +307,8 @@ def main(argv: list[str] | None = None) -> None:
     if (args.torch_run is None) != (args.burn_run is None):
         parser.error("--torch-run and --burn-run go together")
     try:
-        config = load_config(args.spec)
-        name = args.experiment or next(iter(config.get("experiments") or {}), "")
-        spec = experiment_spec(config, name)
-        model = spec.get("model", "cnn1d")
+        spec = read_spec(args.spec)
+        name, model = spec["name"], spec["model"]
         layers = ({}, {})
         if args.torch_run:
             layers = recorded_layers((args.torch_run, args.burn_run), model)

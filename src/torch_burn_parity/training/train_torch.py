@@ -1,8 +1,9 @@
 """Train one experiment's model with PyTorch for one dtype; write a run file.
 
-    python -m torch_burn_parity.training.train_torch --experiment adam --dtype f64 \\
-        --config config.yaml --data results/data/cnn1d.bin \\
-        --out results/runs/adam/torch-f64.json
+    python -m torch_burn_parity.training.train_torch --spec results/specs/adam.json \\
+        --dtype f64 --data results/data/cnn1d.bin --out results/runs/adam/torch-f64.json
+
+The spec is one experiment resolved (config/resolve.py), taken as it is.
 
 The model is the experiment's (`model`, default cnn1d) from the registry (models.py); data
 and initial weights (parameters and buffers) come from that model's dataset file (f32). An
@@ -34,12 +35,8 @@ from torch import nn
 
 from torch_burn_parity.config import cpu_path
 from torch_burn_parity.config.machine import cpu, git_state
-from torch_burn_parity.config.parity_config import (
-    CLIP_SCOPES,
-    ConfigError,
-    experiment_spec,
-    load_config,
-)
+from torch_burn_parity.config.parity_config import CLIP_SCOPES, ConfigError
+from torch_burn_parity.config.resolve import read_spec
 from torch_burn_parity.io.parity_io import DTYPES, FormatError, read_dataset, write_run
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelError
 from torch_burn_parity.models.models import (
@@ -219,14 +216,13 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--experiment", required=True)
+    parser.add_argument("--spec", required=True, type=Path, help="a resolved experiment")
     parser.add_argument("--dtype", required=True, choices=DTYPES)
-    parser.add_argument("--config", required=True, type=Path)
     parser.add_argument("--data", required=True, type=Path)
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
     try:
-        spec = experiment_spec(load_config(args.config), args.experiment)
+        spec = read_spec(args.spec)
         arrays, sha256 = read_dataset(args.data)
     except (ConfigError, FormatError, FileNotFoundError) as exc:
         sys.exit(f"train_torch: {exc}")
@@ -236,7 +232,8 @@ def main(argv: list[str] | None = None) -> None:
         env = dict(os.environ)
         cpu_path.apply(spec["cpu_path"], env)
         sys.stdout.flush()
-        os.execve(sys.executable, [sys.executable, __file__, *(argv or sys.argv[1:])], env)
+        again = ["-m", __spec__.name] if __spec__ else [__file__]
+        os.execve(sys.executable, [sys.executable, *again, *(argv or sys.argv[1:])], env)
     torch.set_num_threads(spec["threads"])
     torch.use_deterministic_algorithms(True)
     started = time.perf_counter()
@@ -245,11 +242,11 @@ def main(argv: list[str] | None = None) -> None:
     except ModelError as exc:  # refused before any step
         sys.exit(f"train_torch: {exc}")
     block["meta"]["input_sha256"] = sha256
-    block["meta"]["config_sha256"] = hashlib.sha256(args.config.read_bytes()).hexdigest()
+    block["meta"]["config_sha256"] = hashlib.sha256(args.spec.read_bytes()).hexdigest()
     block["meta"]["git"] = git_state()
-    write_run(args.out, {args.experiment: block})
+    write_run(args.out, {spec["name"]: block})
     print(
-        f"torch {args.experiment} {args.dtype}: {spec['steps']} steps in "
+        f"torch {spec['name']} {args.dtype}: {spec['steps']} steps in "
         f"{time.perf_counter() - started:.2f}s, final loss {block['final']['loss']:.8f}, "
         f"correct {block['final']['correct']}/{len(arrays['y'][1])} -> {args.out}"
     )

@@ -1,0 +1,176 @@
+"""Resolve one experiment of a config into the spec both trainers run, once.
+
+    python -m torch_burn_parity.config.resolve config.yaml adam --out results/specs/adam.json
+
+The spec is the experiment fully resolved: the optimizer and every hyperparameter (optional
+ones filled in), what each framework will be asked for (`requested`: the value, or the
+framework's own default where `keep_defaults` keeps it), the schedule with its keys in a
+fixed order, the clipping, the Burn backend, the model, the probe steps and the run
+settings. The PyTorch trainer takes it as it is, the Burn trainer deserializes it into typed
+structs (rust/src/config.rs); neither checks the config again. The pipeline writes one per
+experiment (results/specs/{experiment}.json) after the whole config was checked once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from torch_burn_parity.config import cpu_path
+from torch_burn_parity.config.parity_config import (
+    BOOLEAN_HYPERPARAMETERS,
+    DEFAULT_BURN_BACKEND,
+    DEFAULT_PROBE_STEPS,
+    DEFAULT_SCHEDULE,
+    FRAMEWORK_DEFAULTS,
+    HYPERPARAMETERS,
+    OPTIONAL_HYPERPARAMETERS,
+    SCHEDULES,
+    ConfigError,
+    experiment_problems,
+    load_config,
+    run_problems,
+)
+from torch_burn_parity.io.parity_io import FRAMEWORKS, write_text_atomic
+from torch_burn_parity.models.model_specs import DEFAULT_MODEL
+from torch_burn_parity.optimizers import REGISTRY
+
+# The keys of a resolved spec, as experiment_spec writes them.
+SPEC_KEYS = ("name", "optimizer", "hyperparameters", "keep_defaults", "schedule", "clip_grad",
+             "burn_backend", "model", "probe_steps", "steps", "batch_size", "threads",
+             "cpu_path", "requested")  # fmt: skip
+
+
+def probe_steps_of(exp: dict[str, Any]) -> list[int]:
+    """The steps of the layer record: the experiment's, with step 1, sorted."""
+    return sorted({1, *exp.get("probe_steps", DEFAULT_PROBE_STEPS)})
+
+
+def filled_schedule(exp: dict[str, Any]) -> dict[str, Any]:
+    """The experiment's schedule, its keys in a fixed order; the constant one when absent."""
+    schedule = exp.get("schedule", DEFAULT_SCHEDULE)
+    return {"kind": schedule["kind"], **{k: schedule[k] for k in SCHEDULES[schedule["kind"]]}}
+
+
+def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
+    """The checked spec of experiment ``name``: optimizer, hyperparameters (optional ones
+    filled in), schedule (constant when absent), clip_grad (None when absent), burn_backend
+    (flex when absent), run settings."""
+    experiments = config.get("experiments") or {}
+    if name not in experiments:
+        raise ConfigError(f"unknown experiment {name!r} (config has {sorted(experiments)})")
+    exp = experiments[name]
+    optimizer = exp.get("optimizer")
+    if optimizer not in HYPERPARAMETERS:
+        raise ConfigError(
+            f"experiments.{name}.optimizer: unknown optimizer {optimizer!r}"
+            f" (known: {', '.join(HYPERPARAMETERS)})"
+        )
+    optional = OPTIONAL_HYPERPARAMETERS.get(optimizer, {})
+    for key in HYPERPARAMETERS[optimizer]:
+        if key not in exp:
+            if key in optional:
+                continue
+            raise ConfigError(f"experiments.{name}.{key}: missing hyperparameter for {optimizer}")
+        value = exp[key]
+        values = value if key == "betas" else [value]
+        boolean = key in BOOLEAN_HYPERPARAMETERS
+        wanted = bool if boolean else (int, float)
+        wrong = isinstance(value, bool) != boolean or not all(isinstance(v, wanted) for v in values)
+        if wrong or (key == "betas" and len(values) != 2):
+            kind = "true or false" if boolean else "two numbers" if key == "betas" else "a number"
+            raise ConfigError(f"experiments.{name}.{key}: expected {kind}, got {value!r}")
+    keep = exp.get("keep_defaults") or {}
+    for framework, keys in keep.items():
+        if framework not in FRAMEWORKS:
+            raise ConfigError(f"experiments.{name}.keep_defaults: unknown framework {framework!r}")
+        for key in keys:
+            if key not in FRAMEWORK_DEFAULTS[framework][optimizer]:
+                raise ConfigError(
+                    f"experiments.{name}.keep_defaults.{framework}: {key!r} has no"
+                    f" {framework} default for {optimizer}"
+                )
+    for key in ("steps", "batch_size"):
+        if not isinstance(config.get(key), int) or config[key] <= 0:
+            raise ConfigError(f"{key}: must be a positive integer, got {config.get(key)!r}")
+    problems = run_problems(config) + experiment_problems(name, exp, config["steps"])
+    if problems:
+        raise ConfigError(str(problems[0]))
+    spec = {
+        "name": name,
+        "optimizer": optimizer,
+        "hyperparameters": {k: exp.get(k, optional.get(k)) for k in HYPERPARAMETERS[optimizer]},
+        "keep_defaults": {f: list(keep.get(f, [])) for f in FRAMEWORKS},
+        "schedule": filled_schedule(exp),
+        "clip_grad": dict(exp["clip_grad"]) if exp.get("clip_grad") is not None else None,
+        "burn_backend": exp.get("burn_backend", DEFAULT_BURN_BACKEND),
+        "model": exp.get("model", DEFAULT_MODEL),
+        "probe_steps": probe_steps_of(exp),
+        "steps": config["steps"],
+        "batch_size": config["batch_size"],
+        "threads": config.get("threads", 1),
+        "cpu_path": config.get("cpu_path", cpu_path.DEFAULT),
+    }
+    # What each framework will be asked for: the values, or its own defaults where kept.
+    spec["requested"] = {f: requested_hyperparameters(spec, f) for f in FRAMEWORKS}
+    return spec
+
+
+def requested_hyperparameters(spec: dict[str, Any], framework: str) -> dict[str, Any]:
+    """What ``framework`` is asked to use: the config's values, or its own defaults where kept."""
+    values = dict(spec["hyperparameters"])
+    for key in spec["keep_defaults"][framework]:
+        values[key] = FRAMEWORK_DEFAULTS[framework][spec["optimizer"]][key]
+    return values
+
+
+def read_spec(path: str | Path) -> dict[str, Any]:
+    """A resolved spec (experiment_spec's, as JSON), or ConfigError naming the file."""
+    path = Path(path)
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: spec file not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not a spec ({exc})") from None
+    missing = [k for k in SPEC_KEYS if not isinstance(spec, dict) or k not in spec]
+    if missing:
+        raise ConfigError(
+            f"{path}: not a resolved spec (missing {', '.join(missing)}); write one with"
+            " python -m torch_burn_parity.config.resolve CONFIG EXPERIMENT"
+        )
+    optimizer = REGISTRY.get(spec["optimizer"])
+    if optimizer is None:
+        raise ConfigError(
+            f"{path}: unknown optimizer {spec['optimizer']!r} (known: {', '.join(REGISTRY)})"
+        )
+    absent = [k for k in optimizer.hyperparameters if k not in spec["hyperparameters"]]
+    if absent:
+        raise ConfigError(
+            f"{path}: hyperparameters of {optimizer.name}: missing {', '.join(absent)}"
+        )
+    return spec
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config", type=Path, help="a config (config.yaml)")
+    parser.add_argument("experiment", help="one of its experiments")
+    parser.add_argument("--out", type=Path, help="the spec file (default: standard output)")
+    args = parser.parse_args(argv)
+    try:
+        spec = experiment_spec(load_config(args.config), args.experiment)
+    except ConfigError as exc:
+        sys.exit(f"resolve: {exc}")
+    text = json.dumps(spec, indent=2) + "\n"
+    if args.out:
+        write_text_atomic(args.out, text)
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
