@@ -10,7 +10,7 @@ import torch
 import yaml
 
 from conftest import ROOT, SGD, small_config, spec_of
-from torch_burn_parity.analysis.replay import BurnUpdate
+from torch_burn_parity.analysis.burn_rules import BurnUpdate
 from torch_burn_parity.optimizers import REGISTRY
 
 NAMES = list(REGISTRY)

@@ -1,0 +1,76 @@
+//! The layer record: each layer's output and input gradient at the probe steps.
+
+use burn::tensor::{Gradients, Tensor};
+use serde_json::Value;
+
+use super::values;
+
+/// Records each layer's output and the gradient of the loss with respect to each layer's
+/// input, in a forward pass (when on). The input gradient comes from a zero leaf added to the
+/// layer's input: adding an exact zero changes no value.
+pub struct Probe {
+    on: bool,
+    outputs: Vec<Vec<f64>>,
+    leaves: Vec<InputGrad>,
+}
+
+/// Reads one layer's input gradient (the zero leaf's) from the step's gradients.
+type InputGrad = Box<dyn Fn(&Gradients) -> Option<Vec<f64>>>;
+
+impl Probe {
+    /// A probe that records nothing and leaves the forward as it is.
+    pub fn off() -> Probe {
+        Probe {
+            on: false,
+            outputs: Vec::new(),
+            leaves: Vec::new(),
+        }
+    }
+
+    pub fn on() -> Probe {
+        Probe {
+            on: true,
+            ..Probe::off()
+        }
+    }
+
+    /// One layer `f` applied to `x`: when on, a zero leaf is added to its input and its
+    /// output is recorded.
+    pub fn layer<const A: usize, const B: usize>(
+        &mut self,
+        x: Tensor<A>,
+        f: impl FnOnce(Tensor<A>) -> Tensor<B>,
+    ) -> Tensor<B> {
+        if !self.on {
+            return f(x);
+        }
+        let zero = Tensor::<A>::zeros(x.dims(), &x.device()).require_grad();
+        let leaf = zero.clone();
+        self.leaves
+            .push(Box::new(move |grads| leaf.grad(grads).map(values)));
+        let out = f(x + zero);
+        self.outputs.push(values(out.clone()));
+        out
+    }
+
+    /// The layer record of one step: `{"step", "names", "outputs", "input_grads"}`, read from
+    /// the step's gradients before they become the parameters' gradients.
+    pub fn record(self, step: usize, names: &[&str], grads: &Gradients) -> Result<Value, String> {
+        assert_eq!(self.outputs.len(), names.len(), "one output per layer");
+        assert_eq!(self.leaves.len(), names.len(), "one input per layer");
+        let input_grads = self
+            .leaves
+            .iter()
+            .zip(names)
+            .map(|(leaf, name)| {
+                leaf(grads).ok_or_else(|| format!("no gradient for the input of layer {name}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(serde_json::json!({
+            "step": step,
+            "names": names,
+            "outputs": self.outputs.iter().map(|v| crate::runfile::floats(v)).collect::<Vec<_>>(),
+            "input_grads": input_grads.iter().map(|v| crate::runfile::floats(v)).collect::<Vec<_>>(),
+        }))
+    }
+}
