@@ -19,7 +19,7 @@ import pytest
 
 from conftest import python_module
 from pipeline_helpers import EXPERIMENTS
-from torch_burn_parity.judgement import judge
+from torch_burn_parity.judgement import judge, step_one
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.models.model_specs import CNN1D
 from torch_burn_parity.report import verdict_text as vt
@@ -82,7 +82,7 @@ def synthetic(steps: int = 5, shift: float = 0.0, diverge_at: int | None = None)
                 "trajectory": {"params": {n: v.tolist() for n, v in params.items()},
                                "grads": {n: v.tolist() for n, v in params.items()}},
                 "meta": {"model": "cnn1d", "optimizer": "sgd", "schedule": {"kind": "constant"},
-                         "clip_grad": None},
+                         "clip_grad": None, "hyperparameters": {"lr": 0.1}},
             }  # fmt: skip
     gaps = {
         "f64_f64": np.r_[0.0, np.full(steps - 1, shift)],
@@ -109,7 +109,12 @@ def synthetic(steps: int = 5, shift: float = 0.0, diverge_at: int | None = None)
             }
         ),  # fmt: skip
         "layers": None,
-    }
+        "probe": pd.DataFrame(
+            [{"framework": fw, "dtype": dt, "parameter": "fc.weight[1,19]", "initial": 0.066,
+              "grad": 1e-3, "update": -1e-4, "grad_rel_err": 1e-6, "update_diff": 0.0}
+             for fw in ("torch", "burn") for dt in ("f32", "f64")]
+        ),
+    }  # fmt: skip
     return tables, runs
 
 
@@ -331,3 +336,40 @@ def test_a_non_finite_gap_leaves_the_ratio_unknown():
     tables["steps"].loc[3, "f64_f64"] = np.nan
     record = judge.judge_experiment("x", tables, runs, tol_f32=1e-6)
     assert record.verdict == vd.DIVERGED and np.isnan(record.gap_over_floor)
+
+
+# --------------------------------------------------------------------------- the step-1 probe
+
+FEW_DIGITS = 1e-3  # a relative f32 gradient error above this keeps few correct digits
+SAME_STEP = (0.99, 1.01)  # Burn's f64 update over PyTorch's, the same step
+FULL_STEP = 0.05  # Adam's first update within 5 % of lr
+TINY_GRADIENT = 100 * 2.0**-23
+
+
+def probed(rel: float = 1e-6, burn_update: float = -1e-4, torch_update: float = -1e-4,
+           grad: float = 1e-3, optimizer: str = "sgd", lr: float = 0.01) -> dict:  # fmt: skip
+    tables, runs = synthetic()
+    frame = tables["probe"]
+    frame["grad"], frame["grad_rel_err"] = grad, np.where(frame["dtype"] == "f32", rel, 0.0)
+    frame["update"] = np.where(frame["framework"] == "burn", burn_update, torch_update)
+    meta = runs["torch", "f64"]["meta"]
+    meta.update(optimizer=optimizer, hyperparameters={"lr": lr, "eps": 1e-8})
+    return step_one.probe_judgement(frame, runs["torch", "f64"])
+
+
+def test_the_probes_thresholds_on_both_sides_of_their_edges():
+    assert not probed(rel=FEW_DIGITS)["few_digits"] and probed(rel=past(FEW_DIGITS))["few_digits"]
+    low, high = SAME_STEP  # a PyTorch update of -1 makes the ratio exact
+    assert probed(torch_update=-1.0, burn_update=-low)["same_step"]
+    assert probed(torch_update=-1.0, burn_update=-high)["same_step"]
+    assert not probed(torch_update=-1.0, burn_update=past(-high, -np.inf))["same_step"]
+    assert not probed(torch_update=-1.0, burn_update=past(-low))["same_step"]
+    assert not probed(burn_update=0.0)["same_step"]  # a framework that does not move it
+    full = dict(optimizer="adam", lr=100.0)  # |u| − lr exact at 105 and 95
+    assert probed(torch_update=-100 * (1 + FULL_STEP), **full)["full_step"]
+    assert probed(torch_update=-100 * (1 - FULL_STEP), **full)["full_step"]
+    assert not probed(torch_update=past(-100 * (1 + FULL_STEP), -np.inf), **full)["full_step"]
+    assert not probed(torch_update=past(-100 * (1 - FULL_STEP)), **full)["full_step"]
+    assert not probed(torch_update=-100.0, optimizer="sgd", lr=100.0)["full_step"]
+    assert probed(grad=past(TINY_GRADIENT, -np.inf))["tiny_gradient"]
+    assert not probed(grad=TINY_GRADIENT)["tiny_gradient"]

@@ -336,7 +336,7 @@ def cnn_bn_results(
 def rejudge(x) -> None:
     """Judge an experiment again from its tables as the test has changed them."""
     tables = {"steps": x.steps, "replay": x.replay, "counterfactual": x.counterfactual,
-              "config_diff": x.config_diff, "layers": x.layers}  # fmt: skip
+              "config_diff": x.config_diff, "layers": x.layers, "probe": x.probe}  # fmt: skip
     x.record = asdict(judge.judge_experiment(x.name, tables, x.runs, x.tolerances["f32"]))
     x.verdict = judge.verdict_of(x.record)
 
@@ -574,6 +574,7 @@ def set_probe(x, grad: float, rel: float, update: float, optimizer: str = "sgd")
 def test_a_probed_gradient_of_rounding_noise_is_not_compared(tmp_path):
     x = cnn_bn_results(tmp_path)
     set_probe(x, 2.7e-19, 8.6e8, 0.0)
+    rejudge(x)
     text = readings.probe_reading(x)
     assert (
         "That is rounding noise: at most 64 f64 ulps of the largest |f64 gradient| of its" in text
@@ -585,6 +586,7 @@ def test_a_probed_gradient_of_rounding_noise_is_not_compared(tmp_path):
 def test_the_probe_never_divides_by_a_zero_update(tmp_path):
     x = cnn_bn_results(tmp_path)
     set_probe(x, 1e-3, 1e-5, 0.0)
+    rejudge(x)
     text = readings.probe_reading(x)
     assert "Neither framework moves it in f64: nothing to compare." in text
     assert "×" not in text and "inf" not in text
@@ -593,16 +595,20 @@ def test_the_probe_never_divides_by_a_zero_update(tmp_path):
 def test_the_probes_fixed_clauses_follow_the_numbers(tmp_path):
     x = cnn_bn_results(tmp_path)
     set_probe(x, 1e-3, 1e-5, -1e-4)
+    rejudge(x)
     text = readings.probe_reading(x)
     assert "ordinary f32 accumulation error." in text and "few correct" not in text
     set_probe(x, 1e-3, 5e-3, -1e-4)
+    rejudge(x)
     assert "terms that nearly cancel keeps few correct f32 digits" in readings.probe_reading(x)
     # Adam's full first step: "although the gradient is tiny" only for a tiny gradient
     set_probe(x, 1.6e-3, 1e-5, -0.01, optimizer="adam")
+    rejudge(x)
     text = readings.probe_reading(x)
     assert "That is 1.000 of a full step of lr = 0.01: adam's first update" in text
     assert "tiny" not in text
     set_probe(x, 1e-6, 4e-3, -0.0099, optimizer="adam")
+    rejudge(x)
     assert "of lr = 0.01 although the gradient is tiny: adam's" in readings.probe_reading(x)
 
 

@@ -35,6 +35,7 @@ from torch_burn_parity.io.parity_io import (
     write_text_atomic,
 )
 from torch_burn_parity.judgement import verdict as vd
+from torch_burn_parity.judgement.step_one import loss_judgement, probe_judgement
 from torch_burn_parity.models.model_specs import model_of
 
 # A gap more than FAR_ABOVE times its floor is "far above" it.
@@ -243,6 +244,8 @@ class Record:
     unexplained_start: str | None  # where no replay follows the gap any more
     entry: dict | None  # the layer where it enters, when before the update
     buffers_cause: dict | None
+    probe: dict | None  # the step-1 probe's judgements (step_one.py), when probed
+    losses: dict  # the last train-mode and the eval-mode f64 losses apart
     divergence: list[dict] = field(default_factory=list)
 
 
@@ -250,7 +253,8 @@ def judge_experiment(
     name: str, tables: dict[str, pd.DataFrame | None], runs: dict, tol_f32: float
 ) -> Record:
     """The record of one experiment from its tables (steps, replay, counterfactual,
-    config_diff, layers or None) and its four run blocks keyed (framework, dtype)."""
+    config_diff, layers or None, probe or None) and its four run blocks keyed
+    (framework, dtype)."""
     steps, replay, counterfactual = tables["steps"], tables["replay"], tables["counterfactual"]
     torch64, burn64 = runs["torch", "f64"], runs["burn", "f64"]
     verdict, causes = judge(steps, replay, counterfactual, tables["config_diff"], torch64, burn64)
@@ -289,6 +293,10 @@ def judge_experiment(
         unexplained_start=unexplained_start(steps, replay, counterfactual),
         entry=entry_layer(tables.get("layers")),
         buffers_cause=buffers_cause(verdict, counterfactual, torch64, burn64),
+        probe=probe_judgement(tables["probe"], torch64)
+        if tables.get("probe") is not None
+        else None,
+        losses=loss_judgement(steps, torch64, burn64),
         divergence=diverged,
     )
 
@@ -331,6 +339,7 @@ def read_tables(
         "counterfactual": read("counterfactual"),
         "config_diff": read("config_diff", keep_default_na=False),
         "layers": read("layers") if layers else None,
+        "probe": read("probe"),
     }
     for kind in PER_STEP:
         rows = len(found[kind])

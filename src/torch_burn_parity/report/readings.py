@@ -12,9 +12,6 @@ import numpy as np
 import pandas as pd
 
 from torch_burn_parity.analysis import probe
-from torch_burn_parity.analysis.gaps import (
-    flat_names,
-)
 from torch_burn_parity.io.parity_io import FRAMEWORK_NAMES as NAMES
 from torch_burn_parity.io.parity_io import RUNS
 from torch_burn_parity.judgement import verdict as vd
@@ -23,15 +20,6 @@ from torch_burn_parity.report.verdict_text import e
 
 if TYPE_CHECKING:
     from torch_burn_parity.report.experiment import Experiment
-
-
-# The probe's sentences: a relative f32 gradient error above FEW_DIGITS is "few correct
-# digits" (cancellation), under it ordinary accumulation error; a gradient under
-# TINY_GRADIENT (100 f32 ulps of 1) is "tiny" beside Adam's full first step.
-FEW_DIGITS = 1e-3
-
-
-TINY_GRADIENT = 100 * 2.0**-23
 
 
 def eval_reading(x: Experiment) -> str:
@@ -49,18 +37,12 @@ def eval_reading(x: Experiment) -> str:
             "eval-mode loss": f"{evaluated[fw, dt]:.8g}",
             "eval-mode correct": f"{final['correct']} of {len(final['predictions'])}",
         })  # fmt: skip
-    d_train = abs(loss["torch", "f64"] - loss["burn", "f64"])
-    d_eval = abs(evaluated["torch", "f64"] - evaluated["burn", "f64"])
+    losses = x.record["losses"]  # judged in judgement/step_one.py
+    d_train, d_eval, floor = losses["d_train"], losses["d_eval"], losses["floor"]
     correct = {fw: x.runs[fw, "f64"]["final"]["correct"] for fw in ("torch", "burn")}
     counts = f"in eval mode PyTorch gets {correct['torch']} right, Burn {correct['burn']}."
     intro = f"\n\nIn f64, PyTorch's and Burn's losses at the last step, {n}, in train mode"
-    # The floor of a loss: the experiment's rounding floor at that step, or 64 f64 ulps
-    # of the loss itself, whichever is larger (layers_table.floor_of's minimum).
-    floor = max(
-        float(vd.rounding_floor(x.steps["torch_f64"], x.steps["burn_f64"])[n - 1]),
-        vd.ABSOLUTE_FLOOR * max(abs(loss["torch", "f64"]), abs(loss["burn", "f64"])),
-    )
-    if d_train <= floor:
+    if losses["agree"]:
         only = (
             ": only the running statistics separate them"
             if x.verdict.split and x.verdict.split.scope == vd.EVALUATION
@@ -98,7 +80,8 @@ def probe_reading(x: Experiment) -> str:
         f" f64 gradient of {row['torch', 'f64']['grad']:.4g} in PyTorch and"
         f" {row['burn', 'f64']['grad']:.4g} in Burn."
     ]
-    noise = gradient_noise(x, name)
+    judged = x.record["probe"]  # judged in judgement/step_one.py
+    noise = judged["noise"]
     if noise:
         text.append(
             f"That is rounding noise: at most {probe.NOISE_ULPS} f64 ulps of the largest"
@@ -112,7 +95,7 @@ def probe_reading(x: Experiment) -> str:
         " (Burn) relative to their own f64 gradient: "
         + (
             "a small gradient made of terms that nearly cancel keeps few correct f32 digits."
-            if max(rel.values()) > FEW_DIGITS
+            if judged["few_digits"]
             else "ordinary f32 accumulation error."
         ),
         f"Its update (parameter after step 1 minus the initial value) is"
@@ -130,7 +113,7 @@ def probe_reading(x: Experiment) -> str:
             )
         return " ".join(text)
     ratio = u["burn", "f64"] / u["torch", "f64"]
-    if not 0.99 <= ratio <= 1.01:
+    if not judged["same_step"]:
         text.append(
             f"Burn's update is {ratio:.3g}× PyTorch's: the two frameworks do not take the"
             " same step from the same gradient, which rounding cannot do — look for a"
@@ -146,14 +129,13 @@ def probe_reading(x: Experiment) -> str:
             " update uses the clipped ones, and the frameworks clip differently (the"
             " config diff's clipping scope)."
         )
-    adam_like = x.optimizer in ("adam", "adamw")
-    if adam_like and not clip and abs(abs(u["torch", "f64"]) - lr) <= 0.05 * lr:
+    if judged["full_step"]:
         decay = (
             " (AdamW first decays the parameter by lr·weight_decay·p, included here)"
             if x.optimizer == "adamw" and hp.get("weight_decay")
             else ""
         )
-        tiny = " although the gradient is tiny" if g < TINY_GRADIENT else ""
+        tiny = " although the gradient is tiny" if judged["tiny_gradient"] else ""
         text.append(
             f"That is {abs(u['torch', 'f64']) / lr:.3f} of a full step of lr = {lr:g}{tiny}:"
             f" {x.optimizer}'s first update is −lr·g/(|g| + ε){decay}, which depends on"
@@ -167,7 +149,7 @@ def probe_reading(x: Experiment) -> str:
         )
     diffs = {fw: abs(u[fw, "f32"] - u[fw, "f64"]) for fw in ("torch", "burn")}
     same32 = u["torch", "f32"] == u["burn", "f32"]
-    if max(diffs.values()) <= ulp:
+    if judged["within_ulp"]:
         text.append(
             f"In f32 the stored update moves in steps of the parameter's f32 ulp ({e(ulp)}),"
             f" and both frameworks' f32 updates are within one ulp of the f64 update"
@@ -189,16 +171,3 @@ def probe_reading(x: Experiment) -> str:
             f" {diffs['torch'] / column:.0%} of the `torch-f64` gap at step 1 ({e(column)})."
         )
     return " ".join(text)
-
-
-def gradient_noise(x: Experiment, label: str) -> float:
-    """When PyTorch's f64 step-1 gradient of the probed element is rounding noise
-    (probe.rounding_noise: at most NOISE_ULPS f64 ulps of its tensor's largest |gradient|),
-    that largest |gradient|; else 0."""
-    tensor = label.split("[")[0]
-    grads = x.runs["torch", "f64"]["trajectory"]["grads"].get(tensor)
-    if grads is None:
-        return 0.0
-    g = np.abs(np.asarray(grads[0], dtype=np.float64).ravel())
-    column = flat_names({tensor: x.shapes[tensor]}).index(label)
-    return float(g.max()) if probe.rounding_noise(g)[column] else 0.0
