@@ -48,7 +48,11 @@ def crate_files(root: Path) -> list[str]:
 
 
 def package_files(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in (root / SRC / PACKAGE).rglob("*.py"))
+    """Every file of the package: its modules and the data they read (templates)."""
+    files = (root / SRC / PACKAGE).rglob("*")
+    return sorted(
+        str(p.relative_to(root)) for p in files if p.is_file() and "__pycache__" not in p.parts
+    )
 
 
 # Collected from the project itself: a new module or source file gets its own test case.
@@ -81,8 +85,21 @@ def direct_imports(root: Path, path: Path) -> frozenset[str]:
     return frozenset(n for n in found if n.split(".")[0] == PACKAGE and file_of(root, n))
 
 
+@cache
+def data_of(path: Path) -> frozenset[str]:
+    """Files in folders beside a module that the module names in a string ("templates")."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
+            folder = path.parent / node.value
+            if node.value.isidentifier() and folder.is_dir() and not node.value.startswith("_"):
+                found |= {str(f) for f in folder.rglob("*") if f.is_file()}
+    return frozenset(found)
+
+
 def imports_of(root: Path, dotted: str) -> set[str]:
-    """The files a module runs code from: its own, and what it imports, directly or not."""
+    """The files a module runs code from: its own, what it imports, directly or not, and
+    the data folders each of them names."""
     parts = dotted.split(".")
     found = {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
     todo = list(found)
@@ -90,7 +107,9 @@ def imports_of(root: Path, dotted: str) -> set[str]:
         for name in direct_imports(root, file_of(root, todo.pop())) - found:
             found.add(name)
             todo.append(name)
-    return {str(file_of(root, n).relative_to(root)) for n in found}
+    files = {file_of(root, n) for n in found}
+    data = {Path(f) for path in files for f in data_of(path)}
+    return {str(f.relative_to(root)) for f in files | data}
 
 
 # How rules start their modules (`python -m torch_burn_parity.tooling.warm MODULE ARGS`):

@@ -33,51 +33,20 @@ from torch_burn_parity.report.markdown import md_table
 from torch_burn_parity.report.summaries import FULL_SECTIONS_UP_TO, bias_section, sweep_section
 from torch_burn_parity.report.what_was_run import hyperparameter_table, provenance_lines
 
-# How to read the tables of an experiment's section: said once, true of every section.
-READING_GUIDE = """## How to read an experiment's section
-
-- **Config diff**: each hyperparameter as the framework will hold it, the schedule as each
-  computes it and the clipping scope: `same`, `f32 storage` (Burn keeps the f32 rounding of
-  the value), `differs` (a different value or rule), `precision` (the same formula evaluated
-  at another precision), `formula` (the same quantity at the same precision by different
-  arithmetic, e.g. a recursive and a closed-form schedule: apart by rounding only), `unused`
-  (not used by this setting).
-- **Compare (losses and final values)**: the original `compare` script's output, side by
-  side for f32 and f64: `max|diff|` between PyTorch and Burn for every step's loss, the
-  final loss and correct count, and each final parameter tensor, then the worst against the
-  tolerance of that dtype.
-- **Gaps step by step**: each gap is max |Δ| over all parameters after the step; `first step
-  above tolerance` is the first step over that dtype's tolerance (not the rounding floor),
-  growth the last step over step 1.
-  In the per-step table, `|dloss|` = |torch loss − burn loss| (f32 batch losses),
-  `max|dparam|` torch f32 vs burn f32, `torch-f64` torch f32 vs torch f64, `burn-f64` burn
-  f32 vs burn f64, `f64-f64` torch f64 vs burn f64.
-- **Plots**: the four gaps on a log scale with the tolerances and the rounding floor (grey
-  band); |Δloss| per step on a log scale, with the two loss curves below.
-- **Replay and counterfactual**: per step, `|dloss|` and `max|dparam|` between the replay
-  and the run it reproduces, and `where` the largest parameter gap is.
-- **Gradient probe**: one parameter's step-1 gradient and update (parameter after step 1
-  minus its initial value) in both frameworks and precisions; the error columns compare
-  each row with the same framework's f64 row.
-"""
+TEMPLATES = Path(__file__).with_name("templates")
 
 
-LAYERS_GUIDE = """- **Where the difference enters**: at each probe step, every quantity of the step
-  in the order it is computed — each layer's output (forward), the loss, each layer's input
-  gradient and each parameter's gradient (backward), each parameter and buffer after the
-  step (update) — torch vs burn in f32 and in f64, each against a rounding floor of its own
-  (verdict.py's rule applied to that quantity, its minimum of 64 f64 ulps scaled by the
-  quantity's largest |f64 value|); the sentence names the first quantity whose f64
-  difference leaves it, the others of that step and phase that leave theirs, and the
-  largest f64 difference of that step when it is elsewhere. For a model with buffers, the
-  last train-mode loss beside the final eval-mode loss and correct count.
-"""
-BUFFERS_GUIDE = """- **A model with buffers** (BatchNorm's running mean and variance): the gaps
-  cover the buffers as well as the parameters. Training moves the parameters (a train-mode
-  forward normalizes with each batch's own statistics); the buffers are updated alongside
-  and only an eval-mode forward reads them. The verdict says which of the two leaves the
-  rounding floor, and `final` (loss, correct) is an eval-mode evaluation.
-"""
+def render(template: str, **context) -> str:
+    """A template of report/templates/ filled in: the prose is there, the numbers here."""
+    import jinja2
+
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,  # a missing value is an error, never a blank
+        autoescape=False,  # Markdown, not HTML
+    )
+    return environment.get_template(template).render(**context)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -162,59 +131,31 @@ def build(args: argparse.Namespace) -> str:
             if (f := run["meta"].get("fault"))
         }
     )
-    what = what_was_trained(sorted({x.model for x in experiments}))
-    parts = [
-        "# PyTorch ↔ Burn training parity\n",
-        f"{what}, trained from the same data and initial weights by PyTorch and by"
-        f" Burn, {config['steps']} steps per run (batches of {config['batch_size']} in rotation),"
-        " in f32 and in f64. Every number below is computed from this pipeline run.\n",
-        *(
-            [
-                "**Warning: faults were injected on purpose (PARITY_FAULT) into "
-                + "; ".join(faults)
-                + ". The verdicts below judge those faults, not the frameworks.**\n"
-            ]
-            if faults
-            else []
-        ),
-        atlas_section(experiments) if len({x.optimizer for x in experiments}) > 1 else "",
-        "## Verdicts\n",
-        summary + "\n",
-        "How to read this: the f64 runs of the two frameworks should differ only by f64"
-        " rounding. `f64 gap (max over steps)` is the largest torch-f64 vs burn-f64 parameter"
-        " gap after any step; `compare … (worst key)` is the original `compare` script's"
-        " worst difference over its keys: the per-step losses, the final loss, the correct count"
-        " (a difference in samples, not in values) and the final parameters. The `rounding"
-        " floor` is an estimate of what f64"
-        f" rounding can explain: f64 rounds 2²⁹ times more finely than f32, so {vd.SAFETY:g} ×"
-        " 2⁻²⁹ × the larger of the two frameworks' own f32-vs-f64 gaps (a running maximum), the"
-        f" factor {vd.SAFETY:g} leaving room for the frameworks' different order of operations,"
-        f" and never below {vd.ABSOLUTE_FLOOR:.2g} (64 f64 ulps of 1). A gap above the floor is"
-        " an algorithmic difference; it is *explained* when the replays of Burn's update rule"
-        " (`replays leave`: the largest gap the replay and the counterfactual leave) close it,"
-        " and its causes are shared out by measurement (see each experiment). These figures"
-        " come from the CPU path named under What depends on your CPU: on another CPU the"
-        " figures that are rounding (the f32 columns, an f64 gap of a rounding verdict, the"
-        " floor) can come out several times larger or smaller.\n",
-        "## What was run\n",
-        *provenance_lines(info, experiments),
-        "",
-        hyperparameter_table(config, effective["tolerances"], summarised) + "\n",
-        cpu_section(
+    return render(
+        "report.md.j2",
+        what=what_was_trained(sorted({x.model for x in experiments})),
+        steps=config["steps"],
+        batch_size=config["batch_size"],
+        faults="; ".join(faults),
+        atlas=atlas_section(experiments) if len({x.optimizer for x in experiments}) > 1 else "",
+        summary=summary,
+        safety=f"{vd.SAFETY:g}",
+        absolute_floor=f"{vd.ABSOLUTE_FLOOR:.2g}",
+        provenance="\n".join(provenance_lines(info, experiments)),
+        hyperparameters=hyperparameter_table(config, effective["tolerances"], summarised),
+        cpu=cpu_section(
             [run["meta"] for x in experiments for run in x.runs.values()],
             max(
                 (x.verdict.f64_gap for x in experiments if x.verdict.label == vd.EQUIVALENT),
                 default=None,
             ),
         ),
-        READING_GUIDE
-        + (LAYERS_GUIDE if any(x.has_layers for x in experiments) else "")
-        + (BUFFERS_GUIDE if any(x.buffer_names for x in experiments) else ""),
-        *sweep_parts,
-        *[x.section(shown) for x in experiments],
-        bias_section(args.results, config["report_steps"]),
-    ]
-    return "\n".join(parts)
+        layers=any(x.has_layers for x in experiments),
+        buffers=any(x.buffer_names for x in experiments),
+        sweeps=sweep_parts,
+        sections=[x.section(shown) for x in experiments],
+        bias=bias_section(args.results, config["report_steps"]),
+    )
 
 
 if __name__ == "__main__":

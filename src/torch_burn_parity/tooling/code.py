@@ -1,4 +1,5 @@
-"""The source files a module runs: itself and every module of this package it imports.
+"""The source files a module runs: itself, every module of this package it imports, and
+the data folders it names (a string naming a folder beside it: report.py's "templates").
 
 The workflow's rules list these as inputs, so editing a module reruns exactly the jobs that
 run code importing it (directly or through another module) and nothing else. Read from
@@ -45,6 +46,18 @@ def imported_modules(path: Path, src: Path = SRC) -> frozenset[str]:
     return frozenset(n for n in ours if module_path(n, src).is_file())
 
 
+@cache
+def data_files(path: Path) -> tuple[Path, ...]:
+    """The files of the folders beside `path` that it names in a string constant."""
+    found: list[Path] = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
+            folder = path.parent / node.value
+            if node.value.isidentifier() and folder.is_dir() and not node.value.startswith("_"):
+                found += sorted(f for f in folder.rglob("*") if f.is_file())
+    return tuple(found)
+
+
 def module_files(*modules: str, src: Path = SRC) -> list[str]:
     """Every file that running these modules reads code from, relative to src's parent.
 
@@ -65,4 +78,6 @@ def module_files(*modules: str, src: Path = SRC) -> list[str]:
         todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # its packages
         todo += imported_modules(path, src)
     root = src.parent
-    return sorted(str(module_path(n, src).relative_to(root)) for n in seen)
+    paths = {module_path(n, src) for n in seen}
+    paths |= {f for path in list(paths) for f in data_files(path)}
+    return sorted(str(p.relative_to(root)) for p in paths)
