@@ -373,3 +373,33 @@ def test_the_probes_thresholds_on_both_sides_of_their_edges():
     assert not probed(torch_update=-100.0, optimizer="sgd", lr=100.0)["full_step"]
     assert probed(grad=past(TINY_GRADIENT, -np.inf))["tiny_gradient"]
     assert not probed(grad=TINY_GRADIENT)["tiny_gradient"]
+
+
+def test_the_causes_name_the_differing_values_what_burn_holds_in_f32_and_its_factors():
+    tables, runs = synthetic(shift=1e-9)
+    tables["config_diff"] = pd.DataFrame(
+        {"hyperparameter": ["lr", "eps", "betas", "bias-correction factors", "schedule"],
+         "torch": ["0.1", "1e-08", "[0.9, 0.999]", "f64", "constant"],
+         "burn": ["0.1", "1e-05", "[0.9, 0.999]", "f32", "constant"],
+         "status": ["same", "differs", "f32 storage", "precision", "differs"],
+         "note": [""] * 5}
+    )  # fmt: skip
+    # Burn's values alone move PyTorch's run by a quarter of the gap; its f32 factors the rest
+    tables["counterfactual"]["dparam_held_f64"] = tables["steps"]["f64_f64"] / 4
+    record = judge.judge_experiment("x", tables, runs, tol_f32=1e-6)
+    assert record.verdict == vd.EXPLAINED
+    assert record.causes == [
+        {"cause": "Burn's f32 evaluation of its per-step Adam factors", "share": 0.75,
+         "how": "the remainder"},
+        {"cause": "config diff: eps (torch 1e-08, burn 1e-05), with f32 storage of betas",
+         "share": 0.25, "how": "measured"},
+    ]  # fmt: skip
+    assert record.cause == (
+        "Burn's f32 evaluation of its per-step Adam factors (75.0% of the gap, the remainder);"
+        " config diff: eps (torch 1e-08, burn 1e-05), with f32 storage of betas (25.0% of the"
+        " gap, measured)"
+    )
+    # without per-step factors the remainder is Burn's f32 arithmetic in its update
+    tables["config_diff"] = tables["config_diff"].iloc[[0, 1, 2]]
+    record = judge.judge_experiment("x", tables, runs, tol_f32=1e-6)
+    assert record.causes[0]["cause"] == "Burn's f32 arithmetic in its update"

@@ -1,0 +1,90 @@
+"""config/resolve.py: one experiment resolved into the spec both trainers run, and read back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import ADAM, SGD
+from torch_burn_parity.config import resolve
+from torch_burn_parity.config.parity_config import ConfigError
+
+
+def config(**experiments) -> dict:
+    return {"steps": 3, "batch_size": 16, "experiments": experiments or {"e": ADAM}}
+
+
+def refused(cfg: dict, name: str = "e") -> str:
+    with pytest.raises(ConfigError) as error:
+        resolve.experiment_spec(cfg, name)
+    return str(error.value)
+
+
+def test_a_resolved_spec_holds_every_key_with_the_defaults_filled_in():
+    spec = resolve.experiment_spec(config(e=dict(ADAM, keep_defaults={"burn": ["eps"]})), "e")
+    assert list(spec) == list(resolve.SPEC_KEYS)
+    assert spec["hyperparameters"] == {**{k: v for k, v in ADAM.items() if k != "optimizer"},
+                                       "amsgrad": False}  # fmt: skip
+    assert spec["keep_defaults"] == {"torch": [], "burn": ["eps"]}
+    assert spec["requested"]["torch"]["eps"] == 1e-8 and spec["requested"]["burn"]["eps"] == 1e-5
+    assert (spec["cpu_path"], spec["threads"], spec["probe_steps"]) == ("native", 1, [1])
+    assert spec["schedule"] == {"kind": "constant"} and spec["clip_grad"] is None
+    assert resolve.experiment_spec(dict(config(), cpu_path="avx2"), "e")["cpu_path"] == "avx2"
+
+
+def test_a_one_step_run_is_a_run():
+    assert resolve.experiment_spec(dict(config(), steps=1), "e")["steps"] == 1
+    assert refused(dict(config(), steps=0)).startswith("steps: must be a positive integer")
+
+
+@pytest.mark.parametrize(
+    ("experiments", "name", "message"),
+    [
+        ({"e": ADAM}, "x", "unknown experiment 'x' (config has ['e'])"),
+        ({"e": dict(ADAM, optimizer="lion")}, "e",
+         "experiments.e.optimizer: unknown optimizer 'lion' (known: sgd, adam, adamw, adagrad,"
+         " rmsprop)"),
+        ({"e": dict(SGD, nesterov=1)}, "e",
+         "experiments.e.nesterov: expected true or false, got 1"),
+        ({"e": dict(SGD, lr=True)}, "e", "experiments.e.lr: expected a number, got True"),
+        ({"e": dict(ADAM, keep_defaults={"jax": ["eps"]})}, "e",
+         "experiments.e.keep_defaults: unknown framework 'jax'"),
+        ({"e": dict(ADAM, probe_steps=[4])}, "e", "experiments.e.probe_steps"),
+    ],
+)  # fmt: skip
+def test_what_cannot_be_resolved_is_named(experiments, name, message):
+    assert refused(config(**experiments), name).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda text: text[:-3], "not a spec ("),
+        (lambda text: json.dumps({"name": "e"}), "not a resolved spec (missing optimizer,"),
+        (lambda text: text.replace('"optimizer": "adam"', '"optimizer": "lion"'),
+         "unknown optimizer 'lion' (known: sgd, adam, adamw, adagrad, rmsprop)"),
+        (lambda text: text.replace('"eps": 1e-08,', ""), "hyperparameters of adam: missing eps"),
+    ],
+)  # fmt: skip
+def test_read_spec_names_the_file_and_the_problem(tmp_path, change, message):
+    path = tmp_path / "e.json"
+    path.write_text(change(json.dumps(resolve.experiment_spec(config(), "e"))))
+    with pytest.raises(ConfigError) as error:
+        resolve.read_spec(path)
+    assert str(error.value).startswith(f"{path}: {message}")
+    with pytest.raises(ConfigError, match="spec file not found"):
+        resolve.read_spec(tmp_path / "absent.json")
+
+
+def test_main_writes_the_spec_to_a_file_or_standard_output(tmp_path, capsys):
+    source = tmp_path / "config.json"
+    source.write_text(json.dumps(config()))
+    out = tmp_path / "specs" / "e.json"
+    resolve.main([str(source), "e", "--out", str(out)])
+    assert resolve.read_spec(out) == resolve.experiment_spec(config(), "e")
+    resolve.main([str(source), "e"])
+    assert json.loads(capsys.readouterr().out) == resolve.experiment_spec(config(), "e")
+    with pytest.raises(SystemExit) as stop:
+        resolve.main([str(source), "x"])
+    assert str(stop.value) == "resolve: unknown experiment 'x' (config has ['e'])"
