@@ -451,3 +451,42 @@ def test_runs_from_different_cpus_get_a_note_on_stderr(tmp_path):
     note = run(here, seed_b).stderr
     assert f"{seed_b} does not record the CPU it ran on" in note
     assert run(here, other).stdout == run(here, same).stdout  # the compare output is unchanged
+
+
+# --------------------------------------------------------------------------- the CPU note
+
+
+def on(model: str | None, simd: tuple[str, ...] = ("avx2", "fma")) -> dict:
+    meta = {} if model is None else {"cpu": {"model": model, "simd": list(simd)}}
+    return {"e": {"meta": meta}}
+
+
+def test_runs_from_one_cpu_or_one_file_get_no_note():
+    assert compare.cpu_note(on("Xeon"), on("Xeon"), "a.json", "b.json") is None
+    assert compare.cpu_note(on(None), on(None), "a.json", "a.json") is None  # the same file
+
+
+def test_runs_from_two_cpus_are_named_with_each_cpu():
+    note = compare.cpu_note(on("Xeon"), on("EPYC", ("avx2",)), "a.json", "b.json")
+    assert note == (
+        "compare: note: the runs came from different CPUs (a.json: Xeon; avx2 fma; b.json:"
+        " EPYC; avx2); the differences may include each CPU's own rounding"
+    )
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "said"),
+    [
+        (None, "Xeon", "a.json does not record the CPU it ran on"),
+        ("Xeon", None, "b.json does not record the CPU it ran on"),
+        (None, None, "a.json and b.json do not record the CPUs they ran on"),
+    ],
+)
+def test_a_run_that_does_not_say_its_cpu_is_named(a, b, said):
+    note = compare.cpu_note(on(a), on(b), "a.json", "b.json")
+    assert note == f"compare: note: {said}; the differences may include each CPU's own rounding"
+
+
+def test_the_cpu_of_a_run_is_its_first_experiments():
+    assert compare.run_cpu(on("Xeon", ("sse4_2",))) == "Xeon; sse4_2"
+    assert compare.run_cpu({}) is None and compare.run_cpu({"e": "not a block"}) is None

@@ -348,3 +348,20 @@ def test_the_estimator_row_is_measured_by_its_own_variant_not_as_a_held_value():
     assert v.measured_apart(rows[0])
     found = v.causes(1.0, 0.0, rows, [], ARITHMETIC, [("the estimator", 1.0)])
     assert found == [("the estimator", 1.0, "measured")]
+
+
+def test_the_schedule_is_named_from_either_run_and_the_lrs_compared_at_every_step():
+    # PyTorch's run names its class and kind; Burn's run records its kind only
+    step = {"kind": "step", "class": "StepLR"}
+    assert v.schedule_cause(run_block([0.5, 0.25], step), {"lrs": [0.5, 0.25], "meta": {}}) == (
+        "the schedule: PyTorch's recursive StepLR and Burn's closed form give the same lrs"
+    )
+    # a PyTorch run that records no schedule: the kind comes from Burn's
+    unnamed = {"lrs": [0.5, 0.25], "meta": {"schedule": None}}
+    assert v.schedule_cause(unnamed, run_block([0.5, 0.25], {"kind": "exponential"})) == (
+        "the schedule: PyTorch's recursive exponential schedule and Burn's recursion seeded"
+        " with initial/γ give the same lrs"
+    )
+    # lrs equal but for one step, and a step where both are 0 (no division by 0)
+    assert v.lr_difference([0.0, 0.5, 0.25], [0.0, 0.5, 0.2]) == pytest.approx(0.2)
+    assert v.lr_difference([0.0], [0.0]) == 0.0 and v.lr_difference([], []) == 0.0
