@@ -403,3 +403,53 @@ def test_the_causes_name_the_differing_values_what_burn_holds_in_f32_and_its_fac
     tables["config_diff"] = tables["config_diff"].iloc[[0, 1, 2]]
     record = judge.judge_experiment("x", tables, runs, tol_f32=1e-6)
     assert record.causes[0]["cause"] == "Burn's f32 arithmetic in its update"
+
+
+def test_the_probe_judgement_reads_its_own_rows():
+    judged = probed()
+    assert judged["parameter"] == "fc.weight[1,19]" and judged["noise"] == 0.0
+    # one framework does not move it: not the same step, whatever the other does
+    assert not probed(torch_update=0.0, burn_update=-1e-4)["same_step"]
+    # a full step of AdamW too, but never a clipped one
+    assert probed(torch_update=-100.0, optimizer="adamw", lr=100.0)["full_step"]
+    tables, runs = synthetic()
+    frame = tables["probe"]
+    frame["update"] = -100.0
+    meta = runs["torch", "f64"]["meta"]
+    meta.update(optimizer="adam", hyperparameters={"lr": 100.0}, clip_grad={"norm": 1.0})
+    assert not step_one.probe_judgement(frame, runs["torch", "f64"])["full_step"]
+
+
+def test_an_f32_update_one_ulp_off_the_f64_one_is_within_it():
+    tables, runs = synthetic()
+    frame = tables["probe"]
+    ulp = float(np.spacing(np.float32(0.066)))  # the probed parameter's initial value
+    f32 = frame["dtype"] == "f32"
+    frame.loc[~f32, "update"] = -1e-4
+    frame.loc[f32, "update"] = -1e-4 + ulp
+    assert step_one.probe_judgement(frame, runs["torch", "f64"])["within_ulp"]
+    frame.loc[f32, "update"] = -1e-4 + 1.5 * ulp
+    assert not step_one.probe_judgement(frame, runs["torch", "f64"])["within_ulp"]
+    frame.loc[f32, "update"] = 1e-4  # the sign counts: 2e-4 apart, not 0
+    assert not step_one.probe_judgement(frame, runs["torch", "f64"])["within_ulp"]
+
+
+def test_main_reads_the_layers_when_every_run_holds_them_and_needs_its_out(tmp_path):
+    tables, runs = synthetic(shift=1e-9)
+    write_runs(tmp_path / "runs", runs)
+    write_tables(tmp_path / "tables", tables)
+    argv = ["--experiment", "x", "--tables", str(tmp_path / "tables"), "--runs",
+            str(tmp_path / "runs"), "--tol-f32", "1e-6"]  # fmt: skip
+    with pytest.raises(SystemExit) as stop:
+        judge.main(argv)  # no --out
+    assert stop.value.code == 2
+    for block in runs.values():
+        block["layers"] = []
+    write_runs(tmp_path / "runs", runs)
+    with pytest.raises(SystemExit) as stop:  # no layers table beside them
+        judge.main([*argv, "--out", str(tmp_path / "v.json")])
+    assert "layers_x.csv" in str(stop.value)
+    with pytest.raises(SystemExit) as stop:  # the runs of another experiment
+        judge.main([*[a.replace("x", "y") if a == "x" else a for a in argv],
+                    "--out", str(tmp_path / "v.json")])  # fmt: skip
+    assert "no experiment 'y'" in str(stop.value)

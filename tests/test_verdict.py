@@ -365,3 +365,13 @@ def test_the_schedule_is_named_from_either_run_and_the_lrs_compared_at_every_ste
     # lrs equal but for one step, and a step where both are 0 (no division by 0)
     assert v.lr_difference([0.0, 0.5, 0.25], [0.0, 0.5, 0.2]) == pytest.approx(0.2)
     assert v.lr_difference([0.0], [0.0]) == 0.0 and v.lr_difference([], []) == 0.0
+
+
+def test_the_clipping_is_named_from_whichever_run_records_it():
+    norm, value = {"norm": 1.0}, {"value": 0.5}
+    scope = v.clipping_cause(run_block([0.1], clip=norm), run_block([0.1]))
+    assert scope.startswith("the clipping scope: Burn clips each parameter tensor by its own norm")
+    assert v.clipping_cause(run_block([0.1]), run_block([0.1], clip=norm)) == scope
+    assert v.clipping_cause(run_block([0.1], clip=value), run_block([0.1], clip=value)) == (
+        "the clipping: both clamp each gradient element"
+    )
