@@ -1385,3 +1385,29 @@ def test_new_hyperparameters_are_sweepable():
         " no initial accumulator value, its sum of squared gradients starts at 0"
         " (at point g__initial_accumulator_value_0p5)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "low", "high", "message"),
+    [
+        (0, ">0", "", "0 is out of range (k > 0)"),
+        (0.0, ">=0", "", None),
+        (-1e-300, ">=0", "", "-1e-300 is out of range (k ≥ 0)"),
+        (0, ">=1", "", "0 is out of range (k ≥ 1)"),
+        (1, ">=1", "", None),
+        (1.5, ">=1", "", "expected an integer, got 1.5"),
+        ("x", ">0", "", "expected a number, got 'x'"),
+        (float("inf"), ">0", "", "expected a number, got inf"),
+        (True, ">0", "", "expected a number, got true"),
+        (1, ">0", "<=1", None),
+        (1.0000000000000002, ">0", "<=1", "1.0000000000000002 is out of range (0 < k ≤ 1)"),
+        (0.5, ">=0", "<=1", None),
+        (-0.5, ">=0", "<=1", "-0.5 is out of range (0 ≤ k ≤ 1)"),
+        (2, ">=1", "<=1", "2 is out of range (1 ≤ k ≤ 1)"),
+    ],
+)
+def test_a_bound_is_checked_on_both_sides_of_its_edge_and_named(value, low, high, message):
+    from torch_burn_parity.config.parity_config import _bound_problem
+
+    problem = _bound_problem(("s",), "k", value, low, high)
+    assert (None if problem is None else str(problem)) == (message and f"s.k: {message}")
