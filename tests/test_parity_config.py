@@ -1411,3 +1411,42 @@ def test_a_bound_is_checked_on_both_sides_of_its_edge_and_named(value, low, high
 
     problem = _bound_problem(("s",), "k", value, low, high)
     assert (None if problem is None else str(problem)) == (message and f"s.k: {message}")
+
+
+def test_nesterov_without_momentum_or_with_dampening_names_both_and_a_kept_default():
+    from torch_burn_parity.config.parity_config import nesterov_problems
+
+    sgd = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "dampening": 0.0,
+           "weight_decay": 0.0, "nesterov": True}  # fmt: skip
+    needs = "true needs momentum > 0 and dampening 0, or PyTorch refuses it; "
+    said = lambda e: [str(p) for p in nesterov_problems(("experiments", "e"), e)]  # noqa: E731
+    assert said(dict(sgd, momentum=0.0, dampening=0.1)) == [
+        f"experiments.e.nesterov: {needs}momentum is 0.0 and dampening is 0.1"
+    ]
+    assert said(dict(sgd, keep_defaults={"torch": ["momentum"]})) == [
+        f"experiments.e.nesterov: {needs}momentum is 0.0 (PyTorch's default, kept)"
+    ]
+    # PyTorch's kept dampening is 0: no problem; nor with a value the schema names
+    assert said(dict(sgd, keep_defaults={"torch": ["dampening"]}, dampening=0.5)) == []
+    assert said(dict(sgd, momentum="x")) == [] and said(dict(sgd, nesterov=False)) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("c.json", '{"steps": ', "not valid JSON ("),
+        ("c.yaml", "steps: [1", "not valid YAML ("),
+        ("c.yaml", "- 1\n- 2\n", "expected a mapping at the top level"),
+    ],
+)
+def test_a_config_file_that_cannot_be_read_is_named(tmp_path, name, text, message):
+    from torch_burn_parity.config.parity_config import load_config
+
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert str(error.value).startswith(f"{path}: {message}")
+    with pytest.raises(ConfigError) as error:
+        load_config(tmp_path / "absent.yaml")
+    assert str(error.value) == f"{tmp_path / 'absent.yaml'}: config file not found"
