@@ -87,13 +87,19 @@ def direct_imports(root: Path, path: Path) -> frozenset[str]:
 
 @cache
 def data_of(path: Path) -> frozenset[str]:
-    """Files in folders beside a module that the module names in a string ("templates")."""
+    """Files beside a module that it names by a plain name in a string: a data file, or
+    every file of a folder ("templates", "config.schema.yaml")."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
-            folder = path.parent / node.value
-            if node.value.isidentifier() and folder.is_dir() and not node.value.startswith("_"):
-                found |= {str(f) for f in folder.rglob("*") if f.is_file()}
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value
+            if not re.fullmatch(r"[A-Za-z][\w.-]*", name) or name.endswith(".py"):
+                continue
+            beside = path.parent / name
+            if beside.is_dir():
+                found |= {str(f) for f in beside.rglob("*") if f.is_file()}
+            elif beside.is_file():
+                found.add(str(beside))
     return frozenset(found)
 
 

@@ -1,5 +1,5 @@
 """The source files a module runs: itself, every module of this package it imports, and
-the data folders it names (a string naming a folder beside it: report.py's "templates").
+the data it names beside it (report.py's "templates", check_config.py's schema).
 
 The workflow's rules list these as inputs, so editing a module reruns exactly the jobs that
 run code importing it (directly or through another module) and nothing else. Read from
@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from functools import cache
 from pathlib import Path
 
 PACKAGE = "torch_burn_parity"
+# A name a module may give a file or folder beside it (no path, not private).
+DATA_NAME = re.compile(r"[A-Za-z][\w.-]*")
 SRC = Path(__file__).resolve().parents[2]
 
 
@@ -48,13 +51,19 @@ def imported_modules(path: Path, src: Path = SRC) -> frozenset[str]:
 
 @cache
 def data_files(path: Path) -> tuple[Path, ...]:
-    """The files of the folders beside `path` that it names in a string constant."""
+    """The data a module reads from beside it: each file or folder (every file in it) that
+    it names by a plain name in a string constant ("templates", "config.schema.yaml")."""
     found: list[Path] = []
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
-            folder = path.parent / node.value
-            if node.value.isidentifier() and folder.is_dir() and not node.value.startswith("_"):
-                found += sorted(f for f in folder.rglob("*") if f.is_file())
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value
+            if not DATA_NAME.fullmatch(name) or name.endswith(".py"):
+                continue
+            beside = path.parent / name
+            if beside.is_dir():
+                found += sorted(f for f in beside.rglob("*") if f.is_file())
+            elif beside.is_file():
+                found.append(beside)
     return tuple(found)
 
 
