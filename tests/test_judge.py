@@ -453,3 +453,18 @@ def test_main_reads_the_layers_when_every_run_holds_them_and_needs_its_out(tmp_p
         judge.main([*[a.replace("x", "y") if a == "x" else a for a in argv],
                     "--out", str(tmp_path / "v.json")])  # fmt: skip
     assert "no experiment 'y'" in str(stop.value)
+
+
+def test_the_record_holds_the_runs_own_figures():
+    tables, runs = synthetic(shift=1e-9)
+    tables["steps"]["torch_f64"] = 4e-7  # the noisier side sets the floor, either side
+    record = judge.judge_experiment("x", tables, runs, tol_f32=1e-6)
+    assert (record.optimizer, record.model) == ("sgd", "cnn1d")
+    assert record.replay_gap == 0.0 and record.f32_gap == 2e-7
+    floor = vd.rounding_floor(np.full(5, 4e-7), np.full(5, 1e-7))
+    assert record.floor == floor[1] and record.gap_over_floor == pytest.approx(1e-9 / floor[1])
+    tables["steps"]["torch_f64"], tables["steps"]["burn_f64"] = 1e-7, 4e-7
+    assert judge.judge_experiment("x", tables, runs, tol_f32=1e-6).floor == floor[1]
+    # an experiment without a probe table has no probe judgement
+    tables["probe"] = None
+    assert judge.judge_experiment("x", tables, runs, tol_f32=1e-6).probe is None
