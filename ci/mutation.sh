@@ -4,7 +4,7 @@
 #                 analysis/{gaps,compare,config_diff}.py and config/{parity_config,resolve}.py
 #                 against the fast unit tests ([tool.mutmut] in pyproject.toml);
 #   cargo-mutants over rust/src/config.rs and rust/src/adam_factors.rs against the crate's
-#                 lib tests and rust/tests/adam_factors.rs.
+#                 lib tests, rust/tests/adam_factors.rs and rust/tests/burn_scalars.rs.
 # Prints each tool's score (killed / total) and its survivors; exits 1 if either score is
 # below 95 %.
 #
@@ -161,7 +161,7 @@ rust_mutants() {
     # rust/target/release with its timestamps (cargo then sees every dependency as fresh), so
     # each mutant rebuilds only this crate, and the trainer in rust/target/release is never
     # a mutant. One target dir: one mutant at a time. The tests: the lib's unit tests and
-    # the proof that the recorded Adam factors are the ones Burn applies.
+    # the proofs that the recorded Adam factors and AdamW corrections are the ones Burn applies.
     local out=mutants/mutants.out target=rust/target/mutants
     cargo build --release --locked --quiet --manifest-path rust/Cargo.toml
     if [ ! -d "$target/release" ]; then
@@ -172,7 +172,7 @@ rust_mutants() {
     mkdir -p mutants
     (cd rust && CARGO_TARGET_DIR="$PWD/target/mutants" cargo mutants \
         --file src/config.rs --file src/adam_factors.rs --profile release -j 1 \
-        --no-times --colors never -o ../mutants -- --locked --lib --test adam_factors) ||
+        --no-times --colors never -o ../mutants -- --locked --lib --test adam_factors --test burn_scalars) ||
         true # missed mutants exit non-zero: the score below decides
     local caught missed timeout unviable total
     caught=$(count "$out/caught.txt")
