@@ -65,7 +65,7 @@ fn worst_relative_gap(real: &[Vec<f64>], predicted: &[Vec<f64>]) -> f64 {
     real.iter()
         .flatten()
         .zip(predicted.iter().flatten())
-        .map(|(a, b)| ((a - b) / a).abs())
+        .map(|(a, b)| common::gap_or_infinite(((a - b) / a).abs()))
         .fold(0.0, f64::max)
 }
 

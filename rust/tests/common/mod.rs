@@ -32,8 +32,14 @@ pub fn max_gap(a: &[f64], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len());
     a.iter()
         .zip(b)
-        .map(|(x, y)| (x - y).abs())
+        .map(|(x, y)| gap_or_infinite((x - y).abs()))
         .fold(0.0, f64::max)
+}
+
+/// A gap, or infinity where it is NaN: `f64::max` would drop a NaN, and a prediction gone
+/// non-finite would pass for a perfect one.
+pub fn gap_or_infinite(gap: f64) -> f64 {
+    if gap.is_nan() { f64::INFINITY } else { gap }
 }
 
 /// The seed's problem size: 96 sequences of length 16 in 3 classes.
