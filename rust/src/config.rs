@@ -272,6 +272,19 @@ mod tests {
     }
 
     #[test]
+    fn each_optimizer_and_backend_is_named_as_the_spec_names_it() {
+        for name in Optimizer::NAMES {
+            let spec = parse(&ADAM.replace(r#""optimizer": "adam""#, &format!(r#""optimizer": "{name}""#))
+                .replace(r#""hyperparameters": {"#, r#""hyperparameters": {"momentum": 0, "dampening": 0, "nesterov": false, "lr_decay": 0, "initial_accumulator_value": 0, "alpha": 0.99, "centered": false, "#));
+            // every optimizer's keys are there; serde ignores the other optimizers' keys
+            assert_eq!(spec.map(|s| s.optimizer.name()), Ok(name));
+        }
+        assert_eq!(Backend::Flex.name(), "flex");
+        assert_eq!(Backend::NdArray.name(), "ndarray");
+        assert_eq!(Backend::NAMES, ["flex", "ndarray"]);
+    }
+
+    #[test]
     fn names_what_is_wrong_on_one_line() {
         let refused = |from: &str, to: &str| parse(&ADAM.replace(from, to)).unwrap_err();
         assert_eq!(
