@@ -11,6 +11,7 @@ import yaml
 
 from conftest import ROOT, SGD, small_config, spec_of
 from torch_burn_parity.analysis.burn_rules import BurnUpdate
+from torch_burn_parity.analysis.muon_rules import MuonUpdate
 from torch_burn_parity.optimizers import REGISTRY
 
 NAMES = list(REGISTRY)
@@ -45,6 +46,8 @@ def test_each_entry_is_whole(name):
     assert set(o.hyperparameters) <= set(signature)
     for key, value in o.torch_defaults.items():
         default = signature[key].default
+        if key == "adjust_lr_fn" and default is None:
+            default = "original"  # Muon's _adjust_lr: None is "original"
         assert (list(default) if isinstance(default, tuple) else default) == value, key
 
 
@@ -52,8 +55,9 @@ def test_each_entry_is_whole(name):
 def test_the_replay_has_burns_rule_for_each(name):
     o = REGISTRY[name]
     hp = {"lr": 0.1, **o.torch_defaults}
-    rule = BurnUpdate(name, hp, factors=lambda t: (1.0, 1e-8))
-    p = torch.ones(3, dtype=torch.float64)
+    p = torch.eye(3, dtype=torch.float64) if o.matrices_only else torch.ones(3, dtype=torch.float64)
+    muon = MuonUpdate(hp, "burn", "burn", {"w": [[3, 3]]}) if o.matrices_only else None
+    rule = BurnUpdate(name, hp, factors=lambda t: (1.0, 1e-8), muon=muon)
     assert rule.step("w", p, torch.full_like(p, 0.5), 1, 0.1).shape == p.shape
 
 

@@ -14,6 +14,7 @@ import yaml
 
 from conftest import ADAM, ROOT, SGD
 from optimizer_examples import ADAGRAD, ADAMW, RMSPROP
+from param_group_cases import GROUP_EDGES
 from pipeline_helpers import small_pipeline_config
 from torch_burn_parity.config.check_config import (
     SCHEMA,
@@ -665,6 +666,9 @@ EDGES = {
 }
 
 
+EDGES.update(GROUP_EDGES)  # Muon and parameter groups (param_group_cases.py)
+
+
 @pytest.mark.parametrize("case", EDGES)
 def test_schema_and_semantic_edges(case):
     change, path = EDGES[case]
@@ -766,14 +770,14 @@ LINES = {
         exp("sgd", optimizer="lion"),
         [
             "experiments.sgd.optimizer: unknown optimizer 'lion'"
-            " (known: sgd, adam, adamw, adagrad, rmsprop)"
+            " (known: sgd, adam, adamw, adagrad, rmsprop, muon)"
         ],
     ),
     "optimizer typo": (
         exp("sgd", optimizer="rmsprob"),
         [
             "experiments.sgd.optimizer: unknown optimizer 'rmsprob'"
-            " (known: sgd, adam, adamw, adagrad, rmsprop); did you mean 'rmsprop'?"
+            " (known: sgd, adam, adamw, adagrad, rmsprop, muon); did you mean 'rmsprop'?"
         ],
     ),
     "a float YAML read as a string": (

@@ -44,7 +44,7 @@ def test_a_one_step_run_is_a_run():
         ({"e": ADAM}, "x", "unknown experiment 'x' (config has ['e'])"),
         ({"e": dict(ADAM, optimizer="lion")}, "e",
          "experiments.e.optimizer: unknown optimizer 'lion' (known: sgd, adam, adamw, adagrad,"
-         " rmsprop)"),
+         " rmsprop, muon)"),
         ({"e": dict(SGD, nesterov=1)}, "e",
          "experiments.e.nesterov: expected true or false, got 1"),
         ({"e": dict(SGD, lr=True)}, "e", "experiments.e.lr: expected a number, got True"),
@@ -63,7 +63,7 @@ def test_what_cannot_be_resolved_is_named(experiments, name, message):
         (lambda text: text[:-3], "not a spec ("),
         (lambda text: json.dumps({"name": "e"}), "not a resolved spec (missing optimizer,"),
         (lambda text: text.replace('"optimizer": "adam"', '"optimizer": "lion"'),
-         "unknown optimizer 'lion' (known: sgd, adam, adamw, adagrad, rmsprop)"),
+         "unknown optimizer 'lion' (known: sgd, adam, adamw, adagrad, rmsprop, muon)"),
         (lambda text: text.replace('"eps": 1e-08,', ""), "hyperparameters of adam: missing eps"),
     ],
 )  # fmt: skip

@@ -5,6 +5,8 @@
 //! Its `optimizer` names the optimizer and `hyperparameters` holds every one of its
 //! hyperparameters; `keep_defaults.burn` lists those left at Burn's own defaults (not
 //! passed); `requested` (what each framework is asked for) is there for readers.
+//! `param_groups` gives some parameters (PyTorch names) an optimizer of their own; the
+//! others ("the rest") take the experiment's.
 
 use serde::{Deserialize, Deserializer};
 use std::path::Path;
@@ -55,11 +57,42 @@ pub enum Optimizer {
         momentum: f64,
         centered: bool,
     },
+    Muon {
+        lr: f64,
+        weight_decay: f64,
+        momentum: f64,
+        nesterov: bool,
+        ns_coefficients: [f64; 3],
+        eps: f64,
+        ns_steps: usize,
+        adjust_lr_fn: AdjustLr,
+    },
+}
+
+/// Muon's lr adjustment by the parameter's shape, as Burn's `AdjustLrFn` (muon.rs:32–54).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum AdjustLr {
+    /// `lr·sqrt(max(1, A/B))` of the shape [A, B].
+    #[serde(rename = "original")]
+    Original,
+    /// `lr·0.2·sqrt(max(A, B))`.
+    #[serde(rename = "match_rms_adamw")]
+    MatchRmsAdamW,
+}
+
+impl AdjustLr {
+    /// The name the spec and the run file use.
+    pub fn name(self) -> &'static str {
+        match self {
+            AdjustLr::Original => "original",
+            AdjustLr::MatchRmsAdamW => "match_rms_adamw",
+        }
+    }
 }
 
 impl Optimizer {
     /// The names the config uses, in the order the error messages list them.
-    pub const NAMES: [&'static str; 5] = ["sgd", "adam", "adamw", "adagrad", "rmsprop"];
+    pub const NAMES: [&'static str; 6] = ["sgd", "adam", "adamw", "adagrad", "rmsprop", "muon"];
 
     /// The name the config uses for this optimizer.
     pub fn name(&self) -> &'static str {
@@ -69,7 +102,33 @@ impl Optimizer {
             Optimizer::AdamW { .. } => "adamw",
             Optimizer::AdaGrad { .. } => "adagrad",
             Optimizer::RmsProp { .. } => "rmsprop",
+            Optimizer::Muon { .. } => "muon",
         }
+    }
+
+    /// The optimizer's own `lr` hyperparameter.
+    pub fn lr(&self) -> f64 {
+        match *self {
+            Optimizer::Sgd { lr, .. }
+            | Optimizer::Adam { lr, .. }
+            | Optimizer::AdamW { lr, .. }
+            | Optimizer::AdaGrad { lr, .. }
+            | Optimizer::RmsProp { lr, .. }
+            | Optimizer::Muon { lr, .. } => lr,
+        }
+    }
+
+    /// The optimizer named `name` with its `hyperparameters`; one line naming what is wrong
+    /// otherwise.
+    fn tagged(name: &str, hyperparameters: serde_json::Value) -> Result<Optimizer, String> {
+        if !Optimizer::NAMES.contains(&name) {
+            return Err(format!(
+                "unknown optimizer '{name}' (known: {})",
+                Optimizer::NAMES.join(", ")
+            ));
+        }
+        let tagged = serde_json::json!({"optimizer": name, "hyperparameters": hyperparameters});
+        serde_json::from_value(tagged).map_err(|e| format!("hyperparameters of {name}: {e}"))
     }
 }
 
@@ -123,6 +182,28 @@ pub struct KeepDefaults {
     pub burn: Vec<String>,
 }
 
+/// One parameter group as the spec writes it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGroup {
+    params: Vec<String>,
+    optimizer: String,
+    hyperparameters: serde_json::Value,
+    keep_defaults: KeepDefaults,
+    #[allow(dead_code)] // for readers of the file, as the experiment's
+    requested: serde_json::Value,
+}
+
+/// Parameters (exact PyTorch names, each in at most one group) stepped by an optimizer of
+/// their own instead of the experiment's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamGroup {
+    pub params: Vec<String>,
+    pub optimizer: Optimizer,
+    /// The group's hyperparameters left at Burn's defaults (its `keep_defaults.burn`).
+    pub burn_defaults: Vec<String>,
+}
+
 /// One experiment, resolved: every key the Python side writes, none other.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -141,6 +222,7 @@ struct ResolvedSpec {
     batch_size: usize,
     threads: usize,
     cpu_path: String,
+    param_groups: Vec<RawGroup>,
     #[allow(dead_code)] // what each framework is asked for: for readers of the file
     requested: serde_json::Value,
 }
@@ -174,6 +256,8 @@ pub struct Spec {
     /// paths. Burn has no such switch, so its trainer only records it beside the kernels it
     /// took (`parity_train::cpu_path`).
     pub cpu_path: String,
+    /// Parameters with an optimizer of their own, in the spec's order (possibly none).
+    pub param_groups: Vec<ParamGroup>,
 }
 
 impl Spec {
@@ -181,31 +265,29 @@ impl Spec {
         self.burn_defaults.iter().any(|k| k == key)
     }
 
+    /// The experiment's `lr`: its optimizer's, the schedule's initial lr.
     pub fn lr(&self) -> f64 {
-        match self.optimizer {
-            Optimizer::Sgd { lr, .. }
-            | Optimizer::Adam { lr, .. }
-            | Optimizer::AdamW { lr, .. }
-            | Optimizer::AdaGrad { lr, .. }
-            | Optimizer::RmsProp { lr, .. } => lr,
-        }
+        self.optimizer.lr()
     }
 }
 
 /// The spec in a resolved spec's JSON text; one line naming what is wrong otherwise.
 pub fn parse(text: &str) -> Result<Spec, String> {
     let raw: ResolvedSpec = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    if !Optimizer::NAMES.contains(&raw.optimizer.as_str()) {
-        return Err(format!(
-            "unknown optimizer '{}' (known: {})",
-            raw.optimizer,
-            Optimizer::NAMES.join(", ")
-        ));
-    }
-    let tagged =
-        serde_json::json!({"optimizer": raw.optimizer, "hyperparameters": raw.hyperparameters});
-    let optimizer = serde_json::from_value(tagged)
-        .map_err(|e| format!("hyperparameters of {}: {e}", raw.optimizer))?;
+    let optimizer = Optimizer::tagged(&raw.optimizer, raw.hyperparameters)?;
+    let param_groups = raw
+        .param_groups
+        .into_iter()
+        .enumerate()
+        .map(|(i, g)| {
+            Ok(ParamGroup {
+                params: g.params,
+                optimizer: Optimizer::tagged(&g.optimizer, g.hyperparameters)
+                    .map_err(|e| format!("param_groups[{i}]: {e}"))?,
+                burn_defaults: g.keep_defaults.burn,
+            })
+        })
+        .collect::<Result<_, String>>()?;
     Ok(Spec {
         name: raw.name,
         optimizer,
@@ -219,6 +301,7 @@ pub fn parse(text: &str) -> Result<Spec, String> {
         batch_size: raw.batch_size,
         threads: raw.threads,
         cpu_path: raw.cpu_path,
+        param_groups,
     })
 }
 
@@ -239,7 +322,22 @@ mod tests {
         "schedule": {"kind": "linear", "final_lr": 0.001, "num_steps": 50},
         "clip_grad": {"norm": 1.0}, "burn_backend": "ndarray", "model": "cnn_bn",
         "probe_steps": [1, 100], "steps": 100, "batch_size": 16, "threads": 1,
-        "cpu_path": "native", "requested": {"torch": {}, "burn": {}}}"#;
+        "cpu_path": "native", "requested": {"torch": {}, "burn": {}}, "param_groups": []}"#;
+
+    /// A Muon group on fc.weight, as the Python side writes it.
+    const MUON_GROUP: &str = r#"{"params": ["fc.weight"], "optimizer": "muon",
+        "hyperparameters": {"lr": 0.02, "weight_decay": 0.0, "momentum": 0.95, "nesterov": true,
+                            "ns_coefficients": [3.4445, -4.775, 2.0315], "eps": 1e-07,
+                            "ns_steps": 5, "adjust_lr_fn": "original"},
+        "keep_defaults": {"torch": [], "burn": ["eps"]},
+        "requested": {"torch": {}, "burn": {}}}"#;
+
+    fn with_group(group: &str) -> Result<Spec, String> {
+        parse(&ADAM.replace(
+            r#""param_groups": []"#,
+            &format!(r#""param_groups": [{group}]"#),
+        ))
+    }
 
     #[test]
     fn reads_every_field_of_a_resolved_spec() {
@@ -269,13 +367,79 @@ mod tests {
         assert_eq!(spec.probe_steps, vec![1, 100]);
         assert_eq!((spec.steps, spec.batch_size, spec.threads), (100, 16, 1));
         assert_eq!(spec.lr(), 0.01);
+        assert_eq!(spec.param_groups, vec![]);
+    }
+
+    #[test]
+    fn reads_a_muon_group() {
+        let spec = with_group(MUON_GROUP).unwrap();
+        assert_eq!(
+            spec.param_groups,
+            vec![ParamGroup {
+                params: vec!["fc.weight".into()],
+                optimizer: Optimizer::Muon {
+                    lr: 0.02,
+                    weight_decay: 0.0,
+                    momentum: 0.95,
+                    nesterov: true,
+                    ns_coefficients: [3.4445, -4.775, 2.0315],
+                    eps: 1e-7,
+                    ns_steps: 5,
+                    adjust_lr_fn: AdjustLr::Original,
+                },
+                burn_defaults: vec!["eps".into()],
+            }]
+        );
+        assert_eq!(spec.param_groups[0].optimizer.lr(), 0.02);
+        assert_eq!(spec.param_groups[0].optimizer.name(), "muon");
+        // The experiment's own optimizer is untouched.
+        assert_eq!(spec.optimizer.name(), "adam");
+        let moonshot = with_group(&MUON_GROUP.replace("original", "match_rms_adamw")).unwrap();
+        let Optimizer::Muon { adjust_lr_fn, .. } = moonshot.param_groups[0].optimizer else {
+            panic!("a Muon group")
+        };
+        assert_eq!(adjust_lr_fn, AdjustLr::MatchRmsAdamW);
+        assert_eq!(
+            (AdjustLr::Original.name(), adjust_lr_fn.name()),
+            ("original", "match_rms_adamw")
+        );
+    }
+
+    #[test]
+    fn refuses_a_wrong_group_on_one_line() {
+        let refused = |from: &str, to: &str| with_group(&MUON_GROUP.replace(from, to)).unwrap_err();
+        for (error, start) in [
+            (
+                refused(r#""original""#, r#""adamw""#),
+                "param_groups[0]: hyperparameters of muon: unknown variant `adamw`, expected `original` or `match_rms_adamw`",
+            ),
+            (
+                refused(r#""optimizer": "muon""#, r#""optimizer": "lion""#),
+                "param_groups[0]: unknown optimizer 'lion'",
+            ),
+            (
+                refused(r#""ns_steps": 5, "#, ""),
+                "param_groups[0]: hyperparameters of muon: missing field `ns_steps`",
+            ),
+        ] {
+            assert!(error.starts_with(start), "{error}");
+            assert!(!error.contains('\n'), "{error}");
+        }
+        assert!(refused(r#""params""#, r#""lr": 1, "params""#).contains("unknown field `lr`"));
+        // `param_groups` is always written.
+        let without = ADAM.replace(r#", "param_groups": []"#, "");
+        assert!(
+            parse(&without)
+                .unwrap_err()
+                .starts_with("missing field `param_groups`")
+        );
     }
 
     #[test]
     fn each_optimizer_and_backend_is_named_as_the_spec_names_it() {
         for name in Optimizer::NAMES {
             let spec = parse(&ADAM.replace(r#""optimizer": "adam""#, &format!(r#""optimizer": "{name}""#))
-                .replace(r#""hyperparameters": {"#, r#""hyperparameters": {"momentum": 0, "dampening": 0, "nesterov": false, "lr_decay": 0, "initial_accumulator_value": 0, "alpha": 0.99, "centered": false, "#));
+                .replace(r#""hyperparameters": {"#, r#""hyperparameters": {"momentum": 0, "dampening": 0, "nesterov": false, "lr_decay": 0, "initial_accumulator_value": 0, "alpha": 0.99, "centered": false, "ns_coefficients": [3.4445, -4.775, 2.0315], "ns_steps": 5, "adjust_lr_fn": "original", "#));
             // every optimizer's keys are there; serde ignores the other optimizers' keys
             assert_eq!(spec.map(|s| s.optimizer.name()), Ok(name));
         }
@@ -289,7 +453,7 @@ mod tests {
         let refused = |from: &str, to: &str| parse(&ADAM.replace(from, to)).unwrap_err();
         assert_eq!(
             refused(r#""optimizer": "adam""#, r#""optimizer": "lion""#),
-            "unknown optimizer 'lion' (known: sgd, adam, adamw, adagrad, rmsprop)"
+            "unknown optimizer 'lion' (known: sgd, adam, adamw, adagrad, rmsprop, muon)"
         );
         assert!(
             refused(r#""model": "cnn_bn""#, r#""model": "mlp""#)

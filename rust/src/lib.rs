@@ -4,6 +4,7 @@ pub mod adam_factors;
 pub mod config;
 pub mod dataset;
 pub mod fault;
+pub mod groups;
 pub mod models;
 pub mod optimizers;
 pub mod runfile;

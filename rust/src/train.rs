@@ -9,6 +9,7 @@ use crate::adam_factors::{burn_adam_factors, burn_adamw_bias_corrections};
 use crate::config::Spec;
 use crate::dataset::Dataset;
 use crate::fault::Fault;
+use crate::groups::{Optimizers, burn_shapes};
 use crate::models::{self, Cnn1d, CnnBn, Entry, Model, ParityModel, Probe, Transformer, tensor};
 use crate::optimizers::{Built, Scalars, optimizer};
 use crate::runfile::{float, floats};
@@ -128,11 +129,13 @@ pub fn run<M: ParityModel>(
     let (mut scheduler, schedule_held) = schedule::scheduler(spec)?;
     let ce = CrossEntropyLossConfig::new().init(device);
     let Built {
-        mut optim,
+        optim,
         held,
         clip,
         scalars,
-    } = optimizer(spec);
+    } = optimizer(&spec.optimizer, &spec.burn_defaults, spec.clip_grad);
+    // One Burn optimizer per parameter group, then the experiment's for the rest.
+    let mut optims = Optimizers::new(spec, &model, optim)?;
     let mut losses = Vec::with_capacity(spec.steps);
     let mut lrs = Vec::with_capacity(spec.steps);
     let mut traj_params = vec![Vec::new(); M::PARAMS.len()];
@@ -163,7 +166,7 @@ pub fn run<M: ParityModel>(
         for (k, g) in models::grad_values(&model, &grads).iter().enumerate() {
             traj_grads[k].push(floats(g));
         }
-        model = optim.step(lr, model, grads);
+        model = optims.step(&lr, model, grads);
         if let Some(f) = fault.filter(|f| f.step == step + 1) {
             model = f.apply(model)?;
         }
@@ -209,6 +212,8 @@ pub fn run<M: ParityModel>(
             "clip_grad": &clip,
             "clip_scope": clip_scope,
             "kept_defaults": spec.burn_defaults,
+            "param_groups": optims.meta,
+            "burn_shapes": burn_shapes(&model),
             "steps": spec.steps,
             "batch_size": spec.batch_size,
             "threads": spec.threads,

@@ -4,28 +4,28 @@ use burn::optim::AdaGradConfig;
 use burn::optim::decay::WeightDecayConfig;
 use serde_json::json;
 
-use super::{Built, Scalars, clip_held, clipping, stored_f32, stored_penalty};
-use crate::config::{Optimizer, Spec};
+use super::{Built, Request, Scalars, clip_held, clipping, stored_f32, stored_penalty};
+use crate::config::Optimizer;
 
-pub(super) fn build(spec: &Spec) -> Built {
+pub(super) fn build(request: Request) -> Built {
     let Optimizer::AdaGrad {
         lr,
         lr_decay,
         eps,
         weight_decay,
         ..
-    } = spec.optimizer
+    } = *request.optimizer
     else {
-        unreachable!("an AdaGrad spec")
+        unreachable!("AdaGrad hyperparameters")
     };
-    let mut config = AdaGradConfig::new().with_grad_clipping(clipping(spec));
-    if !spec.keeps_default("lr_decay") {
+    let mut config = AdaGradConfig::new().with_grad_clipping(clipping(request.clip));
+    if !request.keeps_default("lr_decay") {
         config = config.with_lr_decay(lr_decay);
     }
-    if !spec.keeps_default("eps") {
+    if !request.keeps_default("eps") {
         config = config.with_epsilon(eps as f32);
     }
-    if weight_decay != 0.0 && !spec.keeps_default("weight_decay") {
+    if weight_decay != 0.0 && !request.keeps_default("weight_decay") {
         config = config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
     }
     let stored = serde_json::to_value(&config).expect("AdaGradConfig serialises");

@@ -4,34 +4,34 @@ use burn::optim::AdamConfig;
 use burn::optim::decay::WeightDecayConfig;
 use serde_json::json;
 
-use super::{Built, Scalars, clip_held, clipping, stored_f32, stored_penalty};
-use crate::config::{Optimizer, Spec};
+use super::{Built, Request, Scalars, clip_held, clipping, stored_f32, stored_penalty};
+use crate::config::Optimizer;
 
-pub(super) fn build(spec: &Spec) -> Built {
+pub(super) fn build(request: Request) -> Built {
     let Optimizer::Adam {
         lr,
         betas,
         eps,
         weight_decay,
         amsgrad,
-    } = spec.optimizer
+    } = *request.optimizer
     else {
-        unreachable!("an Adam spec")
+        unreachable!("Adam hyperparameters")
     };
-    let mut config = AdamConfig::new().with_grad_clipping(clipping(spec));
-    if !spec.keeps_default("betas") {
+    let mut config = AdamConfig::new().with_grad_clipping(clipping(request.clip));
+    if !request.keeps_default("betas") {
         config = config
             .with_beta_1(betas[0] as f32)
             .with_beta_2(betas[1] as f32);
     }
-    if !spec.keeps_default("eps") {
+    if !request.keeps_default("eps") {
         config = config.with_epsilon(eps as f32);
     }
     // Coupled L2 decay, grad + penalty·p (decay.rs:46), only when asked for.
-    if weight_decay != 0.0 && !spec.keeps_default("weight_decay") {
+    if weight_decay != 0.0 && !request.keeps_default("weight_decay") {
         config = config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
     }
-    if !spec.keeps_default("amsgrad") {
+    if !request.keeps_default("amsgrad") {
         config = config.with_amsgrad(amsgrad);
     }
     // Read back what the config holds (defaults included) through its serde form.

@@ -3,34 +3,34 @@
 use burn::optim::AdamWConfig;
 use serde_json::json;
 
-use super::{Built, Scalars, clip_held, clipping, stored_f32};
-use crate::config::{Optimizer, Spec};
+use super::{Built, Request, Scalars, clip_held, clipping, stored_f32};
+use crate::config::Optimizer;
 
-pub(super) fn build(spec: &Spec) -> Built {
+pub(super) fn build(request: Request) -> Built {
     let Optimizer::AdamW {
         lr,
         betas,
         eps,
         weight_decay,
         amsgrad,
-    } = spec.optimizer
+    } = *request.optimizer
     else {
-        unreachable!("an AdamW spec")
+        unreachable!("AdamW hyperparameters")
     };
-    let mut config = AdamWConfig::new().with_grad_clipping(clipping(spec));
-    if !spec.keeps_default("betas") {
+    let mut config = AdamWConfig::new().with_grad_clipping(clipping(request.clip));
+    if !request.keeps_default("betas") {
         config = config
             .with_beta_1(betas[0] as f32)
             .with_beta_2(betas[1] as f32);
     }
-    if !spec.keeps_default("eps") {
+    if !request.keeps_default("eps") {
         config = config.with_epsilon(eps as f32);
     }
     // Decoupled decay p·(1 − lr·wd), a plain f32 field (default 1e-4), passed even when 0.
-    if !spec.keeps_default("weight_decay") {
+    if !request.keeps_default("weight_decay") {
         config = config.with_weight_decay(weight_decay as f32);
     }
-    if !spec.keeps_default("amsgrad") {
+    if !request.keeps_default("amsgrad") {
         config = config.with_amsgrad(amsgrad);
     }
     let stored = serde_json::to_value(&config).expect("AdamWConfig serialises");

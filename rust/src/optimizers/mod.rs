@@ -1,6 +1,7 @@
 //! The Burn side of each optimizer, one module each (like the models): its builder, which
-//! passes every hyperparameter of the spec explicitly (but those the experiment leaves to
-//! Burn's defaults) and reads back what Burn's config holds, in f32 where Burn stores f32.
+//! passes every hyperparameter it is given explicitly (but those left to Burn's defaults) and
+//! reads back what Burn's config holds, in f32 where Burn stores f32. The same builders serve
+//! the experiment's optimizer and each parameter group's.
 //! The Python side's registry is src/torch_burn_parity/optimizers/; README "Adding an
 //! optimizer".
 
@@ -8,11 +9,12 @@ use burn::grad_clipping::GradientClippingConfig;
 use burn::optim::ModuleOptimizer;
 use serde_json::{Value, json};
 
-use crate::config::{ClipGrad, Optimizer, Spec};
+use crate::config::{ClipGrad, Optimizer};
 
 mod adagrad;
 mod adam;
 mod adamw;
+mod muon;
 mod rmsprop;
 mod sgd;
 
@@ -30,9 +32,25 @@ pub enum Scalars {
     },
     /// AdamW: `burn_scalars.{bias_correction1, bias_correction2}`.
     AdamW { beta_1: f32, beta_2: f32 },
-    /// AdaGrad and RMSProp: `burn_scalars` is empty; their per-step scalars are f64
+    /// AdaGrad, RMSProp and Muon: `burn_scalars` is empty; their per-step scalars are f64
     /// (AdaGrad's lr / (1 + (t − 1)·lr_decay), adagrad.rs:134) or constants.
     Empty,
+}
+
+/// What a builder is given: one optimizer with every hyperparameter, those left at Burn's
+/// defaults (a `keep_defaults.burn`), and the experiment's clipping.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Request<'a> {
+    pub optimizer: &'a Optimizer,
+    pub kept: &'a [String],
+    pub clip: Option<ClipGrad>,
+}
+
+impl Request<'_> {
+    /// Whether `key` is left at Burn's default (not passed).
+    pub fn keeps_default(&self, key: &str) -> bool {
+        self.kept.iter().any(|k| k == key)
+    }
 }
 
 /// A Burn optimizer built from a spec, with what the run file records about it.
@@ -63,9 +81,9 @@ pub(crate) fn stored_penalty(stored: &Value) -> f64 {
         .map_or(0.0, f32_held)
 }
 
-/// Burn's clipping for the spec: a threshold stored as f32 (grad_clipping/base.rs:10–16).
-pub(crate) fn clipping(spec: &Spec) -> Option<GradientClippingConfig> {
-    spec.clip_grad.map(|clip| match clip {
+/// Burn's clipping for the spec's `clip_grad`: a threshold stored as f32 (grad_clipping/base.rs:10–16).
+pub(crate) fn clipping(clip: Option<ClipGrad>) -> Option<GradientClippingConfig> {
+    clip.map(|clip| match clip {
         ClipGrad::Norm(x) => GradientClippingConfig::Norm(x as f32),
         ClipGrad::Value(x) => GradientClippingConfig::Value(x as f32),
     })
@@ -79,18 +97,28 @@ pub(crate) fn clip_held(stored: &Value) -> Value {
     }
 }
 
-/// The Burn optimizer for a spec, and the hyperparameters as Burn holds them.
+/// The Burn optimizer for `optimizer` and its hyperparameters, and the hyperparameters as
+/// Burn holds them: the experiment's (`spec.optimizer`, `spec.burn_defaults`) or a parameter
+/// group's, with the experiment's `clip` either way.
 ///
-/// Burn stores betas, epsilon, alpha, the RMSProp and SGD momentum and the weight-decay
-/// penalty as f32: the recorded values are those f32 values widened to f64. Hyperparameters
-/// listed in `keep_defaults.burn` are not passed, so Burn's own defaults apply. Clipping is
-/// attached through the config (`with_grad_clipping`), which only `init()` applies.
-pub fn optimizer(spec: &Spec) -> Built {
-    match spec.optimizer {
-        Optimizer::Sgd { .. } => sgd::build(spec),
-        Optimizer::Adam { .. } => adam::build(spec),
-        Optimizer::AdamW { .. } => adamw::build(spec),
-        Optimizer::AdaGrad { .. } => adagrad::build(spec),
-        Optimizer::RmsProp { .. } => rmsprop::build(spec),
+/// Burn stores betas, epsilon, alpha, every momentum factor, Muon's Newton–Schulz
+/// coefficients and the weight-decay penalty as f32: the recorded values are those f32
+/// values widened to f64. Hyperparameters listed in `kept` are not passed, so Burn's own
+/// defaults apply. Clipping is attached through the config (`with_grad_clipping`), which
+/// only `init()` applies; Muon's config has none, so it goes on the `ModuleOptimizer` that
+/// `init()` returns (see muon.rs).
+pub fn optimizer(optimizer: &Optimizer, kept: &[String], clip: Option<ClipGrad>) -> Built {
+    let request = Request {
+        optimizer,
+        kept,
+        clip,
+    };
+    match optimizer {
+        Optimizer::Sgd { .. } => sgd::build(request),
+        Optimizer::Adam { .. } => adam::build(request),
+        Optimizer::AdamW { .. } => adamw::build(request),
+        Optimizer::AdaGrad { .. } => adagrad::build(request),
+        Optimizer::RmsProp { .. } => rmsprop::build(request),
+        Optimizer::Muon { .. } => muon::build(request),
     }
 }

@@ -4,10 +4,10 @@ use burn::optim::RmsPropConfig;
 use burn::optim::decay::WeightDecayConfig;
 use serde_json::json;
 
-use super::{Built, Scalars, clip_held, clipping, stored_f32, stored_penalty};
-use crate::config::{Optimizer, Spec};
+use super::{Built, Request, Scalars, clip_held, clipping, stored_f32, stored_penalty};
+use crate::config::Optimizer;
 
-pub(super) fn build(spec: &Spec) -> Built {
+pub(super) fn build(request: Request) -> Built {
     let Optimizer::RmsProp {
         lr,
         alpha,
@@ -15,25 +15,25 @@ pub(super) fn build(spec: &Spec) -> Built {
         weight_decay,
         momentum,
         centered,
-    } = spec.optimizer
+    } = *request.optimizer
     else {
-        unreachable!("an RMSProp spec")
+        unreachable!("RMSProp hyperparameters")
     };
-    let mut config = RmsPropConfig::new().with_grad_clipping(clipping(spec));
-    if !spec.keeps_default("alpha") {
+    let mut config = RmsPropConfig::new().with_grad_clipping(clipping(request.clip));
+    if !request.keeps_default("alpha") {
         config = config.with_alpha(alpha as f32);
     }
-    if !spec.keeps_default("eps") {
+    if !request.keeps_default("eps") {
         config = config.with_epsilon(eps as f32);
     }
     // Burn's default momentum is 0.9 (PyTorch: 0): passed even when 0.
-    if !spec.keeps_default("momentum") {
+    if !request.keeps_default("momentum") {
         config = config.with_momentum(momentum as f32);
     }
-    if !spec.keeps_default("centered") {
+    if !request.keeps_default("centered") {
         config = config.with_centered(centered);
     }
-    if weight_decay != 0.0 && !spec.keeps_default("weight_decay") {
+    if weight_decay != 0.0 && !request.keeps_default("weight_decay") {
         config = config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
     }
     let stored = serde_json::to_value(&config).expect("RmsPropConfig serialises");

@@ -5,31 +5,31 @@ use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use serde_json::json;
 
-use super::{Built, Scalars, clip_held, clipping, f32_held, stored_penalty};
-use crate::config::{Optimizer, Spec};
+use super::{Built, Request, Scalars, clip_held, clipping, f32_held, stored_penalty};
+use crate::config::Optimizer;
 
-pub(super) fn build(spec: &Spec) -> Built {
+pub(super) fn build(request: Request) -> Built {
     let Optimizer::Sgd {
         lr,
         momentum,
         dampening,
         weight_decay,
         nesterov,
-    } = spec.optimizer
+    } = *request.optimizer
     else {
-        unreachable!("an SGD spec")
+        unreachable!("SGD hyperparameters")
     };
-    let mut config = SgdConfig::new().with_gradient_clipping(clipping(spec));
-    if weight_decay != 0.0 && !spec.keeps_default("weight_decay") {
+    let mut config = SgdConfig::new().with_gradient_clipping(clipping(request.clip));
+    if weight_decay != 0.0 && !request.keeps_default("weight_decay") {
         config = config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
     }
     // Burn's SGD has momentum only when given a MomentumConfig (default dampening 0.1).
-    if momentum != 0.0 && !spec.keeps_default("momentum") {
+    if momentum != 0.0 && !request.keeps_default("momentum") {
         let mut m = MomentumConfig::new().with_momentum(momentum);
-        if !spec.keeps_default("dampening") {
+        if !request.keeps_default("dampening") {
             m = m.with_dampening(dampening);
         }
-        if !spec.keeps_default("nesterov") {
+        if !request.keeps_default("nesterov") {
             m = m.with_nesterov(nesterov);
         }
         config = config.with_momentum(Some(m));

@@ -191,12 +191,14 @@ pub fn encode(arrays: &[(&str, Array)]) -> Vec<u8> {
 
 /// An experiment `e` written as a short YAML flow mapping (the optimizer, its
 /// hyperparameters, any other experiment keys), resolved as the Python side resolves it
-/// (src/torch_burn_parity/config/resolve.py): every default filled in.
+/// (src/torch_burn_parity/config/resolve.py): every default filled in. Its `param_groups`
+/// (none by default) are written with `params`, `optimizer` and every hyperparameter in
+/// `hyperparameters`; their `keep_defaults` and `requested` are filled in when left out.
 pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
     let exp: serde_yaml::Mapping = serde_yaml::from_str(&format!("{{{experiment}}}")).unwrap();
     let exp: serde_json::Map<String, serde_json::Value> =
         serde_json::from_value(serde_json::to_value(exp).unwrap()).unwrap();
-    const NOT_HYPERPARAMETERS: [&str; 8] = [
+    const NOT_HYPERPARAMETERS: [&str; 9] = [
         "optimizer",
         "keep_defaults",
         "schedule",
@@ -205,6 +207,7 @@ pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
         "model",
         "probe_steps",
         "description",
+        "param_groups",
     ];
     let optimizer = exp["optimizer"].clone();
     let mut hyperparameters: serde_json::Map<String, serde_json::Value> = exp
@@ -222,6 +225,19 @@ pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
         .and_then(|v| v.as_array())
         .map(|a| a.iter().filter_map(|s| s.as_u64()).collect())
         .unwrap_or_default();
+    let mut groups = exp
+        .get("param_groups")
+        .cloned()
+        .unwrap_or(serde_json::json!([]));
+    for group in groups.as_array_mut().expect("a list of groups") {
+        let group = group.as_object_mut().expect("a group mapping");
+        group
+            .entry("keep_defaults")
+            .or_insert(serde_json::json!({"torch": [], "burn": []}));
+        group
+            .entry("requested")
+            .or_insert(serde_json::json!({"torch": {}, "burn": {}}));
+    }
     probe_steps.push(1);
     probe_steps.sort_unstable();
     probe_steps.dedup();
@@ -240,6 +256,7 @@ pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
         "threads": 1,
         "cpu_path": "native",
         "requested": {},
+        "param_groups": groups,
     })
     .to_string()
 }

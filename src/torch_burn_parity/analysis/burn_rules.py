@@ -2,8 +2,9 @@
 given: what the replay (replay.py) runs in place of PyTorch's optimizer.
 
 Each rule follows burn-optim 0.22.1 (sgd.rs, momentum.rs, adam.rs, adamw.rs, adagrad.rs,
-rmsprop.rs, decay.rs), cited line by line; the per-step factors Burn evaluates in f32 come
-either from Burn's run (recorded) or from the same formula in f64.
+rmsprop.rs, decay.rs), cited line by line (Muon's, and PyTorch's beside it: muon_rules.py);
+the per-step factors Burn evaluates in f32 come either from Burn's run (recorded) or from the
+same formula in f64.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from torch_burn_parity.analysis.muon_rules import MuonUpdate
 from torch_burn_parity.io.parity_io import FormatError
 
 Factors = Callable[[int], tuple[float, float]]
@@ -38,10 +40,16 @@ class BurnUpdate:
     """
 
     def __init__(
-        self, optimizer: str, hp: dict, factors: Factors | None = None, f32_one_minus=False
+        self,
+        optimizer: str,
+        hp: dict,
+        factors: Factors | None = None,
+        f32_one_minus=False,
+        muon: MuonUpdate | None = None,
     ) -> None:
         self.optimizer, self.hp, self.factors = optimizer, hp, factors
         self.state: dict[str, dict] = {}
+        self.muon = muon
         one_minus = f32_complement if f32_one_minus else (lambda b: 1.0 - b)
         if optimizer in ("adam", "adamw"):
             # Burn's `1.0 - self.beta_1` is an f32 subtraction of f32 values (exact for
@@ -51,12 +59,16 @@ class BurnUpdate:
             self.one_minus_alpha = one_minus(hp["alpha"])  # rmsprop.rs:168, :172, :212
         rules = {"sgd": self._sgd, "adam": self._adam, "adamw": self._adamw,
                  "adagrad": self._adagrad, "rmsprop": self._rmsprop}  # fmt: skip
-        if optimizer not in rules:
+        if optimizer == "muon" and muon is None:
+            raise FormatError("Muon's replay needs its choices (muon_rules.MuonUpdate)")
+        if optimizer not in rules and optimizer != "muon":
             raise FormatError(f"no replay of Burn's '{optimizer}' optimizer")
-        self._step = rules[optimizer]
+        self._step = rules.get(optimizer)
 
     def step(self, name: str, p: torch.Tensor, g: torch.Tensor, t: int, lr: float) -> torch.Tensor:
         """The parameter after step t (1-based) with learning rate lr."""
+        if self.muon is not None:
+            return self.muon.step(self.state.setdefault(name, {}), name, p, g, lr)
         return self._step(self.state.setdefault(name, {}), p, g, t, lr)
 
     def _l2(self, p: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
@@ -164,6 +176,34 @@ def scalar_sources(optimizer: str) -> tuple[Callable, Callable]:
     if optimizer == "adamw":
         return recorded_corrections, f64_corrections
     return (lambda block: None), (lambda hp: None)
+
+
+class GroupedUpdate:
+    """Each parameter's update by its group's rule (an experiment's param_groups), the
+    experiment's own for parameters in no group. A group's `lr` (under a constant schedule,
+    where both frameworks give each group its own) replaces the step's lr."""
+
+    def __init__(
+        self, rest: BurnUpdate, groups: list[tuple[list[str], BurnUpdate, float | None]]
+    ) -> None:
+        self.rest = rest
+        self.by_name = {name: (update, lr) for names, update, lr in groups for name in names}
+        self.state = _States([rest, *(update for _, update, _ in groups)])
+
+    def step(self, name: str, p: torch.Tensor, g: torch.Tensor, t: int, lr: float) -> torch.Tensor:
+        update, own_lr = self.by_name.get(name, (self.rest, None))
+        return update.step(name, p, g, t, lr if own_lr is None else own_lr)
+
+
+class _States:
+    """The optimizer states of several updates, cleared together."""
+
+    def __init__(self, updates: list[BurnUpdate]) -> None:
+        self.updates = updates
+
+    def clear(self) -> None:
+        for update in self.updates:
+            update.state.clear()
 
 
 # ---------------------------------------------------------------- clipping

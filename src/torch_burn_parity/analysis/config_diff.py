@@ -43,7 +43,9 @@ import pandas as pd  # noqa: E402
 from torch_burn_parity.config.parity_config import BURN_BACKENDS, ConfigError
 from torch_burn_parity.config.resolve import read_spec, requested_hyperparameters
 from torch_burn_parity.io.parity_io import FormatError, experiment_block, write_text_atomic
+from torch_burn_parity.models.model_specs import spec as model_spec
 from torch_burn_parity.optimizers import REGISTRY
+from torch_burn_parity.optimizers.muon import ratio
 
 COLUMNS = ["hyperparameter", "torch", "burn", "status", "note"]
 
@@ -146,7 +148,7 @@ def hyperparameter_rows(spec: dict) -> list[dict]:
     for key in spec["hyperparameters"]:
         notes = [f"{fw} keeps its default" for fw in ("torch", "burn")
                  if key in spec["keep_defaults"][fw]]  # fmt: skip
-        unused = key in ("dampening", "nesterov") and not momentum_used
+        unused = optimizer.name == "sgd" and key in ("dampening", "nesterov") and not momentum_used
         if unused:
             notes.append("no momentum")
         requested = burn_requested[key]
@@ -263,10 +265,49 @@ def layer_rows(torch_layers: dict, burn_layers: dict) -> list[dict]:
     return rows
 
 
-def diff_rows(spec: dict, layers: tuple[dict, dict] = ({}, {})) -> list[dict]:
-    """Every row; layers: the layer hyperparameters PyTorch's and Burn's runs recorded."""
+def lr_adjustment_rows(group: dict, burn_shapes: dict) -> list[dict]:
+    """Muon's lr factor for each parameter whose shape Burn holds otherwise (its Linear
+    weights are [in, out]): the factor each framework computes, from the Burn run's
+    `meta.burn_shapes`."""
+    rows = []
+    for name in group["params"]:
+        if name not in burn_shapes or not group.get("shapes"):
+            continue
+        torch_shape, burn_shape = group["shapes"][name], burn_shapes[name][0]
+        fn = group["hyperparameters"]["adjust_lr_fn"]
+        t, b = ratio(fn, torch_shape), ratio(fn, burn_shape)
+        rows.append(fact(
+            "Muon lr adjustment", f"{name} {list(torch_shape)}: ×{t:.6g}",
+            f"{list(burn_shape)}: ×{b:.6g}", "same" if t == b else "differs",
+            f"{fn}: lr × factor of the shape each framework holds; measured apart by the replay",
+        ))  # fmt: skip
+    return rows
+
+
+def group_rows(spec: dict, burn_shapes: dict, shapes: dict) -> list[dict]:
+    """Each parameter group's rows, named `param_groups[i].<row>`: its parameters, then its
+    hyperparameters and numeric details as for the experiment's own optimizer."""
+    rows = []
+    for i, group in enumerate(spec.get("param_groups") or []):
+        names = ", ".join(group["params"])
+        found = [fact("params", names, names, "same", f"optimizer {group['optimizer']}")]
+        found += hyperparameter_rows(group)
+        if group["optimizer"] == "muon":
+            found += lr_adjustment_rows({**group, "shapes": shapes}, burn_shapes)
+        rows += [{**row, "hyperparameter": f"param_groups[{i}].{row['hyperparameter']}"}
+                 for row in found]  # fmt: skip
+    return rows
+
+
+def diff_rows(
+    spec: dict, layers: tuple[dict, dict] = ({}, {}), burn_shapes: dict | None = None
+) -> list[dict]:
+    """Every row; layers: the layer hyperparameters PyTorch's and Burn's runs recorded;
+    burn_shapes: the Burn run's `meta.burn_shapes` (Muon's lr adjustment rows)."""
+    shapes = model_spec(spec["model"]).param_shapes()
     return (
         hyperparameter_rows(spec)
+        + group_rows(spec, burn_shapes or {}, shapes)
         + schedule_rows(spec)
         + clip_rows(spec)
         + layer_rows(*layers)
@@ -276,7 +317,13 @@ def diff_rows(spec: dict, layers: tuple[dict, dict] = ({}, {})) -> list[dict]:
 
 def recorded_layers(paths: tuple[Path, Path], model: str) -> tuple[dict, dict]:
     """The layer hyperparameters of PyTorch's and Burn's run (FormatError naming a file)."""
-    found = []
+    return recorded(paths, model)[0]
+
+
+def recorded(paths: tuple[Path, Path], model: str) -> tuple[tuple[dict, dict], dict]:
+    """The layer hyperparameters of PyTorch's and Burn's run, and the Burn run's
+    `meta.burn_shapes` (FormatError naming a file)."""
+    found, shapes = [], {}
     for path in paths:
         meta = experiment_block(path)["meta"]
         if meta.get("model", "cnn1d") != model:
@@ -287,7 +334,8 @@ def recorded_layers(paths: tuple[Path, Path], model: str) -> tuple[dict, dict]:
         if not isinstance(layers, dict):
             raise FormatError(f"{path}: meta.layer_hyperparameters must be an object")
         found.append(layers)
-    return found[0], found[1]
+        shapes = meta.get("burn_shapes") or shapes
+    return (found[0], found[1]), shapes
 
 
 def render_md(frame: pd.DataFrame, experiment: str) -> str:
@@ -309,16 +357,16 @@ def main(argv: list[str] | None = None) -> None:
     try:
         spec = read_spec(args.spec)
         name, model = spec["name"], spec["model"]
-        layers = ({}, {})
+        layers, burn_shapes = ({}, {}), {}
         if args.torch_run:
-            layers = recorded_layers((args.torch_run, args.burn_run), model)
+            layers, burn_shapes = recorded((args.torch_run, args.burn_run), model)
         elif model != "cnn1d":
             raise ConfigError(
                 f"{name}: model {model} has layer hyperparameters: pass --torch-run and --burn-run"
             )
     except (ConfigError, FormatError) as exc:
         sys.exit(f"config_diff: {exc}")
-    frame = pd.DataFrame(diff_rows(spec, layers), columns=COLUMNS)
+    frame = pd.DataFrame(diff_rows(spec, layers, burn_shapes), columns=COLUMNS)
     write_text_atomic(args.csv, frame.to_csv(index=False))
     write_text_atomic(args.md, render_md(frame, name))
     differs = frame[frame["status"] == "differs"]["hyperparameter"].tolist()

@@ -43,6 +43,14 @@ burn_running_stats  (only for a model with running statistics) the last of the a
                 (burn_clipping, burn_lrs or held_f64) with Burn's running-statistics update
                 instead of PyTorch's: column `dparam_burn_running_stats`, vs PyTorch's f64 run.
                 Without a schedule and clipping it is held_f64 with Burn's estimator.
+burn_lr_adjustment, burn_newton_schulz  (only with Muon, muon_rules.py) the last of the
+                above with Muon's lr factor read from the shape Burn holds ([in, out] for a
+                Linear weight; each part of a packed one), then also Burn's orthogonalisation
+                (its summed momentum, Newton–Schulz in f64 on each tensor Burn holds):
+                columns `dparam_burn_lr_adjustment`, `dparam_burn_newton_schulz`, vs
+                PyTorch's f64 run. Before them every variant but the replay runs PyTorch's
+                Muon arithmetic (its averaged momentum, Newton–Schulz in bfloat16) with its
+                variant's values: the counterfactual reproduces PyTorch's run that way.
 
 The running statistics. The counterfactual, held_f64, burn_lrs and burn_clipping keep
 PyTorch's own update (BatchNorm1d's train-mode forward: running_var moves towards the
@@ -93,7 +101,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from torch_burn_parity.analysis.burn_rules import BurnUpdate, scalar_sources
+from torch_burn_parity.analysis.burn_rules import BurnUpdate, GroupedUpdate, scalar_sources
 from torch_burn_parity.analysis.gaps import (
     add_run_arguments,
     flat_names,
@@ -103,6 +111,7 @@ from torch_burn_parity.analysis.gaps import (
     run_paths,
     step_gaps,
 )
+from torch_burn_parity.analysis.muon_rules import MuonUpdate
 from torch_burn_parity.io.parity_io import FormatError, read_dataset, write_text_atomic
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelError, model_of, spec
 from torch_burn_parity.models.models import build, inputs, running_stat_layers, state
@@ -320,25 +329,58 @@ def scheduled(torch_run: dict, burn_run: dict) -> bool:
     return {(r["meta"].get("schedule") or {}).get("kind", "constant") for r in runs} != {"constant"}
 
 
+def muon_run(burn_run: dict) -> bool:
+    """Whether any parameter of the run is Muon's (the experiment's or a group's)."""
+    meta = burn_run["meta"]
+    return "muon" in {meta["optimizer"], *(g["optimizer"] for g in meta.get("param_groups") or [])}
+
+
+def updates(
+    values: dict, burn_run: dict, recorded: bool, f32_one_minus: bool, muon: tuple[str, str]
+) -> BurnUpdate | GroupedUpdate:
+    """Burn's update of every parameter with the hyperparameters ``values`` (a run's meta)
+    holds, its own and its groups'; the per-step factors Burn's run recorded, or in f64; and
+    Muon's (newton_schulz, shapes) choices (muon_rules.MuonUpdate)."""
+    shapes = burn_run["meta"].get("burn_shapes") or {}
+
+    def one(optimizer: str, hp: dict) -> BurnUpdate:
+        from_run, in_f64 = scalar_sources(optimizer)
+        factors = from_run(burn_run) if recorded else in_f64(hp)
+        rule = MuonUpdate(hp, *muon, shapes) if optimizer == "muon" else None
+        return BurnUpdate(optimizer, hp, factors, f32_one_minus, rule)
+
+    rest = one(values["optimizer"], values["hyperparameters"])
+    groups = values.get("param_groups") or []
+    if not groups:
+        return rest
+    # Under a constant schedule each group steps with its own lr (under another, with the
+    # experiment's scheduled one: config/param_groups.py).
+    constant = (burn_run["meta"].get("schedule") or {}).get("kind", "constant") == "constant"
+    return GroupedUpdate(rest, [
+        (g["params"], one(g["optimizer"], g["hyperparameters"]),
+         g["hyperparameters"]["lr"] if constant else None)
+        for g in groups
+    ])  # fmt: skip
+
+
 def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]:
     """Each variant and the run it is compared with, by name (see the docstring)."""
-    optimizer = burn_run["meta"]["optimizer"]
-    burn_hp, torch_hp = burn_run["meta"]["hyperparameters"], torch_run["meta"]["hyperparameters"]
-    recorded, in_f64 = scalar_sources(optimizer)
+    burn_meta, torch_meta = burn_run["meta"], torch_run["meta"]
     burn_lrs, torch_lrs = lrs_of(burn_run), lrs_of(torch_run)
-    burn_clip, torch_clip = burn_run["meta"].get("clip_grad"), torch_run["meta"].get("clip_grad")
+    burn_clip, torch_clip = burn_meta.get("clip_grad"), torch_meta.get("clip_grad")
 
     stats = burn_running_stats_of(burn_run)
     model = model_of(burn_run)
     parts = [model.parts_of(name) for name in model.param_names]
+    torch_muon, burn_muon = ("torch", "torch"), ("burn", "burn")
 
-    def burn_choices(lrs: list[float], clip: Clipping | None, running=None) -> Variant:
-        return Variant(BurnUpdate(optimizer, burn_hp, in_f64(burn_hp)), lrs, clip, running)
+    def burn_choices(lrs: list[float], clip: Clipping | None, running=None, muon=torch_muon):
+        return Variant(updates(burn_meta, burn_run, False, False, muon), lrs, clip, running)
 
     out = {
         "replay": (
             Variant(
-                BurnUpdate(optimizer, burn_hp, recorded(burn_run), True),
+                updates(burn_meta, burn_run, True, True, burn_muon),
                 burn_lrs,
                 burn_clipping(burn_clip, parts),
                 stats,
@@ -346,23 +388,37 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
             burn_run,
         ),
         "counterfactual": (
-            Variant(BurnUpdate(optimizer, torch_hp, in_f64(torch_hp)), torch_lrs,
+            Variant(updates(torch_meta, burn_run, False, False, torch_muon), torch_lrs,
                     torch_clipping(torch_clip)),
             torch_run,
         ),
         # Burn's values, its clipping threshold too, in PyTorch's lrs and clipping scope.
         "held_f64": (burn_choices(torch_lrs, torch_clipping(burn_clip)), torch_run),
     }  # fmt: skip
-    last = (torch_lrs, torch_clipping(burn_clip))  # the chain's last link: held_f64's
+    last = (torch_lrs, torch_clipping(burn_clip), None)  # the chain's last link: held_f64's
     if scheduled(torch_run, burn_run):
-        last = (burn_lrs, torch_clipping(burn_clip))
+        last = (burn_lrs, torch_clipping(burn_clip), None)
         out["burn_lrs"] = (burn_choices(*last), torch_run)
     if burn_clip:
-        last = (burn_lrs, burn_clipping(burn_clip, parts))
+        last = (burn_lrs, burn_clipping(burn_clip, parts), None)
         out["burn_clipping"] = (burn_choices(*last), torch_run)
     if stats:
-        out["burn_running_stats"] = (burn_choices(*last, stats), torch_run)
+        last = (*last[:2], stats)
+        out["burn_running_stats"] = (burn_choices(*last), torch_run)
+    if muon_run(burn_run):  # Muon's lr adjustment on Burn's shapes, then Burn's orthogonalisation
+        out["burn_lr_adjustment"] = (burn_choices(*last, muon=("torch", "burn")), torch_run)
+        out["burn_newton_schulz"] = (burn_choices(*last, muon=burn_muon), torch_run)
     return out
+
+
+# The variants after held_f64, in the chain's order, as the print names them.
+CHAIN = {
+    "burn_lrs": "Burn's lrs",
+    "burn_clipping": "Burn's clipping",
+    "burn_running_stats": "Burn's running stats",
+    "burn_lr_adjustment": "Burn's Muon lr adjustment",
+    "burn_newton_schulz": "Burn's Newton–Schulz",
+}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -399,7 +455,7 @@ def main(argv: list[str] | None = None) -> None:
     frames = {key: gap_frame(*results[key], ref, names) for key, (_, ref) in chosen.items()}
     replay_frame, counter_frame = frames["replay"], frames["counterfactual"]
     # Further columns of the counterfactual table: each variant's gap to PyTorch's f64 run.
-    for key in ("held_f64", "burn_lrs", "burn_clipping", "burn_running_stats"):
+    for key in ("held_f64", *CHAIN):
         if key in frames:
             counter_frame[f"dparam_{key}"] = frames[key]["dparam"]
 
@@ -413,11 +469,7 @@ def main(argv: list[str] | None = None) -> None:
     write_text_atomic(args.counterfactual_md, render_md(counter_frame, title, args.report_steps))
     further = "".join(
         f"; {what} vs torch-f64 max {np.nanmax(counter_frame[f'dparam_{key}']):.2e}"
-        for key, what in (
-            ("burn_lrs", "Burn's lrs"),
-            ("burn_clipping", "Burn's clipping"),
-            ("burn_running_stats", "Burn's running stats"),
-        )
+        for key, what in CHAIN.items()
         if key in frames
     )
     print(

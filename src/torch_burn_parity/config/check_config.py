@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator, ValidationError, validators
 
+from torch_burn_parity.config.param_groups import group_experiment
 from torch_burn_parity.config.parity_config import (
     HYPERPARAMETERS,
     ConfigError,
@@ -35,7 +36,7 @@ from torch_burn_parity.config.sweeps import SweepError, expand_all
 
 SCHEMA = Path(__file__).with_name("config.schema.yaml")
 # Experiment keys a sweep axis may not vary: a schedule and clipping are mappings of their own.
-UNSWEPT_KEYS = ("schedule", "clip_grad")
+UNSWEPT_KEYS = ("schedule", "clip_grad", "param_groups")
 
 TYPE_NAMES = {
     "integer": "an integer",
@@ -322,6 +323,32 @@ def _position(config: Any, path: Path_) -> list[int]:
     return position
 
 
+def group_schema_problems(config: dict[str, Any], schema: dict[str, Any]) -> list[Problem]:
+    """Each parameter group checked by the schema as the experiment it amounts to
+    (param_groups.group_experiment), its problems named at the group: those of keys the group
+    gives, or a hyperparameter its own optimizer needs and it leaves out."""
+    experiments = config.get("experiments")
+    trials, owner = {}, {}
+    for name, exp in (experiments if isinstance(experiments, dict) else {}).items():
+        groups = exp.get("param_groups") if isinstance(exp, dict) else None
+        for i, group in enumerate(groups if isinstance(groups, list) else []):
+            if isinstance(group, dict):
+                trials[f"{name}__group{i}"] = group_experiment(exp, group)
+                owner[f"{name}__group{i}"] = (name, i, group)
+    if not trials:
+        return []
+    trial = {k: config[k] for k in ("steps", "batch_size") if k in config}
+    found = []
+    for p in schema_problems({**trial, "experiments": trials}, schema, fill_defaults=False):
+        if p.path[:1] != ("experiments",) or p.path[1] not in owner or len(p.path) < 3:
+            continue
+        name, i, group = owner[p.path[1]]
+        inherited = p.path[2] not in group and not p.message.startswith("missing")
+        if not inherited:
+            found.append(Problem(("experiments", name, "param_groups", i, *p.path[2:]), p.message))
+    return found
+
+
 def config_problems(
     config: Any, schema: dict[str, Any], fill_defaults: bool = True
 ) -> list[Problem]:
@@ -330,7 +357,9 @@ def config_problems(
     if not isinstance(config, dict):
         return [Problem((), f"expected a mapping, got {show(config)}")]
     by_path: dict[Path_, Problem] = {}
-    for problem in schema_problems(config, schema, fill_defaults):
+    for problem in schema_problems(config, schema, fill_defaults) + group_schema_problems(
+        config, schema
+    ):
         by_path.setdefault(problem.path, problem)
     by_path.update({p.path: p for p in semantic_problems(config)})
     return sorted(by_path.values(), key=lambda p: _position(config, p.path))

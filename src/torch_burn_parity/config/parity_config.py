@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from torch_burn_parity.config import cpu_path
+from torch_burn_parity.config.param_groups import group_experiment, group_problems
 from torch_burn_parity.config.suggest import closest_key
 from torch_burn_parity.io.parity_io import FRAMEWORKS
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, SPECS
@@ -428,6 +429,18 @@ def experiment_problems(name: str, exp: Any, steps: Any = None) -> list[Problem]
     problems += choice_problems(at, exp, "burn_backend", "Burn backend", BURN_BACKENDS)
     problems += choice_problems(at, exp, "model", "model", MODELS)
     problems += probe_steps_problems(at, exp, steps)
+    problems += [Problem(path, message) for path, message in group_problems(name, exp)]
+    groups = exp.get("param_groups")
+    for i, group in enumerate(groups if isinstance(groups, list) else []):
+        if not isinstance(group, dict):
+            continue
+        grouped, where = group_experiment(exp, group), (*at, "param_groups", i)
+        if "keep_defaults" in group and grouped["optimizer"] in HYPERPARAMETERS:
+            problems += keep_default_problems(where, grouped, grouped["optimizer"])
+        if grouped["optimizer"] == "sgd":
+            problems += nesterov_problems(where, grouped)
+        if grouped["optimizer"] == "adagrad":
+            problems += accumulator_problems(where, grouped)
     probe = exp.get("probe")
     model = exp.get("model", DEFAULT_MODEL)
     if isinstance(probe, str) and model in MODELS and (message := probe_problem(probe, model)):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from torch_burn_parity.config import cpu_path
+from torch_burn_parity.config.param_groups import group_experiment, group_problems, members
 from torch_burn_parity.config.parity_config import (
     BOOLEAN_HYPERPARAMETERS,
     DEFAULT_BURN_BACKEND,
@@ -31,6 +32,7 @@ from torch_burn_parity.config.parity_config import (
     SCHEDULES,
     ConfigError,
     experiment_problems,
+    key_path,
     load_config,
     run_problems,
 )
@@ -41,7 +43,7 @@ from torch_burn_parity.optimizers import REGISTRY
 # The keys of a resolved spec, as experiment_spec writes them.
 SPEC_KEYS = ("name", "optimizer", "hyperparameters", "keep_defaults", "schedule", "clip_grad",
              "burn_backend", "model", "probe_steps", "steps", "batch_size", "threads",
-             "cpu_path", "requested")  # fmt: skip
+             "cpu_path", "requested", "param_groups")  # fmt: skip
 
 
 def probe_steps_of(exp: dict[str, Any]) -> list[int]:
@@ -69,30 +71,7 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
             f"experiments.{name}.optimizer: unknown optimizer {optimizer!r}"
             f" (known: {', '.join(HYPERPARAMETERS)})"
         )
-    optional = OPTIONAL_HYPERPARAMETERS.get(optimizer, {})
-    for key in HYPERPARAMETERS[optimizer]:
-        if key not in exp:
-            if key in optional:
-                continue
-            raise ConfigError(f"experiments.{name}.{key}: missing hyperparameter for {optimizer}")
-        value = exp[key]
-        values = value if key == "betas" else [value]
-        boolean = key in BOOLEAN_HYPERPARAMETERS
-        wanted = bool if boolean else (int, float)
-        wrong = isinstance(value, bool) != boolean or not all(isinstance(v, wanted) for v in values)
-        if wrong or (key == "betas" and len(values) != 2):
-            kind = "true or false" if boolean else "two numbers" if key == "betas" else "a number"
-            raise ConfigError(f"experiments.{name}.{key}: expected {kind}, got {value!r}")
-    keep = exp.get("keep_defaults") or {}
-    for framework, keys in keep.items():
-        if framework not in FRAMEWORKS:
-            raise ConfigError(f"experiments.{name}.keep_defaults: unknown framework {framework!r}")
-        for key in keys:
-            if key not in FRAMEWORK_DEFAULTS[framework][optimizer]:
-                raise ConfigError(
-                    f"experiments.{name}.keep_defaults.{framework}: {key!r} has no"
-                    f" {framework} default for {optimizer}"
-                )
+    hyperparameters, keep = resolved_optimizer(f"experiments.{name}", exp)
     for key in ("steps", "batch_size"):
         if not isinstance(config.get(key), int) or config[key] <= 0:
             raise ConfigError(f"{key}: must be a positive integer, got {config.get(key)!r}")
@@ -102,8 +81,8 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
     spec = {
         "name": name,
         "optimizer": optimizer,
-        "hyperparameters": {k: exp.get(k, optional.get(k)) for k in HYPERPARAMETERS[optimizer]},
-        "keep_defaults": {f: list(keep.get(f, [])) for f in FRAMEWORKS},
+        "hyperparameters": hyperparameters,
+        "keep_defaults": keep,
         "schedule": filled_schedule(exp),
         "clip_grad": dict(exp["clip_grad"]) if exp.get("clip_grad") is not None else None,
         "burn_backend": exp.get("burn_backend", DEFAULT_BURN_BACKEND),
@@ -116,7 +95,66 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
     }
     # What each framework will be asked for: the values, or its own defaults where kept.
     spec["requested"] = {f: requested_hyperparameters(spec, f) for f in FRAMEWORKS}
+    spec["param_groups"] = resolved_groups(name, exp)
     return spec
+
+
+def resolved_optimizer(where: str, exp: dict[str, Any]) -> tuple[dict, dict]:
+    """Every hyperparameter of an experiment's (or a group's) optimizer, optional ones filled
+    in, and its keep_defaults per framework; ConfigError naming the first that is wrong."""
+    optimizer = exp["optimizer"]
+    optional = OPTIONAL_HYPERPARAMETERS.get(optimizer, {})
+    for key in HYPERPARAMETERS[optimizer]:
+        if key not in exp:
+            if key in optional:
+                continue
+            raise ConfigError(f"{where}.{key}: missing hyperparameter for {optimizer}")
+        value = exp[key]
+        if isinstance(optional.get(key), str | list) or key == "ns_steps":
+            continue  # Muon's Newton–Schulz settings: checked by the schema
+        values = value if key == "betas" else [value]
+        boolean = key in BOOLEAN_HYPERPARAMETERS
+        wanted = bool if boolean else (int, float)
+        wrong = isinstance(value, bool) != boolean or not all(isinstance(v, wanted) for v in values)
+        if wrong or (key == "betas" and len(values) != 2):
+            kind = "true or false" if boolean else "two numbers" if key == "betas" else "a number"
+            raise ConfigError(f"{where}.{key}: expected {kind}, got {value!r}")
+    keep = exp.get("keep_defaults") or {}
+    for framework, keys in keep.items():
+        if framework not in FRAMEWORKS:
+            raise ConfigError(f"{where}.keep_defaults: unknown framework {framework!r}")
+        for key in keys:
+            if key not in FRAMEWORK_DEFAULTS[framework][optimizer]:
+                raise ConfigError(
+                    f"{where}.keep_defaults.{framework}: {key!r} has no"
+                    f" {framework} default for {optimizer}"
+                )
+    hyperparameters = {k: exp.get(k, optional.get(k)) for k in HYPERPARAMETERS[optimizer]}
+    return hyperparameters, {f: list(keep.get(f, [])) for f in FRAMEWORKS}
+
+
+def resolved_groups(name: str, exp: dict[str, Any]) -> list[dict[str, Any]]:
+    """The experiment's parameter groups, each with its exact parameter names (model order),
+    optimizer, every hyperparameter, keep_defaults and what each framework is asked for."""
+    problems = group_problems(name, exp)
+    if problems:
+        path, message = problems[0]
+        raise ConfigError(f"{key_path(path)}: {message}")
+    groups = []
+    listed = exp.get("param_groups") or []
+    for i, (group, params) in enumerate(zip(listed, members(exp)[0], strict=True)):
+        grouped = group_experiment(exp, group)
+        if grouped["optimizer"] not in HYPERPARAMETERS:
+            raise ConfigError(
+                f"experiments.{name}.param_groups[{i}].optimizer: unknown optimizer"
+                f" {grouped['optimizer']!r} (known: {', '.join(HYPERPARAMETERS)})"
+            )
+        hyperparameters, keep = resolved_optimizer(f"experiments.{name}.param_groups[{i}]", grouped)
+        resolved = {"params": params, "optimizer": grouped["optimizer"],
+                    "hyperparameters": hyperparameters, "keep_defaults": keep}  # fmt: skip
+        resolved["requested"] = {f: requested_hyperparameters(resolved, f) for f in FRAMEWORKS}
+        groups.append(resolved)
+    return groups
 
 
 def requested_hyperparameters(spec: dict[str, Any], framework: str) -> dict[str, Any]:
@@ -142,16 +180,22 @@ def read_spec(path: str | Path) -> dict[str, Any]:
             f"{path}: not a resolved spec (missing {', '.join(missing)}); write one with"
             " python -m torch_burn_parity.config.resolve CONFIG EXPERIMENT"
         )
-    optimizer = REGISTRY.get(spec["optimizer"])
-    if optimizer is None:
-        raise ConfigError(
-            f"{path}: unknown optimizer {spec['optimizer']!r} (known: {', '.join(REGISTRY)})"
-        )
-    absent = [k for k in optimizer.hyperparameters if k not in spec["hyperparameters"]]
-    if absent:
-        raise ConfigError(
-            f"{path}: hyperparameters of {optimizer.name}: missing {', '.join(absent)}"
-        )
+    groups = spec["param_groups"] if isinstance(spec["param_groups"], list) else None
+    if groups is None or not all(isinstance(g, dict) for g in groups):
+        raise ConfigError(f"{path}: param_groups must be a list of groups")
+    for where, entry in [("", spec), *((f"param_groups[{i}]: ", g) for i, g in enumerate(groups))]:
+        optimizer = REGISTRY.get(entry.get("optimizer"))
+        if optimizer is None:
+            raise ConfigError(
+                f"{path}: {where}unknown optimizer {entry.get('optimizer')!r}"
+                f" (known: {', '.join(REGISTRY)})"
+            )
+        held = entry.get("hyperparameters") or {}
+        absent = [k for k in optimizer.hyperparameters if k not in held]
+        if absent:
+            raise ConfigError(
+                f"{path}: {where}hyperparameters of {optimizer.name}: missing {', '.join(absent)}"
+            )
     return spec
 
 

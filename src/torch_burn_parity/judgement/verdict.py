@@ -22,6 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from torch_burn_parity.models.model_specs import model_of
+from torch_burn_parity.optimizers.muon import ratio
+
 EPS_RATIO = 2.0**-52 / 2.0**-23  # f64 machine epsilon over f32 machine epsilon = 2^-29
 SAFETY = 100.0  # headroom for the different order of operations in two frameworks
 # Floor under the floor: a gap of a few f64 ulps of O(1) parameters is rounding whatever
@@ -161,11 +164,14 @@ MIN_SHARE = 0.01
 # Config-diff rows that are not hyperparameter values: the schedule, the clipping scope and
 # the running-variance estimator are measured by variants of their own (see further_causes),
 # not by the held-values replay.
-MEASURED_APART = {"schedule", "bn.running_var_estimator"}
+MEASURED_APART = {"schedule", "bn.running_var_estimator", "Newton–Schulz dtype",
+                  "Muon lr adjustment"}  # fmt: skip
 
 
 def measured_apart(row: dict) -> bool:
     name = str(row["hyperparameter"])
+    if name.startswith("param_groups["):  # a group's row: param_groups[0].<name>
+        name = name.split(".", 1)[1]
     return name in MEASURED_APART or name.endswith(" scope")
 
 
@@ -269,6 +275,56 @@ def running_stats_cause(torch_run: dict, burn_run: dict) -> str:
     return f"the running-variance estimator (Burn {held[1]}, PyTorch {held[0]})"
 
 
+def muon_parameters(run: dict) -> list[str]:
+    """The parameters a run trains with Muon (its groups', or all when it is the experiment's)."""
+    meta = run["meta"]
+    if meta["optimizer"] == "muon":
+        grouped = {n for g in meta.get("param_groups") or [] for n in g["params"]}
+        return [n for n in meta.get("burn_shapes", {}) if n not in grouped]
+    groups = meta.get("param_groups") or []
+    return [n for g in groups if g["optimizer"] == "muon" for n in g["params"]]
+
+
+def lr_adjustment_cause(torch_run: dict, burn_run: dict) -> str:
+    """Muon's lr factor read from each framework's shape of its parameters: how many it
+    differs for, and the one it differs most for."""
+    shapes = model_of(torch_run).param_shapes()
+    burn = burn_run["meta"].get("burn_shapes") or {}
+    fn = (muon_hyperparameters(burn_run) or {}).get("adjust_lr_fn", "original")
+    names = muon_parameters(burn_run)
+    factors = {n: (ratio(fn, shapes[n]), ratio(fn, (burn.get(n) or [shapes[n]])[0])) for n in names}
+    differ = {n: f for n, f in factors.items() if f[0] != f[1]}
+    if not differ:
+        return "Muon's lr adjustment (the same factor in both)"
+    name = max(differ, key=lambda n: max(differ[n]) / min(differ[n]))
+    t, b = differ[name]
+    burn_shape = (burn.get(name) or [shapes[name]])[0]
+    return (
+        f"Muon's lr adjustment reads the shape each framework holds (Burn's Linear weight is"
+        f" [in, out]): its factor differs for {len(differ)} of {len(names)} Muon parameters,"
+        f" most for {name} (PyTorch {list(shapes[name])} ×{t:.3g}, Burn {list(burn_shape)}"
+        f" ×{b:.3g})"
+    )
+
+
+def muon_hyperparameters(run: dict) -> dict | None:
+    """The hyperparameters of the run's (first) Muon group, or its own if it is Muon's."""
+    meta = run["meta"]
+    if meta["optimizer"] == "muon":
+        return meta["hyperparameters"]
+    groups = [g for g in meta.get("param_groups") or [] if g["optimizer"] == "muon"]
+    return groups[0]["hyperparameters"] if groups else None
+
+
+def newton_schulz_cause(torch_run: dict, burn_run: dict) -> str:
+    """Where each framework orthogonalises Muon's update."""
+    dtype = burn_run["meta"].get("dtype", "f64")
+    return (
+        "Muon's Newton–Schulz: PyTorch's in bfloat16 (on its averaged momentum), Burn's in"
+        f" the tensor's dtype ({dtype}, on its summed momentum)"
+    )
+
+
 # The counterfactual table's columns of replay.py's chain variants after the held values, in
 # the chain's order, and what names each one's cause (from the two f64 run blocks).
 RUNNING_STATS_COLUMN = "dparam_burn_running_stats"
@@ -276,6 +332,8 @@ CHAIN = (
     ("dparam_burn_lrs", schedule_cause),
     ("dparam_burn_clipping", clipping_cause),
     (RUNNING_STATS_COLUMN, running_stats_cause),
+    ("dparam_burn_lr_adjustment", lr_adjustment_cause),
+    ("dparam_burn_newton_schulz", newton_schulz_cause),
 )
 
 

@@ -15,8 +15,8 @@ from typing import Any
 L2 = "L2 (grad += wd·p)"
 DECOUPLED = "decoupled (p ·= 1 − lr·wd)"
 # Hyperparameters Burn 0.22.1 keeps as f32 (the config diff's `f32 storage`), of those an
-# optimizer has; its lr, SGD dampening and AdaGrad lr_decay are f64.
-BURN_F32 = frozenset({"betas", "eps", "weight_decay", "momentum", "alpha"})
+# optimizer has; its lr, SGD dampening and AdaGrad lr_decay are f64, Muon's ns_steps a count.
+BURN_F32 = frozenset({"betas", "eps", "weight_decay", "momentum", "alpha", "ns_coefficients"})
 # "1 − β is exact in both for 0.5 ≤ β ≤ 1": an f32 subtraction that loses nothing there.
 STERBENZ = "exact in both for 0.5 ≤ {0} ≤ 1 (Sterbenz): only {0}'s value counts"
 
@@ -39,6 +39,8 @@ class Optimizer:
     optional: dict[str, Any] = field(default_factory=dict)
     # Hyperparameters Burn has no setting for: (the value it always uses, why).
     burn_fixed: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    # Only 2-D parameters (Muon): anything else is refused before any job.
+    matrices_only: bool = False
     # Numbers its update computes from the hyperparameters at another precision in Burn.
     precision_facts: tuple[tuple[str, str, str, str, str], ...] = ()
 

@@ -118,6 +118,8 @@ class Experiment:
                 ("dparam_burn_lrs", "with Burn's learning rates as well"),
                 ("dparam_burn_clipping", "with Burn's clipping as well"),
                 ("dparam_burn_running_stats", "with Burn's running-variance estimator as well"),
+                ("dparam_burn_lr_adjustment", "with Muon's lr factor of Burn's shapes as well"),
+                ("dparam_burn_newton_schulz", "with Burn's Newton–Schulz (f64) as well"),
             )
             if column in c
         ]
@@ -232,9 +234,15 @@ class Experiment:
             if vd.first_step_above(c["dparam"], floor) is not None
             else f"reproduces PyTorch's f64 run to {e(counter)}"
         )
+        muon = (
+            " (Muon's as PyTorch computes it: its averaged momentum, Newton–Schulz in bfloat16,"
+            " the lr factor of PyTorch's shapes)"
+            if "dparam_burn_newton_schulz" in c
+            else ""
+        )
         out.append(
-            f"Counterfactual: the same rule with PyTorch's hyperparameters, every scalar in f64,"
-            f" {reproduces}. With Burn's held values instead"
+            f"Counterfactual: the same rule{muon} with PyTorch's hyperparameters, every scalar"
+            f" in f64, {reproduces}. With Burn's held values instead"
             + (
                 f" (still every scalar in f64) it is {e(held)} from PyTorch's run at worst"
                 f" (step {held_step}) and {e(c['dparam_held_f64'].iloc[-1])} after step {n}."
@@ -369,7 +377,11 @@ class Experiment:
         """This experiment's section. shown: table text -> experiment that printed it first."""
         n, name = len(self.steps), self.name
         model = "" if self.model == DEFAULT_MODEL else f", model: {self.model}"
-        parts = [f"## Experiment `{name}` (optimizer: {self.optimizer}{model})\n"]
+        groups = "".join(
+            f"; param_groups[{i}]: {g['optimizer']} on {len(g['params'])} parameters"
+            for i, g in enumerate(self.runs["torch", "f32"]["meta"].get("param_groups") or [])
+        )
+        parts = [f"## Experiment `{name}` (optimizer: {self.optimizer}{groups}{model})\n"]
         if self.spec.get("description"):
             parts.append(f"*{self.spec['description'].strip()}*\n")
         parts.append(f"**Verdict: {vt.verdict_line(self.record)}.**\n")

@@ -66,6 +66,14 @@ def body(md: str) -> str:
     return compact("\n".join(lines).strip())
 
 
+def group_setting(group: dict) -> str:
+    """One parameter group as configured: its globs, then what it sets."""
+    params = group["params"] if isinstance(group["params"], list) else [group["params"]]
+    values = [setting(k, v) if k == "optimizer" else f"{k} {setting(k, v)}"
+              for k, v in group.items() if k != "params"]  # fmt: skip
+    return f"[{', '.join(params)}]: {', '.join(values)}"
+
+
 def setting(key: str, value) -> str:
     """One config value as a person writes it: 'burn: eps', '[0.9, 0.999]', 'f32 1e-05'."""
     if key == "keep_defaults":
@@ -77,6 +85,8 @@ def setting(key: str, value) -> str:
         return f"{value['kind']} ({rest})" if rest else value["kind"]
     if key == "clip_grad":
         return "none" if value is None else ", ".join(f"{k} {v:g}" for k, v in value.items())
+    if key == "param_groups":  # '[fc.weight]: muon, lr 0.02 · [*.bias]: weight_decay 0'
+        return " · ".join(group_setting(g) for g in value)
     if isinstance(value, list):
         return "[" + ", ".join(f"{v:g}" for v in value) + "]"
     return value if isinstance(value, str) else json.dumps(value)

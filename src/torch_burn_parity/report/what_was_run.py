@@ -32,6 +32,7 @@ def hyperparameter_table(config: dict, tolerances: dict, skip: set[str]) -> str:
         "burn_backend": "flex (default)",
         "model": f"{DEFAULT_MODEL} (default)",
         "probe_steps": "[1] (default)",
+        "param_groups": "none",
     }
     tables = [
         md_table(pd.DataFrame(rows).drop(columns="optimizer").fillna(unset).fillna("—"))

@@ -10,8 +10,10 @@ and initial weights (parameters and buffers) come from that model's dataset file
 f64 run widens them exactly, so precision is the only thing that differs between the f32
 and f64 runs. A dataset whose arrays are not the module's is refused before any step.
 
-The optimizer is torch.optim's; a schedule is torch.optim.lr_scheduler's, stepped after each
-optimizer step; clipping (clip_grad_norm_ / clip_grad_value_) acts between backward and step.
+The optimizer is torch.optim's; with parameter groups (config/param_groups.py), one per
+optimizer kind, each group one of its param_groups. A schedule is torch.optim.lr_scheduler's,
+stepped after each optimizer step; clipping (clip_grad_norm_ / clip_grad_value_) acts
+between backward and step.
 The run file's `lrs` holds the lr each step used, `trajectory.grads` the gradients of
 backward (before clipping), `trajectory.buffers` the running statistics after each step
 (updated by the train-mode forward). At each of the experiment's `probe_steps` the run records
@@ -56,20 +58,60 @@ TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64}
 OPTIMIZERS = {name: getattr(torch.optim, o.torch_class) for name, o in REGISTRY.items()}
 
 
-def make_optimizer(spec: dict[str, Any], params) -> torch.optim.Optimizer:
-    """Pass every hyperparameter explicitly, except those the experiment leaves to PyTorch."""
-    kept = set(spec["keep_defaults"]["torch"])
-    given = {k: v for k, v in spec["hyperparameters"].items() if k not in kept}
-    if "betas" in given:
-        given["betas"] = tuple(given["betas"])
-    return OPTIMIZERS[spec["optimizer"]](params, **given)
+def torch_arguments(hyperparameters: dict[str, Any], kept: list[str]) -> dict[str, Any]:
+    """Every hyperparameter as PyTorch takes it, except those left to PyTorch's defaults."""
+    given = {k: v for k, v in hyperparameters.items() if k not in kept}
+    for key in ("betas", "ns_coefficients"):
+        if key in given:
+            given[key] = tuple(given[key])
+    return given
 
 
-def held_hyperparameters(spec: dict[str, Any], optimizer: torch.optim.Optimizer) -> dict:
-    """Every hyperparameter of the experiment's optimizer as PyTorch holds it, read back before
-    a schedule changes the learning rate (the initial lr is recorded)."""
-    group = optimizer.param_groups[0]
-    return {k: (list(group[k]) if k == "betas" else group[k]) for k in spec["hyperparameters"]}
+def parts(spec: dict[str, Any], names: list[str]) -> list[tuple[dict[str, Any], list[str]]]:
+    """(optimizer entry, its parameter names) of the experiment's own optimizer (the
+    parameters in no group) and of each parameter group, in the spec's order."""
+    groups = spec["param_groups"]
+    taken = {n for g in groups for n in g["params"]}
+    return [(spec, [n for n in names if n not in taken]), *((g, g["params"]) for g in groups)]
+
+
+def make_optimizers(
+    spec: dict[str, Any], model: nn.Module
+) -> tuple[list[torch.optim.Optimizer], list[dict | None]]:
+    """One torch.optim optimizer per optimizer kind, each param_group one of the spec's
+    parts (the experiment's own first), with every hyperparameter passed explicitly except
+    those the experiment leaves to PyTorch; and each part's param_group (None when it has
+    no parameter)."""
+    named = dict(model.named_parameters())
+    by_kind: dict[str, list[dict]] = {}
+    found: list[dict | None] = []
+    for entry, names in parts(spec, list(named)):
+        if not names:
+            found.append(None)
+            continue
+        group = {"params": [named[n] for n in names]}
+        group.update(torch_arguments(entry["hyperparameters"], entry["keep_defaults"]["torch"]))
+        by_kind.setdefault(entry["optimizer"], []).append(group)
+        found.append(group)
+    optimizers = [OPTIMIZERS[kind](groups) for kind, groups in by_kind.items()]
+    # torch.optim copies each group dict and fills in its defaults: find the copies.
+    held = {id(g["params"][0]): g for o in optimizers for g in o.param_groups}
+    return optimizers, [held[id(g["params"][0])] if g else None for g in found]
+
+
+def held_hyperparameters(entry: dict[str, Any], group: dict | None) -> dict:
+    """Every hyperparameter of an optimizer entry as PyTorch holds it, read back from its
+    param_group before a schedule changes the learning rate (the initial lr is recorded);
+    for an entry without parameters, as PyTorch would hold it (built on a stand-in)."""
+    if group is None:
+        stand_in = nn.Parameter(torch.zeros(1, 1))
+        kept = entry["keep_defaults"]["torch"]
+        optimizer = OPTIMIZERS[entry["optimizer"]](
+            [stand_in], **torch_arguments(entry["hyperparameters"], kept)
+        )
+        group = optimizer.param_groups[0]
+    return {k: (list(group[k]) if isinstance(group[k], tuple) else group[k])
+            for k in entry["hyperparameters"]}  # fmt: skip
 
 
 def make_scheduler(
@@ -142,9 +184,12 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
     x, y = inputs(arrays, torch_dtype)
     model = build(model_name, arrays, torch_dtype)
     model.train()
-    optimizer = make_optimizer(spec, model.parameters())
-    used = held_hyperparameters(spec, optimizer)
-    scheduler, schedule = make_scheduler(spec, optimizer)
+    optimizers, groups = make_optimizers(spec, model)
+    entries = [entry for entry, _ in parts(spec, [])]
+    used = [held_hyperparameters(e, g) for e, g in zip(entries, groups, strict=True)]
+    # One scheduler per optimizer (a group has the experiment's lr under a schedule).
+    schedulers = [make_scheduler(spec, optimizer) for optimizer in optimizers]
+    schedule = schedulers[0][1]
     clip = spec["clip_grad"]
     tensors = state(model)  # parameters, then buffers
     param_names = [name for name, _ in model.named_parameters()]
@@ -165,17 +210,19 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
             out, record = model(x[i : i + batch]), None
         loss = nn.functional.cross_entropy(out, y[i : i + batch])
         losses.append(loss.item())
-        optimizer.zero_grad()
+        for optimizer in optimizers:
+            optimizer.zero_grad()
         loss.backward()
         if record is not None:
             layers.append(record(step + 1))
         for name in param_names:  # the gradients of backward, before any clipping
             traj_grads[name].append(flat(tensors[name].grad))
         clip_gradients(clip, list(model.parameters()))
-        lrs.append(optimizer.param_groups[0]["lr"])
-        optimizer.step()
-        if scheduler is not None:
-            scheduler.step()  # after optimizer.step(), as PyTorch documents
+        lrs.append(optimizers[0].param_groups[0]["lr"])
+        for optimizer, (scheduler, _) in zip(optimizers, schedulers, strict=True):
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()  # after optimizer.step(), as PyTorch documents
         for name in param_names:
             traj_params[name].append(flat(tensors[name]))
         for name in buffer_names:  # running statistics, updated by the forward
@@ -196,7 +243,11 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
             "model": model_name,
             "layer_hyperparameters": layer_hyperparameters(model_name, model),
             "optimizer": spec["optimizer"],
-            "hyperparameters": used,
+            "hyperparameters": used[0],
+            "param_groups": [
+                {"params": g["params"], "optimizer": g["optimizer"], "hyperparameters": held}
+                for g, held in zip(spec["param_groups"], used[1:], strict=True)
+            ],
             "kept_defaults": spec["keep_defaults"]["torch"],
             "schedule": schedule,
             "clip_grad": clip,

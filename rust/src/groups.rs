@@ -1,0 +1,183 @@
+//! Parameter groups in the training loop: one Burn optimizer per spec group (its optimizer,
+//! hyperparameters and `keep_defaults`, the experiment's clipping) and one for the rest
+//! (the experiment's optimizer), each stepping only its own parameters' gradients.
+//!
+//! Burn's `ModuleOptimizer::step` maps the whole module but leaves a parameter without a
+//! gradient as it is (module_optimizer.rs:418–491), so optimizers given disjoint gradients
+//! step disjoint parameters, each with its own state.
+
+use std::collections::HashMap;
+
+use burn::lr_scheduler::module_lr_scheduler::ModuleLearningRate;
+use burn::module::{ModuleVisitor, Param, ParamId};
+use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::tensor::Tensor;
+use serde_json::{Map, Value, json};
+
+use crate::config::{Optimizer, Schedule, Spec};
+use crate::models::{Entry, ParityModel};
+use crate::optimizers::optimizer;
+
+/// One group's Burn optimizer and the parameters it steps.
+struct Group {
+    optim: ModuleOptimizer,
+    /// Burn's id of each part of its parameters, with the part's rank.
+    ids: Vec<(ParamId, usize)>,
+    /// The lr it steps with: its own `lr` under a constant schedule, else the scheduled lr.
+    own_lr: Option<f64>,
+}
+
+/// Every optimizer of a run: the spec's groups, in order, then the rest's.
+pub struct Optimizers {
+    groups: Vec<Group>,
+    /// The experiment's optimizer, for the parameters in no group; None when the groups
+    /// hold every parameter.
+    rest: Option<ModuleOptimizer>,
+    /// `meta.param_groups`: each group's parameters, optimizer and held hyperparameters.
+    pub meta: Value,
+}
+
+/// Burn's id of each part of each parameter, in `PARAMS` order (`param_ids()`: an entry's
+/// parts' ids in a row).
+fn ids_by_entry<M: ParityModel>(model: &M) -> Vec<Vec<ParamId>> {
+    let mut ids = model.param_ids().into_iter();
+    M::PARAMS
+        .iter()
+        .map(|e| ids.by_ref().take(e.parts).collect())
+        .collect()
+}
+
+/// Refuses a Muon optimizer given a parameter Burn's Muon cannot step (it asserts a 2-D
+/// tensor, muon.rs:391): one line naming the parameter. A packed 2-D parameter (e.g. the
+/// transformer's in_proj_weight, three [d, d] parts) passes, but Burn orthogonalises each
+/// part on its own where PyTorch orthogonalises the whole matrix (`meta.burn_shapes`).
+fn check_muon(optimizer: &Optimizer, entries: &[&Entry], whose: &str) -> Result<(), String> {
+    if !matches!(optimizer, Optimizer::Muon { .. }) {
+        return Ok(());
+    }
+    match entries.iter().find(|e| e.shape.len() != 2) {
+        Some(e) => Err(format!(
+            "{whose}: Burn's Muon steps 2-D parameters only, and {} is {:?}",
+            e.name, e.shape
+        )),
+        None => Ok(()),
+    }
+}
+
+impl Optimizers {
+    /// The optimizers for `spec` on `model`; `rest` is the experiment's, already built.
+    /// Refuses, on one line, a group naming a parameter the model lacks or one already in
+    /// an earlier group, and Muon given a parameter that is not 2-D.
+    pub fn new<M: ParityModel>(
+        spec: &Spec,
+        model: &M,
+        rest: ModuleOptimizer,
+    ) -> Result<Self, String> {
+        let ids = ids_by_entry(model);
+        let mut owner: HashMap<&str, usize> = HashMap::new();
+        let mut groups = Vec::with_capacity(spec.param_groups.len());
+        let mut meta = Vec::with_capacity(spec.param_groups.len());
+        for (i, g) in spec.param_groups.iter().enumerate() {
+            let whose = format!("param_groups[{i}]");
+            let mut entries = Vec::with_capacity(g.params.len());
+            for name in &g.params {
+                let k = M::PARAMS
+                    .iter()
+                    .position(|e| e.name == name)
+                    .ok_or_else(|| format!("{whose}: model {} has no parameter {name}", M::NAME))?;
+                if let Some(j) = owner.insert(M::PARAMS[k].name, i) {
+                    return Err(format!("{whose}: {name} is in param_groups[{j}] already"));
+                }
+                entries.push(k);
+            }
+            let named: Vec<&Entry> = entries.iter().map(|&k| &M::PARAMS[k]).collect();
+            check_muon(&g.optimizer, &named, &whose)?;
+            let built = optimizer(&g.optimizer, &g.burn_defaults, spec.clip_grad);
+            meta.push(json!({"params": g.params, "optimizer": g.optimizer.name(),
+                "hyperparameters": built.held}));
+            groups.push(Group {
+                optim: built.optim,
+                ids: entries
+                    .iter()
+                    .flat_map(|&k| ids[k].iter().map(move |&id| (id, M::PARAMS[k].shape.len())))
+                    .collect(),
+                own_lr: (spec.schedule == Schedule::Constant).then(|| g.optimizer.lr()),
+            });
+        }
+        let others: Vec<&Entry> = M::PARAMS
+            .iter()
+            .filter(|e| !owner.contains_key(e.name))
+            .collect();
+        check_muon(&spec.optimizer, &others, "optimizer")?;
+        Ok(Optimizers {
+            groups,
+            rest: (!others.is_empty()).then_some(rest),
+            meta: Value::Array(meta),
+        })
+    }
+
+    /// One step of every optimizer in turn, each given its parameters' gradients (moved out
+    /// of `grads`; the rest's optimizer gets what remains): a group with `lr` or its own lr
+    /// (see [`Group::own_lr`]), the rest with `lr`.
+    pub fn step<M: ParityModel>(
+        &mut self,
+        lr: &ModuleLearningRate,
+        mut model: M,
+        mut grads: GradientsParams,
+    ) -> M {
+        for g in &mut self.groups {
+            let mut own = GradientsParams::new();
+            for &(id, rank) in &g.ids {
+                move_grad(&mut grads, &mut own, id, rank);
+            }
+            let group_lr = g
+                .own_lr
+                .map_or_else(|| lr.clone(), ModuleLearningRate::from);
+            model = g.optim.step(group_lr, model, own);
+        }
+        match &mut self.rest {
+            Some(rest) => rest.step(lr.clone(), model, grads),
+            None => model,
+        }
+    }
+}
+
+/// Moves the gradient of `id` (a rank-`rank` tensor, the same in Burn's layout as in
+/// PyTorch's) from `from` to `to`, if it has one.
+fn move_grad(from: &mut GradientsParams, to: &mut GradientsParams, id: ParamId, rank: usize) {
+    fn moved<const D: usize>(from: &mut GradientsParams, to: &mut GradientsParams, id: ParamId) {
+        if let Some(g) = from.remove::<D>(id) {
+            to.register::<D>(id, g);
+        }
+    }
+    match rank {
+        1 => moved::<1>(from, to, id),
+        2 => moved::<2>(from, to, id),
+        3 => moved::<3>(from, to, id),
+        4 => moved::<4>(from, to, id),
+        _ => panic!("parameters of rank {rank} are not supported"),
+    }
+}
+
+/// `meta.burn_shapes`: for each parameter (PyTorch's name), the shape of each Burn tensor
+/// holding it, in its parts' order, read from the model's tensors (e.g. a Linear weight
+/// PyTorch holds as [3, 48] is `[[48, 3]]`).
+pub fn burn_shapes<M: ParityModel>(model: &M) -> Value {
+    struct Shapes(HashMap<ParamId, Vec<usize>>);
+    impl ModuleVisitor for Shapes {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            self.0.insert(param.id, param.val().dims().to_vec());
+        }
+    }
+    let mut shapes = Shapes(HashMap::new());
+    model.visit(&mut shapes);
+    let held: Map<String, Value> = M::PARAMS
+        .iter()
+        .zip(ids_by_entry(model))
+        .map(|(e, ids)| {
+            let parts: Vec<&Vec<usize>> = ids.iter().map(|id| &shapes.0[id]).collect();
+            (e.name.to_string(), json!(parts))
+        })
+        .collect();
+    Value::Object(held)
+}

@@ -1,0 +1,206 @@
+"""Parameter groups and Muon: refused before any job when they cannot run, resolved into
+exact names, built by PyTorch with its own means, replayed on the PyTorch side."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from param_group_cases import ADAMW, GROUPED, MUON, MUON_REST, SGD_GROUP
+from torch_burn_parity.analysis import replay
+from torch_burn_parity.analysis.config_diff import diff_rows
+from torch_burn_parity.analysis.gaps import param_matrix
+from torch_burn_parity.analysis.muon_rules import MuonUpdate, burn_newton_schulz
+from torch_burn_parity.config import resolve
+from torch_burn_parity.config.check_config import SCHEMA, config_problems, load_schema
+from torch_burn_parity.config.parity_config import ConfigError
+from torch_burn_parity.models.model_specs import spec as model_spec
+from torch_burn_parity.optimizers.muon import ratio
+from torch_burn_parity.training.train_torch import train
+
+
+def config(**experiments) -> dict:
+    return {"steps": 6, "batch_size": 16, "experiments": experiments}
+
+
+def lines(**experiments) -> list[str]:
+    return [str(p) for p in config_problems(config(**experiments), load_schema(SCHEMA))]
+
+
+AT = "experiments.g.param_groups"
+
+
+@pytest.mark.parametrize(
+    ("groups", "expected"),
+    [
+        ([dict(MUON, params="nope.*")],
+         f"{AT}[0].params: 'nope.*' matches no parameter of cnn1d (its parameters: conv.weight,"
+         " conv.bias, fc.weight, fc.bias)"),
+        ([dict(MUON, params="fc.weight"), {"params": ["fc.*"], "weight_decay": 0.0}],
+         f"{AT}[1].params[0]: fc.weight is already in param_groups[0]: a parameter takes one"
+         " group"),
+        ([dict(MUON, params="conv.weight")],
+         f"{AT}[0].params: muon takes 2-D parameters only: conv.weight is [4, 1, 5]"),
+        ([dict(MUON, params="fc.weight", lrr=0.1)],
+         f"{AT}[0].lrr: unknown key of a parameter group (known: params, optimizer, keep_defaults,"
+         " lr, weight_decay, momentum, nesterov, ns_coefficients, eps, ns_steps, adjust_lr_fn);"
+         " did you mean 'lr'?"),
+        ([{"params": "fc.weight", "optimizer": "muon", "lr": 0.02}],
+         f"{AT}[0].weight_decay: missing hyperparameter of muon"),
+        ([{"params": "*.bias", "betas": [0.8, 0.999]}],
+         f"{AT}[0].betas: an adamw group takes the experiment's optimizer and betas (Burn's run"
+         " records the per-step factors of those only)"),
+        ([{"params": "*.bias", "weight_decay": -1.0}],
+         f"{AT}[0].weight_decay: -1.0 is out of range (weight_decay ≥ 0)"),
+        ([{"params": "*.bias", "keep_defaults": {"burn": ["lr"]}}],
+         f"{AT}[0].keep_defaults.burn[0]: 'lr' has no burn default for adamw (it can keep: betas,"
+         " eps, weight_decay, amsgrad)"),
+    ],
+)  # fmt: skip
+def test_a_group_that_cannot_run_is_refused_in_one_line(groups, expected):
+    found = lines(g=dict(ADAMW, param_groups=groups))
+    assert found[0] == expected, found
+    assert all("\n" not in line for line in found)
+
+
+def test_muon_on_what_no_group_takes_and_a_group_lr_under_a_schedule_are_refused():
+    assert lines(g=dict(MUON)) == [
+        "experiments.g.optimizer: muon takes 2-D parameters only: conv.weight is [4, 1, 5],"
+        " in no group (give it one)"
+    ]
+    cosine = {"kind": "cosine", "min_lr": 0.001, "num_steps": 6}
+    assert lines(g=dict(GROUPED, schedule=cosine)) == [
+        f"{AT}[0].lr: a group's own lr needs a constant schedule (the schedule scales the"
+        " experiment's lr)"
+    ]
+    same_lr = dict(GROUPED, schedule=cosine, param_groups=[dict(MUON, lr=0.01, params="fc.*t")])
+    assert lines(g=same_lr) == []
+    assert lines(g=GROUPED) == lines(m=MUON_REST) == []
+
+
+def test_a_group_resolves_to_exact_names_in_model_order():
+    groups = [dict(SGD_GROUP, params=["fc.bias", "conv.*"])]
+    spec = resolve.experiment_spec(config(m=dict(MUON_REST, param_groups=groups)), "m")
+    (group,) = spec["param_groups"]
+    assert group["params"] == ["conv.weight", "conv.bias", "fc.bias"]
+    assert group["optimizer"] == "sgd" and group["requested"]["burn"]["lr"] == 0.1
+    # the experiment's own Muon: its Newton–Schulz settings filled in, both frameworks'
+    assert spec["hyperparameters"]["ns_coefficients"] == [3.4445, -4.775, 2.0315]
+    assert spec["requested"]["torch"]["ns_steps"] == spec["requested"]["burn"]["ns_steps"] == 5
+    # a group of the experiment's optimizer takes its values, overriding what it gives
+    bias = {"params": "*.bias", "weight_decay": 0.0}
+    spec = resolve.experiment_spec(config(g=dict(ADAMW, param_groups=[bias])), "g")
+    assert spec["param_groups"][0]["hyperparameters"] == dict(
+        {k: v for k, v in ADAMW.items() if k != "optimizer"}, weight_decay=0.0
+    )
+    assert resolve.experiment_spec(config(g=ADAMW), "g")["param_groups"] == []
+
+
+def test_a_spec_with_a_broken_group_is_refused_naming_it(tmp_path):
+    spec = resolve.experiment_spec(config(g=GROUPED), "g")
+    path = tmp_path / "g.json"
+    for change, message in [
+        (lambda s: s["param_groups"][0].update(optimizer="lion"),
+         "param_groups[0]: unknown optimizer 'lion'"),
+        (lambda s: s["param_groups"][0]["hyperparameters"].pop("ns_steps"),
+         "param_groups[0]: hyperparameters of muon: missing ns_steps"),
+        (lambda s: s.update(param_groups={}), "param_groups must be a list of groups"),
+    ]:  # fmt: skip
+        broken = copy.deepcopy(spec)
+        change(broken)
+        path.write_text(json.dumps(broken))
+        with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+            resolve.read_spec(path)
+
+
+@pytest.fixture(scope="module")
+def muon_runs(dataset):
+    """PyTorch's f64 run of GROUPED (6 steps), and a stand-in for Burn's f64 run: the same
+    values, Burn's shapes of cnn1d's parameters, AdamW's bias corrections in f64."""
+    from torch_burn_parity.io.parity_io import read_dataset
+
+    arrays, _ = read_dataset(dataset)
+    spec = resolve.experiment_spec(dict(config(g=GROUPED), threads=1), "g")
+    torch_run = train(spec, arrays, "f64")
+    burn_run = copy.deepcopy(torch_run)
+    shapes = model_spec("cnn1d").param_shapes()
+    burn_run["meta"]["burn_shapes"] = {
+        n: [s[::-1] if len(s) == 2 else s] for n, s in shapes.items()
+    }
+    burn_run["burn_scalars"] = {
+        "bias_correction1": [1 - 0.9**t for t in range(1, 7)],
+        "bias_correction2": [1 - 0.999**t for t in range(1, 7)],
+    }
+    return arrays, torch_run, burn_run
+
+
+def test_pytorch_builds_each_kind_once_and_records_each_group(muon_runs):
+    _, torch_run, _ = muon_runs
+    meta = torch_run["meta"]
+    assert meta["optimizer"] == "adamw" and meta["hyperparameters"]["weight_decay"] == 0.01
+    (group,) = meta["param_groups"]
+    assert group["params"] == ["fc.weight"] and group["optimizer"] == "muon"
+    assert group["hyperparameters"]["ns_coefficients"] == [3.4445, -4.775, 2.0315]
+    assert group["hyperparameters"]["adjust_lr_fn"] == "original"
+
+
+def test_the_counterfactual_reproduces_pytorchs_muon_and_burns_choices_move_it(muon_runs):
+    """PyTorch's Muon replayed by the counterfactual matches its run to f64 rounding, though
+    its Newton–Schulz runs in bfloat16; Burn's lr factor (fc.weight held [48, 3]: ×4) and
+    Burn's orthogonalisation each move it far from PyTorch's run."""
+    arrays, torch_run, burn_run = muon_runs
+    chosen = replay.variants(torch_run, burn_run)
+    assert list(chosen) == ["replay", "counterfactual", "held_f64", "burn_lr_adjustment",
+                            "burn_newton_schulz"]  # fmt: skip
+    reference = param_matrix(torch_run)
+
+    def gap(key: str) -> float:
+        _, snapshots = replay.run(arrays, chosen[key][0], 6, 16, model="cnn1d")
+        return float(np.abs(snapshots - reference).max())
+
+    assert gap("counterfactual") < 1e-15
+    assert gap("burn_lr_adjustment") > 1e-3
+    assert gap("burn_newton_schulz") > 1e-3
+
+
+def test_burns_newton_schulz_orthogonalises_in_the_tensors_dtype():
+    g = torch.tensor([[1.0, 0.5, 0.1], [0.2, 1.0, 0.3]], dtype=torch.float64)
+    hp = dict(MUON, ns_coefficients=[3.4445, -4.775, 2.0315], eps=1e-7, ns_steps=5)
+    done = burn_newton_schulz(g, hp)
+    assert done.dtype == torch.float64 and done.shape == g.shape
+    # the quintic pushes the singular values towards ~1 (into about [0.7, 1.2])
+    singular = torch.linalg.svdvals(done)
+    assert ((singular > 0.6) & (singular < 1.3)).all(), singular
+    # the tall orientation is the wide one transposed (to f64 rounding)
+    assert (burn_newton_schulz(g.T.contiguous(), hp) - done.T).abs().max() < 1e-14
+    # PyTorch's runs in bfloat16: apart from Burn's f64 by far more than f64 rounding
+    update = MuonUpdate(dict(hp, adjust_lr_fn="original"), "torch", "torch", {})
+    torchs = update.direction({}, "w", g)
+    assert torchs.dtype == torch.bfloat16
+    assert 1e-4 < (torchs.double() - done).abs().max() < 0.1
+
+
+@pytest.mark.parametrize(
+    ("fn", "shape", "factor"),
+    [("original", [3, 48], 1.0), ("original", [48, 3], 4.0), ("original", [8, 8], 1.0),
+     ("match_rms_adamw", [3, 48], 0.2 * 48**0.5), ("match_rms_adamw", [48, 3], 0.2 * 48**0.5)],
+)  # fmt: skip
+def test_the_lr_factor_reads_the_shape(fn, shape, factor):
+    assert ratio(fn, shape) == pytest.approx(factor, rel=1e-15)
+
+
+def test_the_config_diff_names_each_groups_rows_and_burns_lr_factor():
+    spec = resolve.experiment_spec(config(g=GROUPED), "g")
+    rows = diff_rows(spec, burn_shapes={"fc.weight": [[48, 3]]})
+    names = [r["hyperparameter"] for r in rows]
+    assert names[names.index("param_groups[0].params") + 1] == "param_groups[0].lr"
+    by_name = {r["hyperparameter"]: r for r in rows}
+    adjust = by_name["param_groups[0].Muon lr adjustment"]
+    assert (adjust["torch"], adjust["burn"], adjust["status"]) == (
+        "fc.weight [3, 48]: ×1", "[48, 3]: ×4", "differs")  # fmt: skip
+    assert by_name["param_groups[0].Newton–Schulz dtype"]["torch"] == "bfloat16"
+    assert by_name["param_groups[0].momentum"]["status"] == "f32 storage"
