@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Mutation testing of the judgement core, not part of every CI run (it takes a while):
 #   mutmut        over the package's judgement/{verdict,judge,step_one}.py,
-#                 analysis/{gaps,compare,config_diff}.py and config/{parity_config,resolve}.py
+#                 analysis/{gaps,compare,config_diff}.py and config/{parity_config,resolve,
+#                 param_groups}.py
 #                 against the fast unit tests ([tool.mutmut] in pyproject.toml);
 #   cargo-mutants over rust/src/config.rs and rust/src/adam_factors.rs against the crate's
 #                 lib tests, rust/tests/adam_factors.rs and rust/tests/burn_scalars.rs.

@@ -151,6 +151,7 @@ def test_the_transformer_probe_is_not_a_gradient_of_rounding_noise(default_run):
     assert (probe["update"].abs() > 0).all()
     report = (default_run / "results/report.md").read_text()
     section = report[report.index("## Experiment `transformer_sgd`") :]
+    section = section[: section.index("\n## ", 1)]  # up to the next section
     assert "inf×" not in section and "differs" not in section
     assert (
         "| enc.quiet_softmax | — | false | same | Burn-only option; off is PyTorch's softmax |"

@@ -134,7 +134,7 @@ def test_a_spec_with_an_unknown_optimizer_is_refused(
 ):
     stderr = refused(framework, burn_binary, dataset, write_config, tmp_path,
                      lambda spec: spec.update(optimizer="lion"))  # fmt: skip
-    assert "unknown optimizer 'lion' (known: sgd, adam, adamw, adagrad, rmsprop)" in stderr
+    assert "unknown optimizer 'lion' (known: sgd, adam, adamw, adagrad, rmsprop, muon)" in stderr
 
 
 @pytest.mark.parametrize("framework", ["torch", "burn"])

@@ -93,7 +93,12 @@ def make_optimizers(
         group.update(torch_arguments(entry["hyperparameters"], entry["keep_defaults"]["torch"]))
         by_kind.setdefault(entry["optimizer"], []).append(group)
         found.append(group)
-    optimizers = [OPTIMIZERS[kind](groups) for kind, groups in by_kind.items()]
+    # The first group's values are the constructor's too: some state is set up from the
+    # constructor's values only (Adagrad's initial accumulator, adagrad.py __init__).
+    optimizers = [
+        OPTIMIZERS[kind](groups, **{k: v for k, v in groups[0].items() if k != "params"})
+        for kind, groups in by_kind.items()
+    ]
     # torch.optim copies each group dict and fills in its defaults: find the copies.
     held = {id(g["params"][0]): g for o in optimizers for g in o.param_groups}
     return optimizers, [held[id(g["params"][0])] if g else None for g in found]
