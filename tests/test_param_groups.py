@@ -204,3 +204,55 @@ def test_the_config_diff_names_each_groups_rows_and_burns_lr_factor():
         "fc.weight [3, 48]: ×1", "[48, 3]: ×4", "differs")  # fmt: skip
     assert by_name["param_groups[0].Newton–Schulz dtype"]["torch"] == "bfloat16"
     assert by_name["param_groups[0].momentum"]["status"] == "f32 storage"
+
+
+def muon_meta(optimizer: str = "adamw", groups=None, shapes=None) -> dict:
+    """A transformer run's meta with Muon in a group (or as its own optimizer)."""
+    if groups is None:
+        groups = [{"params": ["enc.linear1.weight", "fc.weight"], "optimizer": "muon",
+                   "hyperparameters": {"adjust_lr_fn": "original"}}]  # fmt: skip
+    shapes = shapes or {"enc.linear1.weight": [[8, 16]], "fc.weight": [[128, 3]],
+                        "embed.weight": [[1, 8]]}  # fmt: skip
+    return {"meta": {"model": "transformer", "optimizer": optimizer, "param_groups": groups,
+                     "hyperparameters": {"adjust_lr_fn": "match_rms_adamw"},
+                     "burn_shapes": shapes, "dtype": "f64"}}  # fmt: skip
+
+
+def test_the_lr_adjustment_cause_names_how_many_differ_and_the_largest():
+    from torch_burn_parity.judgement.verdict import lr_adjustment_cause, muon_parameters
+
+    run = muon_meta()
+    assert muon_parameters(run) == ["enc.linear1.weight", "fc.weight"]
+    assert lr_adjustment_cause(run, run) == (
+        "Muon's lr adjustment reads the shape each framework holds (Burn's Linear weight is"
+        " [in, out]): its factor differs for 2 of 2 Muon parameters, most for fc.weight"
+        " (PyTorch [3, 128] ×1, Burn [128, 3] ×6.53)"
+    )
+    # match_rms_adamw is symmetric in the two dimensions: the same factor in both
+    rms = {"adjust_lr_fn": "match_rms_adamw"}
+    symmetric = muon_meta(groups=[{"params": ["fc.weight"], "optimizer": "muon",
+                                   "hyperparameters": rms}])  # fmt: skip
+    assert lr_adjustment_cause(symmetric, symmetric) == (
+        "Muon's lr adjustment (the same factor in both)"
+    )
+
+
+def test_muon_as_the_experiments_optimizer_covers_what_no_group_takes():
+    from torch_burn_parity.judgement.verdict import (
+        muon_hyperparameters,
+        muon_parameters,
+        newton_schulz_cause,
+    )
+
+    rest = [{"params": ["conv.weight", "conv.bias", "fc.bias"], "optimizer": "sgd",
+             "hyperparameters": {}}]  # fmt: skip
+    run = muon_meta("muon", groups=rest)
+    run["meta"]["model"] = "cnn1d"
+    assert muon_parameters(run) == ["fc.weight"]
+    assert muon_hyperparameters(run) == {"adjust_lr_fn": "match_rms_adamw"}
+    assert muon_hyperparameters(muon_meta()) == {"adjust_lr_fn": "original"}
+    assert muon_hyperparameters(muon_meta(groups=[])) is None
+    assert newton_schulz_cause(run, run) == (
+        "Muon's Newton–Schulz: PyTorch's in bfloat16 (on its averaged momentum), Burn's in the"
+        " tensor's dtype (f64, on its summed momentum)"
+    )

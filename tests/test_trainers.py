@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from conftest import ADAM, SGD, python_module, small_config, spec_of
+from param_group_cases import GROUPED
 from torch_burn_parity.config.parity_config import HYPERPARAMETERS
 from torch_burn_parity.io.parity_io import experiment_block, read_run, write_atomic
+from torch_burn_parity.io.run_file import Final, GroupMeta, Meta, RunBlock, Trajectory
 from torch_burn_parity.models import model_specs
 from torch_burn_parity.training import make_data
 
@@ -65,6 +67,42 @@ def test_every_run_file_is_valid(short_runs):
             assert meta["schedule"] == {"kind": "constant"}
             assert (meta["clip_grad"], meta["clip_scope"]) == (None, None)
         assert ("adam_factors" in block) == (framework == "burn" and experiment == "adam")
+
+
+# The fields only one framework writes (io/run_file.py: NotRequired), and a test's fault.
+ONLY = {"torch": {"python", "torch_cpu_capability"},
+        "burn": {"backend", "rustc", "burn_shapes"}}  # fmt: skip
+
+
+def test_each_run_file_holds_exactly_the_typed_fields(short_runs):
+    """Both trainers write the fields of io/run_file.py, each its own side's, no other."""
+    for (experiment, framework, _), path in short_runs.items():
+        block = experiment_block(path, experiment)
+        scalars = (
+            {"sgd": set(), "adam": {"adam_factors"}}[experiment] if framework == "burn" else set()
+        )
+        assert set(block) == set(RunBlock.__required_keys__) | scalars, path
+        for key, typed in (("final", Final), ("trajectory", Trajectory)):
+            assert set(block[key]) == set(typed.__annotations__), (path, key)
+        assert set(block["meta"]) == set(Meta.__required_keys__) | ONLY[framework], path
+        assert not ONLY[framework] & set(Meta.__required_keys__)
+
+
+def test_both_trainers_record_each_group_as_they_hold_it(train, write_config):
+    """cnn1d with Muon on fc.weight, AdamW on the rest: each side's meta.param_groups names
+    the same parameters and optimizer, PyTorch's values as given, Burn's f32 ones widened."""
+    config = write_config(small_config(steps=3, g=GROUPED))
+    groups = {}
+    for framework in ("torch", "burn"):
+        _, out = train(framework, "g", "f64", config)
+        (group,) = experiment_block(out, "g")["meta"]["param_groups"]
+        assert set(group) == set(GroupMeta.__annotations__)
+        groups[framework] = group
+    assert groups["torch"]["params"] == groups["burn"]["params"] == ["fc.weight"]
+    assert groups["torch"]["optimizer"] == groups["burn"]["optimizer"] == "muon"
+    assert groups["torch"]["hyperparameters"]["momentum"] == 0.95
+    assert groups["burn"]["hyperparameters"]["momentum"] == float(np.float32(0.95))
+    assert groups["burn"]["hyperparameters"]["ns_steps"] == 5
 
 
 def test_all_runs_read_the_same_input(short_runs):

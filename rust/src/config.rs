@@ -8,7 +8,7 @@
 //! `param_groups` gives some parameters (PyTorch names) an optimizer of their own; the
 //! others ("the rest") take the experiment's.
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::path::Path;
 
 use crate::models::Model;
@@ -144,8 +144,8 @@ pub enum Schedule {
 }
 
 /// Gradient clipping as the spec asks for it (Burn applies it to each parameter tensor):
-/// `{"norm": x}` or `{"value": x}`.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+/// `{"norm": x}` or `{"value": x}`; the run file's `meta.clip_grad` in the same form.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ClipGrad {
     Norm(f64),

@@ -6,17 +6,22 @@
 //! had a fault injected records it in `meta.fault`, and the report says so.
 
 use burn::tensor::TensorData;
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::models::{self, Entry, Model, ParityModel};
 
 pub const VARIABLE: &str = "PARITY_FAULT";
 
-#[derive(Debug, Clone, PartialEq)]
+/// One perturbation; the run file's `meta.fault` in the same form.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Fault {
+    /// The optimizer step (1-based) after which it is added.
     pub step: usize,
+    /// The parameter's PyTorch name.
     pub parameter: String,
+    /// The element's flat index in PyTorch's layout.
     pub index: usize,
+    /// What is added to it.
     pub delta: f64,
 }
 
@@ -68,10 +73,6 @@ impl Fault {
             index,
             delta,
         })
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({"step": self.step, "parameter": self.parameter, "index": self.index, "delta": self.delta})
     }
 
     /// Refuses a PARAMETER the model does not have.

@@ -12,11 +12,11 @@ use burn::lr_scheduler::module_lr_scheduler::ModuleLearningRate;
 use burn::module::{ModuleVisitor, Param, ParamId};
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::Tensor;
-use serde_json::{Map, Value, json};
 
 use crate::config::{Optimizer, Schedule, Spec};
 use crate::models::{Entry, ParityModel};
 use crate::optimizers::optimizer;
+use crate::runfile::{GroupMeta, Named};
 
 /// One group's Burn optimizer and the parameters it steps.
 struct Group {
@@ -34,7 +34,7 @@ pub struct Optimizers {
     /// hold every parameter.
     rest: Option<ModuleOptimizer>,
     /// `meta.param_groups`: each group's parameters, optimizer and held hyperparameters.
-    pub meta: Value,
+    pub meta: Vec<GroupMeta>,
 }
 
 /// Burn's id of each part of each parameter, in `PARAMS` order (`param_ids()`: an entry's
@@ -93,8 +93,11 @@ impl Optimizers {
             let named: Vec<&Entry> = entries.iter().map(|&k| &M::PARAMS[k]).collect();
             check_muon(&g.optimizer, &named, &whose)?;
             let built = optimizer(&g.optimizer, &g.burn_defaults, spec.clip_grad);
-            meta.push(json!({"params": g.params, "optimizer": g.optimizer.name(),
-                "hyperparameters": built.held}));
+            meta.push(GroupMeta {
+                params: g.params.clone(),
+                optimizer: g.optimizer.name().to_string(),
+                hyperparameters: built.held,
+            });
             groups.push(Group {
                 optim: built.optim,
                 ids: entries
@@ -112,7 +115,7 @@ impl Optimizers {
         Ok(Optimizers {
             groups,
             rest: (!others.is_empty()).then_some(rest),
-            meta: Value::Array(meta),
+            meta,
         })
     }
 
@@ -162,7 +165,7 @@ fn move_grad(from: &mut GradientsParams, to: &mut GradientsParams, id: ParamId, 
 /// `meta.burn_shapes`: for each parameter (PyTorch's name), the shape of each Burn tensor
 /// holding it, in its parts' order, read from the model's tensors (e.g. a Linear weight
 /// PyTorch holds as [3, 48] is `[[48, 3]]`).
-pub fn burn_shapes<M: ParityModel>(model: &M) -> Value {
+pub fn burn_shapes<M: ParityModel>(model: &M) -> Named<Vec<Vec<usize>>> {
     struct Shapes(HashMap<ParamId, Vec<usize>>);
     impl ModuleVisitor for Shapes {
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
@@ -171,13 +174,9 @@ pub fn burn_shapes<M: ParityModel>(model: &M) -> Value {
     }
     let mut shapes = Shapes(HashMap::new());
     model.visit(&mut shapes);
-    let held: Map<String, Value> = M::PARAMS
+    M::PARAMS
         .iter()
         .zip(ids_by_entry(model))
-        .map(|(e, ids)| {
-            let parts: Vec<&Vec<usize>> = ids.iter().map(|id| &shapes.0[id]).collect();
-            (e.name.to_string(), json!(parts))
-        })
-        .collect();
-    Value::Object(held)
+        .map(|(e, ids)| (e.name, ids.iter().map(|id| shapes.0[id].clone()).collect()))
+        .collect()
 }

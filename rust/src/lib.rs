@@ -25,7 +25,7 @@ pub const RUSTC_VERSION: &str = env!("RUSTC_VERSION");
 
 /// CPU model and the SIMD flags that decide which f32 kernels run (Linux /proc/cpuinfo),
 /// in the same form as workflow/scripts/machine.py writes them.
-pub fn cpu() -> serde_json::Value {
+pub fn cpu() -> runfile::Cpu {
     const SIMD: [&str; 9] = [
         "sse4_2",
         "avx",
@@ -48,10 +48,10 @@ pub fn cpu() -> serde_json::Value {
     };
     let flags = field(&["flags", "Features"]).unwrap_or_default();
     let present: Vec<&str> = flags.split_whitespace().collect();
-    serde_json::json!({
-        "model": field(&["model name", "Model"]).unwrap_or_else(|| std::env::consts::ARCH.into()),
-        "simd": SIMD.iter().filter(|f| present.contains(f)).collect::<Vec<_>>(),
-    })
+    runfile::Cpu {
+        model: field(&["model name", "Model"]).unwrap_or_else(|| std::env::consts::ARCH.into()),
+        simd: SIMD.into_iter().filter(|f| present.contains(f)).collect(),
+    }
 }
 
 /// The CPU kernels Burn's backends take on this CPU, by the dispatch rules of the crates
@@ -64,7 +64,7 @@ pub fn cpu() -> serde_json::Value {
 ///   `avx512` feature is off).
 /// * `macerator` (NdArray's SIMD element-wise, pooling and convolution kernels): `v4`
 ///   (AVX-512), `v3` (AVX2, FMA), `v2` (SSE4.2) or `scalar`.
-pub fn cpu_path() -> serde_json::Value {
+pub fn cpu_path() -> runfile::Kernels {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::is_x86_feature_detected as has;
@@ -92,17 +92,23 @@ pub fn cpu_path() -> serde_json::Value {
         } else {
             "scalar"
         };
-        serde_json::json!({"gemm": gemm, "matrixmultiply": matrixmultiply, "macerator": macerator})
+        runfile::Kernels::X86 {
+            gemm,
+            matrixmultiply,
+            macerator,
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        serde_json::json!({"arch": std::env::consts::ARCH})
+        runfile::Kernels::Other {
+            arch: std::env::consts::ARCH,
+        }
     }
 }
 
 /// The project's git commit and whether the work tree has uncommitted changes, as
 /// workflow/scripts/machine.py records them (null outside a git checkout).
-pub fn git_state() -> serde_json::Value {
+pub fn git_state() -> runfile::Git {
     let git = |args: &[&str]| {
         std::process::Command::new("git")
             .args(args)
@@ -112,10 +118,16 @@ pub fn git_state() -> serde_json::Value {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
     match git(&["rev-parse", "HEAD"]) {
-        Some(commit) => serde_json::json!({
-            "commit": commit,
-            "dirty": git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty()),
-        }),
-        None => serde_json::json!({"commit": null, "dirty": null}),
+        Some(commit) => runfile::Git {
+            commit: Some(commit),
+            dirty: Some(
+                git(&["status", "--porcelain", "--untracked-files=no"])
+                    .is_some_and(|s| !s.is_empty()),
+            ),
+        },
+        None => runfile::Git {
+            commit: None,
+            dirty: None,
+        },
     }
 }

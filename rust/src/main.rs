@@ -10,11 +10,11 @@
 use burn::tensor::{Device, FloatDType};
 use clap::Parser;
 use parity_train::config::Backend;
+use parity_train::runfile::{CpuPath, Provenance, RunFile};
 use parity_train::{
     BURN_VERSION, RUSTC_VERSION, config, cpu, cpu_path, dataset, fault, git_state, hex_sha256,
     runfile, train,
 };
-use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -64,18 +64,28 @@ fn run() -> Result<(), String> {
     let device = device.autodiff();
     let started = Instant::now();
     let mut block = train::train(&spec, &data, &device, fault.as_ref())?;
-    block["meta"]["framework"] = json!("burn");
-    block["meta"]["framework_version"] = json!(BURN_VERSION);
-    block["meta"]["backend"] = json!(spec.backend.name());
-    block["meta"]["dtype"] = json!(args.dtype);
-    block["meta"]["rustc"] = json!(RUSTC_VERSION);
-    block["meta"]["cpu"] = cpu();
-    block["meta"]["cpu_path"] = json!({"setting": spec.cpu_path, "kernels": cpu_path()});
-    block["meta"]["git"] = git_state();
     let config_bytes =
         std::fs::read(&args.spec).map_err(|e| format!("{}: {e}", args.spec.display()))?;
-    block["meta"]["config_sha256"] = json!(hex_sha256(&config_bytes));
-    let text = serde_json::to_string(&json!({ &spec.name: &block })).expect("JSON") + "\n";
+    block.meta.provenance = Some(Provenance {
+        framework: "burn",
+        framework_version: BURN_VERSION.to_string(),
+        backend: spec.backend.name().to_string(),
+        dtype: args.dtype.clone(),
+        rustc: RUSTC_VERSION.to_string(),
+        cpu: cpu(),
+        cpu_path: CpuPath {
+            setting: spec.cpu_path.clone(),
+            kernels: cpu_path(),
+        },
+        config_sha256: hex_sha256(&config_bytes),
+        git: git_state(),
+    });
+    let (loss, correct) = (block.r#final.loss.0, block.r#final.correct);
+    let file = RunFile {
+        experiment: spec.name.clone(),
+        block,
+    };
+    let text = serde_json::to_string(&file).expect("JSON") + "\n";
     runfile::write_atomic(&args.out, text.as_bytes())
         .map_err(|e| format!("{}: {e}", args.out.display()))?;
     println!(
@@ -84,8 +94,8 @@ fn run() -> Result<(), String> {
         args.dtype,
         spec.steps,
         started.elapsed().as_secs_f64(),
-        runfile::read_float(&block["final"]["loss"]).unwrap_or(f64::NAN),
-        block["final"]["correct"],
+        loss,
+        correct,
         data.arrays["y"].shape[0],
         args.out.display()
     );

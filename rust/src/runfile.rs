@@ -1,24 +1,309 @@
-//! JSON helpers for run files. JSON has no NaN or infinity, so non-finite floats are
-//! written as the strings "NaN", "Infinity" and "-Infinity" (read back by parity_io.py).
+//! The run file the Burn trainer writes, defined once: [`RunFile`] is `{experiment: block}`
+//! and [`RunBlock`] the block, every field typed and described here. The PyTorch trainer
+//! writes the same fields (src/torch_burn_parity/io/run_file.py); the Burn-only ones are
+//! marked so. Parameters and buffers are keyed by PyTorch's names in the model's order
+//! ([`Named`]), their values flat in PyTorch's layout.
+//!
+//! JSON has no NaN or infinity, so non-finite floats are written as the strings "NaN",
+//! "Infinity" and "-Infinity" (read back by parity_io.py): the measured values, which a
+//! diverging run can take there, are [`F64`] and [`Floats`]. Configured values
+//! (hyperparameters, schedule, clipping, a fault's delta) are plain `f64`, as the spec gave
+//! them or as Burn holds them: serde_json would write a non-finite one as null, as before.
 
-use serde_json::{Number, Value};
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::Path;
 
-pub fn float(x: f64) -> Value {
-    match Number::from_f64(x) {
-        Some(n) => Value::Number(n),
-        None if x.is_nan() => Value::String("NaN".into()),
-        None if x > 0.0 => Value::String("Infinity".into()),
-        None => Value::String("-Infinity".into()),
+use crate::config::ClipGrad;
+use crate::fault::Fault;
+use crate::optimizers::Hyperparameters;
+
+/// A run file: one experiment's name and its block, written as `{name: block}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunFile {
+    /// The experiment's name (the spec's `name`).
+    pub experiment: String,
+    pub block: RunBlock,
+}
+
+impl Serialize for RunFile {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry(&self.experiment, &self.block)?;
+        map.end()
     }
 }
 
-pub fn floats(xs: &[f64]) -> Value {
-    Value::Array(xs.iter().copied().map(float).collect())
+/// One run of one experiment at one precision.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunBlock {
+    /// The training loss of each step's batch (train mode).
+    pub losses: Floats,
+    /// The lr each step used, as Burn's scheduler gave it.
+    pub lrs: Floats,
+    /// The whole dataset after the last step, in eval mode.
+    pub r#final: Final,
+    /// Each parameter after the last step.
+    pub params: Named<Floats>,
+    /// Each buffer (running statistics) after the last step; `{}` for a model without.
+    pub buffers: Named<Floats>,
+    pub trajectory: Trajectory,
+    /// The layer record at each probe step (the spec's `probe_steps`), in step order.
+    pub layers: Vec<LayerRecord>,
+    pub meta: Meta,
+    /// Burn only, Adam only: the per-step f32 factors of its update (adam_factors.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adam_factors: Option<AdamFactors>,
+    /// Burn only: AdamW's per-step f32 bias corrections, `{}` for AdaGrad, RMSProp and Muon
+    /// (their per-step scalars are f64 or constants); absent for SGD and Adam.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub burn_scalars: Option<BurnScalars>,
 }
 
-/// Reads a float written by [`float`].
+/// `final`: the whole dataset after training, in eval mode (no autodiff, running statistics).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Final {
+    /// The mean cross-entropy loss.
+    pub loss: F64,
+    /// How many samples are predicted right.
+    pub correct: i64,
+    /// The argmax of each sample's output.
+    pub predictions: Vec<i64>,
+}
+
+/// `trajectory`: the values after each step, one list per step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trajectory {
+    /// Each parameter after each step's update.
+    pub params: Named<Vec<Floats>>,
+    /// Each parameter's gradient of each step's backward, before any clipping.
+    pub grads: Named<Vec<Floats>>,
+    /// Each buffer after each step; `{}` for a model without.
+    pub buffers: Named<Vec<Floats>>,
+}
+
+/// One step's layer record (models/probe.rs): each layer's output and the gradient of the
+/// loss with respect to its input, flat, in the order of `names`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LayerRecord {
+    /// The step (1-based).
+    pub step: usize,
+    /// The model's layers in forward order (`ParityModel::LAYERS`).
+    pub names: Vec<String>,
+    pub outputs: Vec<Floats>,
+    pub input_grads: Vec<Floats>,
+}
+
+/// `adam_factors`: per step (1-based t), the two f32 scalars of Burn's Adam update
+/// `p -= lr · m · combined_factor / (sqrt(v) + epsilon_bias_correction2_sqrt)`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AdamFactors {
+    /// sqrt(1 − β₂^t) / (1 − β₁^t).
+    pub combined_factor: Floats,
+    /// ε · sqrt(1 − β₂^t).
+    pub epsilon_bias_correction2_sqrt: Floats,
+}
+
+/// `burn_scalars`: the f32 scalars Burn's update computes per step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum BurnScalars {
+    /// AdamW's bias corrections at each step t (1-based).
+    AdamW {
+        /// 1 − β₁^t.
+        bias_correction1: Floats,
+        /// 1 − β₂^t.
+        bias_correction2: Floats,
+    },
+    /// AdaGrad, RMSProp and Muon: `{}`.
+    None {},
+}
+
+/// `meta`: how the run was made, with the values Burn held, read back from it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Meta {
+    /// The model's name (`cnn1d`, `cnn_bn`, `transformer`).
+    pub model: String,
+    /// The layers' settings as the built modules hold them, e.g. `{"bn.eps": 1e-5}`. A
+    /// `Value`: each model has its own keys (`ParityModel::layer_hyperparameters`), as
+    /// each model's `ModelSpec` on the Python side declares them.
+    pub layer_hyperparameters: Value,
+    /// The experiment's optimizer (for the parameters in no group).
+    pub optimizer: String,
+    /// Its hyperparameters as Burn's config holds them (one struct per optimizer, in its
+    /// module under optimizers/).
+    pub hyperparameters: Hyperparameters,
+    /// Each parameter group as Burn holds it; `[]` without groups.
+    pub param_groups: Vec<GroupMeta>,
+    /// The hyperparameters left to Burn's defaults (`keep_defaults.burn`).
+    pub kept_defaults: Vec<String>,
+    pub schedule: ScheduleMeta,
+    /// The clipping Burn's config holds (its f32 threshold widened), `{"norm": x}` or
+    /// `{"value": x}`; null without.
+    pub clip_grad: Option<ClipGrad>,
+    /// What each clipping applies to: `"per parameter tensor"` (Burn clips each tensor on
+    /// its own); null without clipping.
+    pub clip_scope: Option<&'static str>,
+    pub steps: usize,
+    pub batch_size: usize,
+    /// The threads of Burn's thread pool (the spec's `threads`).
+    pub threads: usize,
+    /// SHA-256 of the dataset file, lowercase hex.
+    pub input_sha256: String,
+    /// Burn only: each parameter's Burn tensors' shapes, in its parts' order (a Linear
+    /// weight PyTorch holds as [3, 48] is `[[48, 3]]`; a packed one has several).
+    pub burn_shapes: Named<Vec<Vec<usize>>>,
+    /// Burn only, tests only: the perturbation injected (`{step, parameter, index, delta}`,
+    /// fault.rs); absent without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
+    /// What the binary adds: absent from the block `train` returns, always in a run file.
+    #[serde(flatten)]
+    pub provenance: Option<Provenance>,
+}
+
+/// The meta fields the binary fills (main.rs): what was run, where, and from what.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Provenance {
+    /// `"burn"`.
+    pub framework: &'static str,
+    /// Burn's version, as Cargo.lock resolves it.
+    pub framework_version: String,
+    /// Burn only: `"flex"` or `"ndarray"`.
+    pub backend: String,
+    /// `"f32"` or `"f64"`.
+    pub dtype: String,
+    /// Burn only: `rustc --version` of the build.
+    pub rustc: String,
+    pub cpu: Cpu,
+    pub cpu_path: CpuPath,
+    /// SHA-256 of the resolved spec file, lowercase hex.
+    pub config_sha256: String,
+    pub git: Git,
+}
+
+/// `meta.param_groups[i]`: one parameter group as Burn holds it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupMeta {
+    /// Its parameters' exact PyTorch names.
+    pub params: Vec<String>,
+    pub optimizer: String,
+    /// Its optimizer's hyperparameters as Burn's config holds them.
+    pub hyperparameters: Hyperparameters,
+}
+
+/// `meta.schedule`: the lr schedule as Burn's config holds it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScheduleMeta {
+    /// `constant`, `linear`, `cosine`, `exponential` or `step`.
+    pub kind: &'static str,
+    /// Burn's own fields, read back from its config's serde form (schedule.rs), e.g.
+    /// `initial_lr`, `final_lr`, `num_iters`; a constant schedule's bare lr is `lr`. A
+    /// `Map`: the record is whatever Burn's `LrSchedulerConfig` holds, under its own names.
+    #[serde(flatten)]
+    pub burn: Map<String, Value>,
+}
+
+/// `meta.cpu`: the CPU model and the SIMD flags that decide which f32 kernels run, as
+/// workflow/scripts/machine.py writes them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cpu {
+    pub model: String,
+    /// Those of sse4_2, avx, avx2, fma, avx512f, avx512_bf16, amx_tile, neon, asimd present.
+    pub simd: Vec<&'static str>,
+}
+
+/// `meta.cpu_path`: the config's setting beside the kernels Burn's backends took.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CpuPath {
+    /// The config's `cpu_path` (`native`, `avx2` or `compatible`); Burn cannot pin it.
+    pub setting: String,
+    pub kernels: Kernels,
+}
+
+/// The CPU kernels Burn's backends take on this CPU (`parity_train::cpu_path`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Kernels {
+    /// x86-64: each crate's dispatch.
+    X86 {
+        /// Flex's matrix products and convolutions: `fma` or `scalar`.
+        gemm: &'static str,
+        /// NdArray's matrix products: `fma+avx2`, `avx` or `sse2`.
+        matrixmultiply: &'static str,
+        /// NdArray's SIMD kernels: `v4`, `v3`, `v2` or `scalar`.
+        macerator: &'static str,
+    },
+    /// Elsewhere: the architecture only.
+    Other { arch: &'static str },
+}
+
+/// `meta.git`: the project's commit and whether its work tree had uncommitted changes;
+/// both null outside a git checkout.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Git {
+    pub commit: Option<String>,
+    pub dirty: Option<bool>,
+}
+
+/// A measured float: a number, or "NaN", "Infinity", "-Infinity" when not finite.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct F64(pub f64);
+
+impl Serialize for F64 {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let x = self.0;
+        if x.is_finite() {
+            serializer.serialize_f64(x)
+        } else if x.is_nan() {
+            serializer.serialize_str("NaN")
+        } else if x > 0.0 {
+            serializer.serialize_str("Infinity")
+        } else {
+            serializer.serialize_str("-Infinity")
+        }
+    }
+}
+
+/// A list of measured floats, each written as [`F64`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Floats(pub Vec<f64>);
+
+impl Serialize for Floats {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for &x in &self.0 {
+            seq.serialize_element(&F64(x))?;
+        }
+        seq.end()
+    }
+}
+
+/// A JSON object keyed by name, written in the order it was built: the model's `PARAMS` or
+/// `BUFFERS` order. (serde_json's own `Map` sorts its keys: this crate does not enable its
+/// `preserve_order` feature.)
+#[derive(Debug, Clone, PartialEq)]
+pub struct Named<T>(pub Vec<(String, T)>);
+
+impl<T: Serialize> Serialize for Named<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, value) in &self.0 {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+}
+
+impl<T, K: Into<String>> FromIterator<(K, T)> for Named<T> {
+    fn from_iter<I: IntoIterator<Item = (K, T)>>(iter: I) -> Self {
+        Named(iter.into_iter().map(|(k, v)| (k.into(), v)).collect())
+    }
+}
+
+/// Reads a float written as [`F64`].
 pub fn read_float(v: &Value) -> Option<f64> {
     match v {
         Value::Number(n) => n.as_f64(),
@@ -63,6 +348,8 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::optimizers::SgdHeld;
+    use serde_json::json;
 
     #[test]
     fn non_finite_floats_survive_the_trip() {
@@ -74,12 +361,125 @@ mod tests {
             -0.0,
             1e-310,
         ] {
-            let text = serde_json::to_string(&float(x)).unwrap();
+            let text = serde_json::to_string(&F64(x)).unwrap();
             let back = read_float(&serde_json::from_str(&text).unwrap()).unwrap();
             assert!(
                 back.to_bits() == x.to_bits() || (x.is_nan() && back.is_nan()),
                 "{x} -> {text}"
             );
         }
+    }
+
+    /// A two-step block of a model whose parameters' names are not in sorted order.
+    fn block(loss: f64, burn_scalars: Option<BurnScalars>) -> RunBlock {
+        let names = ["fc.weight", "conv.weight", "conv.bias"];
+        let floats = |xs: &[f64]| Floats(xs.to_vec());
+        RunBlock {
+            losses: floats(&[1.5, f64::NAN]),
+            lrs: floats(&[0.1, 0.1]),
+            r#final: Final {
+                loss: F64(loss),
+                correct: 2,
+                predictions: vec![0, 1, 1],
+            },
+            params: names
+                .iter()
+                .map(|&n| (n, floats(&[1.0, f64::INFINITY])))
+                .collect(),
+            buffers: Named(vec![]),
+            trajectory: Trajectory {
+                params: names.iter().map(|&n| (n, vec![floats(&[2.0])])).collect(),
+                grads: names.iter().map(|&n| (n, vec![floats(&[-0.5])])).collect(),
+                buffers: Named(vec![]),
+            },
+            layers: vec![LayerRecord {
+                step: 1,
+                names: vec!["fc".into()],
+                outputs: vec![floats(&[f64::NEG_INFINITY])],
+                input_grads: vec![floats(&[0.25])],
+            }],
+            meta: Meta {
+                model: "cnn1d".into(),
+                layer_hyperparameters: json!({}),
+                optimizer: "sgd".into(),
+                hyperparameters: Hyperparameters::Sgd(SgdHeld {
+                    lr: 0.1,
+                    momentum: 0.0,
+                    dampening: 0.0,
+                    nesterov: false,
+                    weight_decay: 0.0,
+                }),
+                param_groups: vec![],
+                kept_defaults: vec![],
+                schedule: ScheduleMeta {
+                    kind: "constant",
+                    burn: Map::from_iter([("lr".to_string(), json!(0.1))]),
+                },
+                clip_grad: None,
+                clip_scope: None,
+                steps: 2,
+                batch_size: 1,
+                threads: 1,
+                input_sha256: "00".into(),
+                burn_shapes: names.iter().map(|&n| (n, vec![vec![3]])).collect(),
+                fault: None,
+                provenance: None,
+            },
+            adam_factors: None,
+            burn_scalars,
+        }
+    }
+
+    #[test]
+    fn a_block_writes_non_finite_floats_as_strings_and_names_in_order() {
+        let file = RunFile {
+            experiment: "e".into(),
+            block: block(f64::INFINITY, None),
+        };
+        let text = serde_json::to_string(&file).unwrap();
+        let read: Value = serde_json::from_str(&text).unwrap();
+        let b = &read["e"];
+        assert_eq!(b["losses"], json!([1.5, "NaN"]));
+        assert_eq!(b["final"]["loss"], json!("Infinity"));
+        assert_eq!(b["params"]["fc.weight"], json!([1.0, "Infinity"]));
+        assert_eq!(b["layers"][0]["outputs"], json!([["-Infinity"]]));
+        assert_eq!(read_float(&b["final"]["loss"]), Some(f64::INFINITY));
+        // Configured values are plain numbers; SGD has neither per-step series.
+        assert_eq!(b["meta"]["hyperparameters"]["lr"], json!(0.1));
+        assert_eq!(
+            b["meta"]["schedule"],
+            json!({"kind": "constant", "lr": 0.1})
+        );
+        assert_eq!(b["meta"]["clip_grad"], Value::Null);
+        assert_eq!(b["buffers"], json!({}));
+        for absent in ["adam_factors", "burn_scalars"] {
+            assert!(b.get(absent).is_none(), "{absent}");
+        }
+        for absent in ["fault", "framework", "git"] {
+            assert!(b["meta"].get(absent).is_none(), "{absent}");
+        }
+        // Parameters keep the order they were given in, not serde_json's sorted one.
+        let order = r#"{"fc.weight":[1.0,"Infinity"],"conv.weight":[1.0,"Infinity"],"conv.bias":[1.0,"Infinity"]}"#;
+        assert_eq!(serde_json::to_string(&file.block.params).unwrap(), order);
+        let at = |key: &str| text.find(&format!(r#""{key}":[[2.0]]"#)).unwrap();
+        assert!(at("fc.weight") < at("conv.weight") && at("conv.weight") < at("conv.bias"));
+        let at = |key: &str| text.find(&format!(r#""{key}":[[3]]"#)).unwrap();
+        assert!(at("fc.weight") < at("conv.weight") && at("conv.weight") < at("conv.bias"));
+    }
+
+    #[test]
+    fn burn_scalars_are_adamws_corrections_or_empty() {
+        let empty = serde_json::to_value(block(0.5, Some(BurnScalars::None {}))).unwrap();
+        assert_eq!(empty["burn_scalars"], json!({}));
+        let adamw = BurnScalars::AdamW {
+            bias_correction1: Floats(vec![0.1]),
+            bias_correction2: Floats(vec![f64::NAN]),
+        };
+        let adamw = serde_json::to_value(block(0.5, Some(adamw))).unwrap();
+        assert_eq!(
+            adamw["burn_scalars"],
+            json!({"bias_correction1": [0.1], "bias_correction2": ["NaN"]})
+        );
+        assert_eq!(adamw["final"]["loss"], json!(0.5));
     }
 }

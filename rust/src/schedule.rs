@@ -13,9 +13,10 @@ use burn::lr_scheduler::exponential::ExponentialLrSchedulerConfig;
 use burn::lr_scheduler::linear::LinearLrSchedulerConfig;
 use burn::lr_scheduler::module_lr_scheduler::{ModuleLrScheduler, ModuleLrSchedulerConfig};
 use burn::lr_scheduler::step::StepLrSchedulerConfig;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::config::{Schedule, Spec};
+use crate::runfile::ScheduleMeta;
 
 /// Burn's config for the spec's schedule; the initial lr is the optimizer's `lr`.
 pub fn config(spec: &Spec) -> LrSchedulerConfig {
@@ -52,23 +53,25 @@ fn kind(schedule: &Schedule) -> &'static str {
 /// (`{"Linear": {"initial_lr", "final_lr", "num_iters"}}`, `{"Constant": lr}`, …): `kind`
 /// and Burn's own field names (its `num_iters` is the config's `num_steps`; a constant
 /// schedule is a bare lr, recorded as `lr`). All are f64 or integers, held exactly.
-pub fn held(spec: &Spec, config: &LrSchedulerConfig) -> Value {
+pub fn held(spec: &Spec, config: &LrSchedulerConfig) -> ScheduleMeta {
     let stored = serde_json::to_value(config).expect("LrSchedulerConfig serialises");
     let (_, inner) = stored
         .as_object()
         .and_then(|o| o.iter().next())
         .expect("an externally tagged enum");
-    let mut held = match inner {
+    let burn = match inner {
         Value::Object(fields) => fields.clone(),
         lr => Map::from_iter([("lr".to_string(), lr.clone())]),
     };
-    held.insert("kind".into(), json!(kind(&spec.schedule)));
-    Value::Object(held)
+    ScheduleMeta {
+        kind: kind(&spec.schedule),
+        burn,
+    }
 }
 
 /// Burn's scheduler for the spec, with `meta.schedule`; the values Burn refuses come back
 /// as an error naming the config key, before any training step.
-pub fn scheduler(spec: &Spec) -> Result<(ModuleLrScheduler, Value), String> {
+pub fn scheduler(spec: &Spec) -> Result<(ModuleLrScheduler, ScheduleMeta), String> {
     let config = config(spec);
     let held = held(spec, &config);
     let scheduler = ModuleLrSchedulerConfig::new(config)

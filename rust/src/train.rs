@@ -3,7 +3,6 @@
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Int, Tensor, TensorData, s};
-use serde_json::{Map, Value, json};
 
 use crate::adam_factors::{burn_adam_factors, burn_adamw_bias_corrections};
 use crate::config::Spec;
@@ -12,7 +11,9 @@ use crate::fault::Fault;
 use crate::groups::{Optimizers, burn_shapes};
 use crate::models::{self, Cnn1d, CnnBn, Entry, Model, ParityModel, Probe, Transformer, tensor};
 use crate::optimizers::{Built, Scalars, optimizer};
-use crate::runfile::{float, floats};
+use crate::runfile::{
+    AdamFactors, BurnScalars, F64, Final, Floats, Meta, Named, RunBlock, Trajectory,
+};
 use crate::schedule;
 
 pub fn inputs(data: &Dataset, device: &Device) -> Result<(Tensor<3>, Tensor<1, Int>), String> {
@@ -44,33 +45,41 @@ impl ScalarSeries {
         self.second.push(b as f64);
     }
 
-    /// `(key, value)` for the run block: `adam_factors` or `burn_scalars`, or nothing (SGD).
-    fn into_json(self, scalars: Scalars) -> Option<(&'static str, Value)> {
-        let (first, second) = (floats(&self.first), floats(&self.second));
+    /// The run block's `(adam_factors, burn_scalars)`: Adam's, AdamW's, `burn_scalars: {}`
+    /// (AdaGrad, RMSProp, Muon), or neither (SGD).
+    fn into_block(self, scalars: Scalars) -> (Option<AdamFactors>, Option<BurnScalars>) {
+        let (first, second) = (Floats(self.first), Floats(self.second));
         match scalars {
-            Scalars::None => None,
-            Scalars::Adam { .. } => Some((
-                "adam_factors",
-                json!({"combined_factor": first, "epsilon_bias_correction2_sqrt": second}),
-            )),
-            Scalars::AdamW { .. } => Some((
-                "burn_scalars",
-                json!({"bias_correction1": first, "bias_correction2": second}),
-            )),
-            Scalars::Empty => Some(("burn_scalars", json!({}))),
+            Scalars::None => (None, None),
+            Scalars::Adam { .. } => (
+                Some(AdamFactors {
+                    combined_factor: first,
+                    epsilon_bias_correction2_sqrt: second,
+                }),
+                None,
+            ),
+            Scalars::AdamW { .. } => (
+                None,
+                Some(BurnScalars::AdamW {
+                    bias_correction1: first,
+                    bias_correction2: second,
+                }),
+            ),
+            Scalars::Empty => (None, Some(BurnScalars::None {})),
         }
     }
 }
 
 /// Trains one experiment on `device` (an autodiff Flex or NdArray device, configured for the
-/// dtype), with the spec's model.
+/// dtype), with the spec's model: the run block, without the meta fields the binary adds
+/// (`meta.provenance` is None).
 /// `fault`: a perturbation injected after one step, for tests only (see fault.rs).
 pub fn train(
     spec: &Spec,
     data: &Dataset,
     device: &Device,
     fault: Option<&Fault>,
-) -> Result<Value, String> {
+) -> Result<RunBlock, String> {
     match spec.model {
         Model::Cnn1d => run::<Cnn1d>(spec, data, device, fault).map(|(block, _)| block),
         Model::CnnBn => run::<CnnBn>(spec, data, device, fault).map(|(block, _)| block),
@@ -110,7 +119,7 @@ pub fn run<M: ParityModel>(
     data: &Dataset,
     device: &Device,
     fault: Option<&Fault>,
-) -> Result<(Value, M), String> {
+) -> Result<(RunBlock, M), String> {
     // The dataset's arrays must be the model's, before anything else.
     let mut model: M = models::build(data, device)?;
     if let Some(f) = fault {
@@ -163,68 +172,66 @@ pub fn run<M: ParityModel>(
             layers.push(probe.record(step + 1, M::LAYERS, &grads)?);
         }
         let grads = GradientsParams::from_grads(grads, &model);
-        for (k, g) in models::grad_values(&model, &grads).iter().enumerate() {
-            traj_grads[k].push(floats(g));
+        for (k, g) in models::grad_values(&model, &grads).into_iter().enumerate() {
+            traj_grads[k].push(Floats(g));
         }
         model = optims.step(&lr, model, grads);
         if let Some(f) = fault.filter(|f| f.step == step + 1) {
             model = f.apply(model)?;
         }
-        for (k, p) in models::param_values(&model).iter().enumerate() {
-            traj_params[k].push(floats(p));
+        for (k, p) in models::param_values(&model).into_iter().enumerate() {
+            traj_params[k].push(Floats(p));
         }
-        for (k, b) in models::buffer_values(&model).iter().enumerate() {
-            traj_buffers[k].push(floats(b));
+        for (k, b) in models::buffer_values(&model).into_iter().enumerate() {
+            traj_buffers[k].push(Floats(b));
         }
         series.push(scalars, step as i32 + 1);
     }
     let (loss, correct, predictions) = evaluate(&model, data, device)?;
 
-    let named = |entries: &[Entry], values: Vec<Value>| -> Map<String, Value> {
-        entries
-            .iter()
-            .map(|e| e.name.to_string())
-            .zip(values)
-            .collect()
+    /// Values keyed by the entries' names, in the model's order.
+    fn named<T>(entries: &[Entry], values: impl IntoIterator<Item = T>) -> Named<T> {
+        entries.iter().map(|e| e.name).zip(values).collect()
+    }
+    let last = |v: Vec<Vec<f64>>| v.into_iter().map(Floats);
+    let (adam_factors, burn_scalars) = series.into_block(scalars);
+    let block = RunBlock {
+        losses: Floats(losses),
+        lrs: Floats(lrs),
+        r#final: Final {
+            loss: F64(loss),
+            correct,
+            predictions,
+        },
+        params: named(M::PARAMS, last(models::param_values(&model))),
+        buffers: named(M::BUFFERS, last(models::buffer_values(&model))),
+        trajectory: Trajectory {
+            params: named(M::PARAMS, traj_params),
+            grads: named(M::PARAMS, traj_grads),
+            buffers: named(M::BUFFERS, traj_buffers),
+        },
+        layers,
+        meta: Meta {
+            model: M::NAME.to_string(),
+            layer_hyperparameters: model.layer_hyperparameters(),
+            optimizer: spec.optimizer.name().to_string(),
+            hyperparameters: held,
+            param_groups: optims.meta,
+            kept_defaults: spec.burn_defaults.clone(),
+            schedule: schedule_held,
+            // Burn clips each parameter tensor on its own (module_optimizer.rs:453).
+            clip_scope: clip.map(|_| "per parameter tensor"),
+            clip_grad: clip,
+            steps: spec.steps,
+            batch_size: spec.batch_size,
+            threads: spec.threads,
+            input_sha256: data.sha256.clone(),
+            burn_shapes: burn_shapes(&model),
+            fault: fault.cloned(),
+            provenance: None,
+        },
+        adam_factors,
+        burn_scalars,
     };
-    let lists = |s: Vec<Vec<Value>>| s.into_iter().map(Value::Array).collect();
-    let last = |v: Vec<Vec<f64>>| v.iter().map(|p| floats(p)).collect();
-    // Burn clips each parameter tensor on its own (module_optimizer.rs:453).
-    let clip_scope = (!clip.is_null()).then_some("per parameter tensor");
-    let mut block = json!({
-        "losses": floats(&losses),
-        "lrs": floats(&lrs),
-        "final": {"loss": float(loss), "correct": correct, "predictions": predictions},
-        "params": named(M::PARAMS, last(models::param_values(&model))),
-        "buffers": named(M::BUFFERS, last(models::buffer_values(&model))),
-        "trajectory": {
-            "params": named(M::PARAMS, lists(traj_params)),
-            "grads": named(M::PARAMS, lists(traj_grads)),
-            "buffers": named(M::BUFFERS, lists(traj_buffers)),
-        },
-        "layers": layers,
-        "meta": {
-            "model": M::NAME,
-            "layer_hyperparameters": model.layer_hyperparameters(),
-            "optimizer": spec.optimizer.name(),
-            "hyperparameters": held,
-            "schedule": schedule_held,
-            "clip_grad": &clip,
-            "clip_scope": clip_scope,
-            "kept_defaults": spec.burn_defaults,
-            "param_groups": optims.meta,
-            "burn_shapes": burn_shapes(&model),
-            "steps": spec.steps,
-            "batch_size": spec.batch_size,
-            "threads": spec.threads,
-            "input_sha256": data.sha256,
-        },
-    });
-    if let Some(f) = fault {
-        block["meta"]["fault"] = f.to_json();
-    }
-    if let Some((key, value)) = series.into_json(scalars) {
-        block[key] = value;
-    }
     Ok((block, model))
 }

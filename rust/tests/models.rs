@@ -44,7 +44,7 @@ fn transformer() -> Dataset {
 }
 
 fn run(experiment: &str, data: &Dataset) -> Value {
-    train::train(&spec(experiment), data, &device(), None).unwrap()
+    common::json(train::train(&spec(experiment), data, &device(), None).unwrap())
 }
 
 fn f32s(data: &Dataset, name: &str) -> Vec<f64> {
@@ -348,10 +348,10 @@ fn cnn_bn_final_is_in_eval_mode_with_the_running_statistics() {
         None,
     )
     .unwrap();
-    let final_loss = block["final"]["loss"].as_f64().unwrap();
+    let final_loss = block.r#final.loss.0;
     let (eval_loss, correct, _) = train::evaluate(&model, &data, &device).unwrap();
     assert_eq!(final_loss.to_bits(), eval_loss.to_bits());
-    assert_eq!(block["final"]["correct"], correct);
+    assert_eq!(block.r#final.correct, correct);
     // The same model in train mode (batch statistics) on the whole dataset: another loss.
     let (x, y) = train::inputs(&data, &device).unwrap();
     let train_loss: f64 = CrossEntropyLossConfig::new()
@@ -406,6 +406,8 @@ fn a_fault_bumps_a_parameter_of_the_model_and_is_refused_for_one_it_lacks() {
     let experiment = format!("{SGD}, model: cnn_bn");
     let fault = Fault::parse("2:ln.weight:5:0.25").unwrap();
     let bumped = train::train(&spec(&experiment), &data, &device(), Some(&fault)).unwrap();
+    assert_eq!(bumped.meta.fault, Some(fault.clone()));
+    let bumped = common::json(bumped);
     let plain = run(&experiment, &data);
     let at = |block: &Value, step: usize| {
         common::list(&block["trajectory"]["params"]["ln.weight"][step])
@@ -470,7 +472,8 @@ fn the_transformer_gradients_come_back_packed_and_a_fault_bumps_one_part() {
     assert_eq!(common::list(grads).len(), 24 * 8);
     // Element 70 is row 8, column 6: the key weight's.
     let fault = Fault::parse("2:enc.self_attn.in_proj_weight:70:0.25").unwrap();
-    let bumped = train::train(&spec(&experiment), &data, &device(), Some(&fault)).unwrap();
+    let bumped =
+        common::json(train::train(&spec(&experiment), &data, &device(), Some(&fault)).unwrap());
     let at = |block: &Value, step: usize| {
         common::list(&block["trajectory"]["params"]["enc.self_attn.in_proj_weight"][step])
     };

@@ -38,7 +38,7 @@ fn spec(experiment: &str) -> Result<Spec, String> {
 }
 
 fn try_run(experiment: &str) -> Result<Value, String> {
-    train::train(&spec(experiment).unwrap(), &dataset(), &device(), None)
+    train::train(&spec(experiment).unwrap(), &dataset(), &device(), None).map(common::json)
 }
 
 fn run(experiment: &str) -> Value {
@@ -134,7 +134,7 @@ fn a_muon_group_holds_what_it_was_given_and_the_meta_names_burns_shapes() {
 fn the_transformers_burn_shapes_show_its_packed_parts() {
     let data = common::dataset(common::transformer_arrays());
     let spec = spec(&format!("{SGD}, model: transformer")).unwrap();
-    let block = train::train(&spec, &data, &device(), None).unwrap();
+    let block = common::json(train::train(&spec, &data, &device(), None).unwrap());
     let shapes = &block["meta"]["burn_shapes"];
     assert_eq!(
         shapes["enc.self_attn.in_proj_weight"],

@@ -38,7 +38,7 @@ fn spec(experiment: &str) -> Result<Spec, String> {
 
 fn run(experiment: &str) -> Value {
     let spec = spec(experiment).unwrap();
-    train::train(&spec, &dataset(), &device(), None).unwrap()
+    common::json(train::train(&spec, &dataset(), &device(), None).unwrap())
 }
 
 fn widened(x: f64) -> f64 {

@@ -1,9 +1,9 @@
 //! The layer record: each layer's output and input gradient at the probe steps.
 
 use burn::tensor::{Gradients, Tensor};
-use serde_json::Value;
 
 use super::values;
+use crate::runfile::{Floats, LayerRecord};
 
 /// Records each layer's output and the gradient of the loss with respect to each layer's
 /// input, in a forward pass (when on). The input gradient comes from a zero leaf added to the
@@ -53,9 +53,14 @@ impl Probe {
         out
     }
 
-    /// The layer record of one step: `{"step", "names", "outputs", "input_grads"}`, read from
-    /// the step's gradients before they become the parameters' gradients.
-    pub fn record(self, step: usize, names: &[&str], grads: &Gradients) -> Result<Value, String> {
+    /// The layer record of one step, read from the step's gradients before they become the
+    /// parameters' gradients.
+    pub fn record(
+        self,
+        step: usize,
+        names: &[&str],
+        grads: &Gradients,
+    ) -> Result<LayerRecord, String> {
         assert_eq!(self.outputs.len(), names.len(), "one output per layer");
         assert_eq!(self.leaves.len(), names.len(), "one input per layer");
         let input_grads = self
@@ -63,14 +68,16 @@ impl Probe {
             .iter()
             .zip(names)
             .map(|(leaf, name)| {
-                leaf(grads).ok_or_else(|| format!("no gradient for the input of layer {name}"))
+                leaf(grads)
+                    .map(Floats)
+                    .ok_or_else(|| format!("no gradient for the input of layer {name}"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(serde_json::json!({
-            "step": step,
-            "names": names,
-            "outputs": self.outputs.iter().map(|v| crate::runfile::floats(v)).collect::<Vec<_>>(),
-            "input_grads": input_grads.iter().map(|v| crate::runfile::floats(v)).collect::<Vec<_>>(),
-        }))
+        Ok(LayerRecord {
+            step,
+            names: names.iter().map(|n| n.to_string()).collect(),
+            outputs: self.outputs.into_iter().map(Floats).collect(),
+            input_grads,
+        })
     }
 }

@@ -2,10 +2,28 @@
 
 use burn::optim::AdaGradConfig;
 use burn::optim::decay::WeightDecayConfig;
-use serde_json::json;
+use serde::Serialize;
 
-use super::{Built, Request, Scalars, clip_held, clipping, stored_f32, stored_penalty};
+use super::{
+    Built, Hyperparameters, Request, Scalars, clip_held, clipping, stored_f32, stored_penalty,
+};
 use crate::config::Optimizer;
+
+/// AdaGrad's `meta.hyperparameters`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AdaGradHeld {
+    /// The spec's lr: Burn's config holds none, its scheduler gives each step's.
+    pub lr: f64,
+    /// An f64 field: the clr lr / (1 + (t − 1)·lr_decay) is f64 (adagrad.rs:134).
+    pub lr_decay: f64,
+    /// ε (f32, widened).
+    pub eps: f64,
+    /// The coupled L2 penalty (f32, widened); 0 without.
+    pub weight_decay: f64,
+    /// Always 0: Burn has no such field, its sum of squares starts at the first g²
+    /// (adagrad.rs:131).
+    pub initial_accumulator_value: f64,
+}
 
 pub(super) fn build(request: Request) -> Built {
     let Optimizer::AdaGrad {
@@ -29,12 +47,13 @@ pub(super) fn build(request: Request) -> Built {
         config = config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
     }
     let stored = serde_json::to_value(&config).expect("AdaGradConfig serialises");
-    let held = json!({"lr": lr,
-        // lr_decay is an f64 field; the clr lr / (1 + (t − 1)·lr_decay) is f64 (adagrad.rs:134).
-        "lr_decay": stored["lr_decay"].as_f64().expect("f64 field"),
-        "eps": stored_f32(&stored, "epsilon"), "weight_decay": stored_penalty(&stored),
-        // No such field: the sum of squares starts at the first g² (adagrad.rs:131), i.e. 0.
-        "initial_accumulator_value": 0.0});
+    let held = Hyperparameters::AdaGrad(AdaGradHeld {
+        lr,
+        lr_decay: stored["lr_decay"].as_f64().expect("f64 field"),
+        eps: stored_f32(&stored, "epsilon"),
+        weight_decay: stored_penalty(&stored),
+        initial_accumulator_value: 0.0,
+    });
     let clip = clip_held(&stored["grad_clipping"]);
     Built {
         optim: config.init(),

@@ -2,10 +2,26 @@
 
 use burn::optim::AdamConfig;
 use burn::optim::decay::WeightDecayConfig;
-use serde_json::json;
+use serde::Serialize;
 
-use super::{Built, Request, Scalars, clip_held, clipping, stored_f32, stored_penalty};
+use super::{
+    Built, Hyperparameters, Request, Scalars, clip_held, clipping, stored_f32, stored_penalty,
+};
 use crate::config::Optimizer;
+
+/// Adam's `meta.hyperparameters`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AdamHeld {
+    /// The spec's lr: Burn's config holds none, its scheduler gives each step's.
+    pub lr: f64,
+    /// β₁, β₂ (f32, widened).
+    pub betas: [f64; 2],
+    /// ε (f32, widened).
+    pub eps: f64,
+    /// The coupled L2 penalty (f32, widened); 0 without.
+    pub weight_decay: f64,
+    pub amsgrad: bool,
+}
 
 pub(super) fn build(request: Request) -> Built {
     let Optimizer::Adam {
@@ -38,9 +54,13 @@ pub(super) fn build(request: Request) -> Built {
     let stored = serde_json::to_value(&config).expect("AdamConfig serialises");
     let get = |k: &str| stored_f32(&stored, k) as f32;
     let (beta_1, beta_2, epsilon) = (get("beta_1"), get("beta_2"), get("epsilon"));
-    let held = json!({"lr": lr, "betas": [beta_1 as f64, beta_2 as f64],
-        "eps": epsilon as f64, "weight_decay": stored_penalty(&stored),
-        "amsgrad": stored["amsgrad"].as_bool().expect("bool field")});
+    let held = Hyperparameters::Adam(AdamHeld {
+        lr,
+        betas: [beta_1 as f64, beta_2 as f64],
+        eps: epsilon as f64,
+        weight_decay: stored_penalty(&stored),
+        amsgrad: stored["amsgrad"].as_bool().expect("bool field"),
+    });
     let clip = clip_held(&stored["grad_clipping"]);
     Built {
         optim: config.init(),

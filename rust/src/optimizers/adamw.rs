@@ -1,10 +1,24 @@
 //! AdamW: Burn's `AdamW` (decoupled decay, 1e-4 by default).
 
 use burn::optim::AdamWConfig;
-use serde_json::json;
+use serde::Serialize;
 
-use super::{Built, Request, Scalars, clip_held, clipping, stored_f32};
+use super::{Built, Hyperparameters, Request, Scalars, clip_held, clipping, stored_f32};
 use crate::config::Optimizer;
+
+/// AdamW's `meta.hyperparameters`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AdamWHeld {
+    /// The spec's lr: Burn's config holds none, its scheduler gives each step's.
+    pub lr: f64,
+    /// β₁, β₂ (f32, widened).
+    pub betas: [f64; 2],
+    /// ε (f32, widened).
+    pub eps: f64,
+    /// The decoupled decay factor (f32, widened).
+    pub weight_decay: f64,
+    pub amsgrad: bool,
+}
 
 pub(super) fn build(request: Request) -> Built {
     let Optimizer::AdamW {
@@ -36,9 +50,13 @@ pub(super) fn build(request: Request) -> Built {
     let stored = serde_json::to_value(&config).expect("AdamWConfig serialises");
     let get = |k: &str| stored_f32(&stored, k) as f32;
     let (beta_1, beta_2) = (get("beta_1"), get("beta_2"));
-    let held = json!({"lr": lr, "betas": [beta_1 as f64, beta_2 as f64],
-        "eps": stored_f32(&stored, "epsilon"), "weight_decay": stored_f32(&stored, "weight_decay"),
-        "amsgrad": stored["amsgrad"].as_bool().expect("bool field")});
+    let held = Hyperparameters::AdamW(AdamWHeld {
+        lr,
+        betas: [beta_1 as f64, beta_2 as f64],
+        eps: stored_f32(&stored, "epsilon"),
+        weight_decay: stored_f32(&stored, "weight_decay"),
+        amsgrad: stored["amsgrad"].as_bool().expect("bool field"),
+    });
     let clip = clip_held(&stored["grad_clipping"]);
     Built {
         optim: config.init(),

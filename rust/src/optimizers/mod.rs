@@ -1,13 +1,15 @@
 //! The Burn side of each optimizer, one module each (like the models): its builder, which
 //! passes every hyperparameter it is given explicitly (but those left to Burn's defaults) and
-//! reads back what Burn's config holds, in f32 where Burn stores f32. The same builders serve
-//! the experiment's optimizer and each parameter group's.
+//! reads back what Burn's config holds, in f32 where Burn stores f32, into the module's
+//! `*Held` struct (a [`Hyperparameters`] variant: the run file's `meta.hyperparameters`). The
+//! same builders serve the experiment's optimizer and each parameter group's.
 //! The Python side's registry is src/torch_burn_parity/optimizers/; README "Adding an
 //! optimizer".
 
 use burn::grad_clipping::GradientClippingConfig;
 use burn::optim::ModuleOptimizer;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::config::{ClipGrad, Optimizer};
 
@@ -17,6 +19,27 @@ mod adamw;
 mod muon;
 mod rmsprop;
 mod sgd;
+
+pub use adagrad::AdaGradHeld;
+pub use adam::AdamHeld;
+pub use adamw::AdamWHeld;
+pub use muon::MuonHeld;
+pub use rmsprop::RmsPropHeld;
+pub use sgd::SgdHeld;
+
+/// The run file's `meta.hyperparameters` (and each group's): every hyperparameter of one
+/// optimizer as Burn's config holds it, read back from its serde form; written as the
+/// fields of the optimizer's own struct (each in its module, beside its builder).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Hyperparameters {
+    Sgd(SgdHeld),
+    Adam(AdamHeld),
+    AdamW(AdamWHeld),
+    AdaGrad(AdaGradHeld),
+    RmsProp(RmsPropHeld),
+    Muon(MuonHeld),
+}
 
 /// What the run records per step besides parameters and gradients: the scalars Burn
 /// computes in f32 inside its update (see adam_factors.rs).
@@ -57,9 +80,9 @@ impl Request<'_> {
 pub struct Built {
     pub optim: ModuleOptimizer,
     /// `meta.hyperparameters`: every hyperparameter of the optimizer as Burn holds it.
-    pub held: Value,
-    /// `meta.clip_grad`: the clipping Burn's config holds, or null.
-    pub clip: Value,
+    pub held: Hyperparameters,
+    /// `meta.clip_grad`: the clipping Burn's config holds, or None.
+    pub clip: Option<ClipGrad>,
     pub scalars: Scalars,
 }
 
@@ -90,11 +113,14 @@ pub(crate) fn clipping(clip: Option<ClipGrad>) -> Option<GradientClippingConfig>
 }
 
 /// `meta.clip_grad` from a config's serde form (`{"Norm": x}` / `{"Value": x}` / null).
-pub(crate) fn clip_held(stored: &Value) -> Value {
-    match stored.as_object().and_then(|o| o.iter().next()) {
-        Some((kind, x)) => json!({kind.to_lowercase(): f32_held(x.as_f64().expect("f32"))}),
-        None => Value::Null,
-    }
+pub(crate) fn clip_held(stored: &Value) -> Option<ClipGrad> {
+    let (kind, x) = stored.as_object().and_then(|o| o.iter().next())?;
+    let x = f32_held(x.as_f64().expect("f32"));
+    Some(match kind.as_str() {
+        "Norm" => ClipGrad::Norm(x),
+        "Value" => ClipGrad::Value(x),
+        other => panic!("unknown gradient clipping {other}"),
+    })
 }
 
 /// The Burn optimizer for `optimizer` and its hyperparameters, and the hyperparameters as

@@ -8,10 +8,31 @@ use burn::grad_clipping::GradientClipping;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdjustLrFn, MuonConfig};
-use serde_json::{Value, json};
+use serde::Serialize;
 
-use super::{Built, Request, Scalars, clipping, f32_held, stored_f32, stored_penalty};
-use crate::config::{AdjustLr, Optimizer};
+use super::{
+    Built, Hyperparameters, Request, Scalars, clipping, f32_held, stored_f32, stored_penalty,
+};
+use crate::config::{AdjustLr, ClipGrad, Optimizer};
+
+/// Muon's `meta.hyperparameters`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MuonHeld {
+    /// The spec's lr: Burn's config holds none, its scheduler gives each step's.
+    pub lr: f64,
+    /// The decoupled decay penalty (f32, widened); 0 without.
+    pub weight_decay: f64,
+    /// Burn's Momentum keeps the momentum factor as f32 (momentum.rs:32, 41), widened.
+    pub momentum: f64,
+    pub nesterov: bool,
+    /// Newton–Schulz's (a, b, c) (f32, widened).
+    pub ns_coefficients: Vec<f64>,
+    /// ε (f32, widened).
+    pub eps: f64,
+    pub ns_steps: usize,
+    /// `original` or `match_rms_adamw`.
+    pub adjust_lr_fn: &'static str,
+}
 
 pub(super) fn build(request: Request) -> Built {
     let Optimizer::Muon {
@@ -76,16 +97,15 @@ pub(super) fn build(request: Request) -> Built {
         Ok(AdjustLrFn::MatchRmsAdamW) => AdjustLr::MatchRmsAdamW,
         Err(e) => panic!("AdjustLrFn field: {e}"),
     };
-    let held = json!({
-        "lr": lr,
-        "weight_decay": stored_penalty(&stored),
-        // Burn's Momentum keeps the momentum factor as f32 (momentum.rs:32, 41).
-        "momentum": f32_held(m["momentum"].as_f64().expect("f64 field")),
-        "nesterov": m["nesterov"].as_bool().expect("bool field"),
-        "ns_coefficients": coefficients,
-        "eps": stored_f32(&stored, "epsilon"),
-        "ns_steps": stored["ns_steps"].as_u64().expect("usize field"),
-        "adjust_lr_fn": adjust.name(),
+    let held = Hyperparameters::Muon(MuonHeld {
+        lr,
+        weight_decay: stored_penalty(&stored),
+        momentum: f32_held(m["momentum"].as_f64().expect("f64 field")),
+        nesterov: m["nesterov"].as_bool().expect("bool field"),
+        ns_coefficients: coefficients,
+        eps: stored_f32(&stored, "epsilon"),
+        ns_steps: stored["ns_steps"].as_u64().expect("usize field") as usize,
+        adjust_lr_fn: adjust.name(),
     });
     // MuonConfig has no clipping field: the clipping goes on the ModuleOptimizer `init()`
     // returns, as the other configs' `init()` attach theirs (e.g. adamw.rs:140–143), and is
@@ -94,11 +114,10 @@ pub(super) fn build(request: Request) -> Built {
     if let Some(clip) = clipping(request.clip) {
         optim = optim.with_grad_clipping(clip.init());
     }
-    let clip = match optim.grad_clipping() {
-        Some(GradientClipping::Norm(x)) => json!({"norm": *x as f64}),
-        Some(GradientClipping::Value(x)) => json!({"value": *x as f64}),
-        None => Value::Null,
-    };
+    let clip = optim.grad_clipping().map(|clip| match clip {
+        GradientClipping::Norm(x) => ClipGrad::Norm(*x as f64),
+        GradientClipping::Value(x) => ClipGrad::Value(*x as f64),
+    });
     Built {
         optim,
         held,

@@ -2,10 +2,28 @@
 
 use burn::optim::RmsPropConfig;
 use burn::optim::decay::WeightDecayConfig;
-use serde_json::json;
+use serde::Serialize;
 
-use super::{Built, Request, Scalars, clip_held, clipping, stored_f32, stored_penalty};
+use super::{
+    Built, Hyperparameters, Request, Scalars, clip_held, clipping, stored_f32, stored_penalty,
+};
 use crate::config::Optimizer;
+
+/// RMSProp's `meta.hyperparameters`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RmsPropHeld {
+    /// The spec's lr: Burn's config holds none, its scheduler gives each step's.
+    pub lr: f64,
+    /// The smoothing constant (f32, widened).
+    pub alpha: f64,
+    /// ε (f32, widened).
+    pub eps: f64,
+    /// The coupled L2 penalty (f32, widened); 0 without.
+    pub weight_decay: f64,
+    /// f32, widened (Burn's default 0.9).
+    pub momentum: f64,
+    pub centered: bool,
+}
 
 pub(super) fn build(request: Request) -> Built {
     let Optimizer::RmsProp {
@@ -37,10 +55,14 @@ pub(super) fn build(request: Request) -> Built {
         config = config.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
     }
     let stored = serde_json::to_value(&config).expect("RmsPropConfig serialises");
-    let held = json!({"lr": lr, "alpha": stored_f32(&stored, "alpha"),
-        "eps": stored_f32(&stored, "epsilon"), "weight_decay": stored_penalty(&stored),
-        "momentum": stored_f32(&stored, "momentum"),
-        "centered": stored["centered"].as_bool().expect("bool field")});
+    let held = Hyperparameters::RmsProp(RmsPropHeld {
+        lr,
+        alpha: stored_f32(&stored, "alpha"),
+        eps: stored_f32(&stored, "epsilon"),
+        weight_decay: stored_penalty(&stored),
+        momentum: stored_f32(&stored, "momentum"),
+        centered: stored["centered"].as_bool().expect("bool field"),
+    });
     let clip = clip_held(&stored["grad_clipping"]);
     Built {
         optim: config.init(),

@@ -3,10 +3,27 @@
 use burn::optim::SgdConfig;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
-use serde_json::json;
+use serde::Serialize;
 
-use super::{Built, Request, Scalars, clip_held, clipping, f32_held, stored_penalty};
+use super::{
+    Built, Hyperparameters, Request, Scalars, clip_held, clipping, f32_held, stored_penalty,
+};
 use crate::config::Optimizer;
+
+/// SGD's `meta.hyperparameters`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SgdHeld {
+    /// The spec's lr: Burn's config holds none, its scheduler gives each step's.
+    pub lr: f64,
+    /// Burn's Momentum keeps the momentum factor as f32 (widened); 0 without momentum.
+    pub momentum: f64,
+    /// An f64 in Burn's Momentum; 0 without momentum.
+    pub dampening: f64,
+    /// False without momentum.
+    pub nesterov: bool,
+    /// The weight-decay penalty (f32, widened); 0 without.
+    pub weight_decay: f64,
+}
 
 pub(super) fn build(request: Request) -> Built {
     let Optimizer::Sgd {
@@ -37,13 +54,13 @@ pub(super) fn build(request: Request) -> Built {
     // Read back what the config holds (defaults included) through its serde form.
     let stored = serde_json::to_value(&config).expect("SgdConfig serialises");
     let m = &stored["momentum"];
-    let held = json!({
-        "lr": lr,
+    let held = Hyperparameters::Sgd(SgdHeld {
+        lr,
         // Burn's Momentum keeps the momentum factor as f32, the dampening as f64.
-        "momentum": m["momentum"].as_f64().map_or(0.0, f32_held),
-        "dampening": m["dampening"].as_f64().unwrap_or(0.0),
-        "nesterov": m["nesterov"].as_bool().unwrap_or(false),
-        "weight_decay": stored_penalty(&stored),
+        momentum: m["momentum"].as_f64().map_or(0.0, f32_held),
+        dampening: m["dampening"].as_f64().unwrap_or(0.0),
+        nesterov: m["nesterov"].as_bool().unwrap_or(false),
+        weight_decay: stored_penalty(&stored),
     });
     let clip = clip_held(&stored["gradient_clipping"]);
     Built {

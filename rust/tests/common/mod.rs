@@ -18,6 +18,11 @@ pub fn f64_device() -> Device {
         .clone()
 }
 
+/// A run block as its run file holds it, to read as JSON.
+pub fn json(block: parity_train::runfile::RunBlock) -> serde_json::Value {
+    serde_json::to_value(block).expect("a run block serialises")
+}
+
 /// The numbers of a JSON list (a run file's series).
 pub fn list(v: &serde_json::Value) -> Vec<f64> {
     v.as_array()

@@ -21,9 +21,9 @@ names and layouts; model_specs.py). Only x and y are checked here; each model ch
 
 Run files (results/runs/{experiment}/{framework}-{dtype}.json)
 ---------------------------------------------------------------
-``{"<experiment>": {...}}``. Floats are JSON numbers, except non-finite ones, which JSON
-cannot hold: they are written as the strings "NaN", "Infinity" and "-Infinity" and
-decoded back to floats by ``read_run``.
+``{"<experiment>": RunBlock}``, its fields typed in run_file.py. Floats are JSON numbers,
+except non-finite ones, which JSON cannot hold: they are written as the strings "NaN",
+"Infinity" and "-Infinity" and decoded back to floats by ``read_run``.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 # model_specs is torch-free (names, shapes, formulas): importing it keeps this module light.
+from torch_burn_parity.io.run_file import REQUIRED
 from torch_burn_parity.models.model_specs import ModelError, model_of
 
 # An experiment's four runs: each framework at each precision, in this order.
@@ -265,7 +266,7 @@ def experiment_block(path: str | os.PathLike, experiment: str | None = None) -> 
     if experiment not in data:
         raise FormatError(f"{path}: no experiment {experiment!r} (has {sorted(data)})")
     block = data[experiment]
-    for key in ("losses", "final", "params", "trajectory", "meta"):
+    for key in REQUIRED:
         if key not in block:
             raise FormatError(f"{path}: experiment {experiment!r} has no {key!r} field")
     try:

@@ -35,6 +35,7 @@ from torch_burn_parity.io.parity_io import (
     write_text_atomic,
 )
 from torch_burn_parity.judgement import verdict as vd
+from torch_burn_parity.judgement.effect import effect, margin
 from torch_burn_parity.judgement.step_one import loss_judgement, probe_judgement
 from torch_burn_parity.models.model_specs import model_of
 
@@ -246,6 +247,9 @@ class Record:
     buffers_cause: dict | None
     probe: dict | None  # the step-1 probe's judgements (step_one.py), when probed
     losses: dict  # the last train-mode and the eval-mode f64 losses apart
+    effect: dict  # what the difference does to the trained model (effect.py)
+    margin: dict  # the gap/floor ratio and whether the verdict is marginal (effect.py)
+    f32_rounding_over_tol: bool  # each framework's own f32 rounding exceeds the f32 tolerance
     divergence: list[dict] = field(default_factory=list)
 
 
@@ -297,6 +301,9 @@ def judge_experiment(
         if tables.get("probe") is not None
         else None,
         losses=loss_judgement(steps, torch64, burn64),
+        effect=effect(runs),
+        margin=margin(float(np.max(ratio)) if not np.isnan(ratio).any() else float("nan")),
+        f32_rounding_over_tol=bool(own > tol_f32),
         divergence=diverged,
     )
 

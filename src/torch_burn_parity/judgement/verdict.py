@@ -280,7 +280,7 @@ def muon_parameters(run: dict) -> list[str]:
     meta = run["meta"]
     if meta["optimizer"] == "muon":
         grouped = {n for g in meta.get("param_groups") or [] for n in g["params"]}
-        return [n for n in meta.get("burn_shapes", {}) if n not in grouped]
+        return [n for n in model_of(run).param_names if n not in grouped]
     groups = meta.get("param_groups") or []
     return [n for g in groups if g["optimizer"] == "muon" for n in g["params"]]
 

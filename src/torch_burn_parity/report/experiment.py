@@ -24,6 +24,7 @@ from torch_burn_parity.judgement.judge import has_factors, verdict_of
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, model_of
 from torch_burn_parity.report import readings
 from torch_burn_parity.report import verdict_text as vt
+from torch_burn_parity.report.headline import effect_cell, margin_cell
 from torch_burn_parity.report.markdown import (
     COMPARE_LINE,
     body,
@@ -362,16 +363,28 @@ class Experiment:
             "experiment": self.name,
             "optimizer": self.optimizer,
             "verdict": v.label,
+            "effect on training (f32)": effect_cell(self.record),
             "cause, or where it starts": vt.verdict_detail(self.record) or "—",
             "f64 gap (max over steps)": e(v.f64_gap),
             "rounding floor there": e(v.floor),
+            "gap / floor": margin_cell(self.record),
             "replays leave (worst of both)": e(v.replay_gap) if v.replay_gap is not None else "",
             "f32 gap (max over steps)": e(s["dparam"].max()),
-            **{
-                f"compare {dt} (worst key)": " ".join(compare_verdict(self.compare[dt]))
-                for dt in DTYPES
-            },
+            **{f"compare {dt} (worst key)": self.compare_cell(dt) for dt in DTYPES},
         }
+
+    def compare_cell(self, dtype: str) -> str:
+        """The compare script's worst difference and result; an f32 MISMATCH that f32
+        rounding alone explains says so."""
+        worst, result = compare_verdict(self.compare[dtype])
+        rounding = (
+            dtype == "f32"
+            and result == "MISMATCH"
+            and self.record["f32_rounding_over_tol"]
+            and self.verdict.label == vd.EQUIVALENT
+        )
+        note = " (f32 rounding alone exceeds the tolerance)" if rounding else ""
+        return f"{worst} {result}{note}"
 
     def section(self, shown: dict[str, str]) -> str:
         """This experiment's section. shown: table text -> experiment that printed it first."""

@@ -29,6 +29,7 @@ from torch_burn_parity.models.model_specs import DEFAULT_MODEL
 from torch_burn_parity.report.atlas import atlas_section
 from torch_burn_parity.report.cpu_section import cpu_section
 from torch_burn_parity.report.experiment import Experiment, dataset_shapes
+from torch_burn_parity.report.headline import headline
 from torch_burn_parity.report.markdown import md_table
 from torch_burn_parity.report.summaries import FULL_SECTIONS_UP_TO, bias_section, sweep_section
 from torch_burn_parity.report.what_was_run import hyperparameter_table, provenance_lines
@@ -137,6 +138,7 @@ def build(args: argparse.Namespace) -> str:
         steps=config["steps"],
         batch_size=config["batch_size"],
         faults="; ".join(faults),
+        headline=headline([x.record for x in experiments]),
         atlas=atlas_section(experiments) if len({x.optimizer for x in experiments}) > 1 else "",
         summary=summary,
         safety=f"{vd.SAFETY:g}",

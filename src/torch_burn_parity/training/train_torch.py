@@ -40,6 +40,7 @@ from torch_burn_parity.config.machine import cpu, git_state
 from torch_burn_parity.config.parity_config import CLIP_SCOPES, ConfigError
 from torch_burn_parity.config.resolve import read_spec
 from torch_burn_parity.io.parity_io import DTYPES, FormatError, read_dataset, write_run
+from torch_burn_parity.io.run_file import RunBlock
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelError
 from torch_burn_parity.models.models import (
     build,
@@ -182,7 +183,9 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, An
         }
 
 
-def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
+def train(spec: dict[str, Any], arrays: dict, dtype: str) -> RunBlock:
+    """One run: the block of the run file (io/run_file.py) but for the fields main() adds
+    (input_sha256, config_sha256, git)."""
     torch_dtype = TORCH_DTYPE[dtype]
     model_name = spec.get("model", DEFAULT_MODEL)
     probe_steps = set(spec.get("probe_steps", [1]))
@@ -233,7 +236,7 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
         for name in buffer_names:  # running statistics, updated by the forward
             traj_buffers[name].append(flat(tensors[name]))
     final = evaluate(model, x, y)
-    return {
+    block: RunBlock = {
         "losses": losses,
         "lrs": lrs,
         "final": final,
@@ -267,7 +270,8 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> dict[str, Any]:
                 spec.get("cpu_path", cpu_path.DEFAULT), cpu_path.torch_path(torch)
             ),
         },
-    }
+    }  # type: ignore[typeddict-item]  # main() adds the hashes and git
+    return block
 
 
 def main(argv: list[str] | None = None) -> None:

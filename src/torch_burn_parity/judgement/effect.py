@@ -1,0 +1,102 @@
+"""Does a difference matter? Its effect on what training produces, and a verdict's margin.
+
+A verdict says whether the two frameworks compute the same thing; this module says what the
+difference does to the trained model, in the terms a person porting a model cares about,
+from the final evaluation both trainers record (the whole dataset, in eval mode where the
+model has one). The effect is judged on the f32 runs (the precision people train in); the
+f64 runs' effect is kept beside it (the arithmetic without f32 rounding).
+
+Severity, the first that applies:
+
+* `changes what the model predicts`: some sample's predicted class differs;
+* `changes the loss in the k-th digit`: the final losses first differ in their k-th
+  significant digit, k ≤ NO_EFFECT_DIGITS;
+* `no effect on the outcome`: the same predictions, and the final losses agree to more
+  than NO_EFFECT_DIGITS significant digits.
+
+A difference *changes the outcome* of training when it changes a prediction or the loss in
+one of its first OUTCOME_DIGITS digits.
+
+The margin of a verdict: the largest ratio over the steps of the f64 gap to its rounding
+floor (the verdict turns on whether any step's ratio exceeds 1). Within a factor MARGINAL of
+1, either side, the verdict is *marginal*: the floor carries a headroom factor of
+verdict.SAFETY for the frameworks' different order of operations, and a verdict that a
+factor of 2 in that estimate would flip is not one to lean on.
+"""
+
+from __future__ import annotations
+
+import math
+
+from torch_burn_parity.judgement import verdict as vd
+
+# The final losses agreeing to more than this many significant digits, with the same
+# predictions: no effect on the outcome (f32 keeps about 7; a loss after 100 steps of f32
+# rounding agrees to about 6).
+NO_EFFECT_DIGITS = 5
+# A difference in a prediction, or in one of the loss's first OUTCOME_DIGITS digits,
+# changes the outcome of training.
+OUTCOME_DIGITS = 2
+# A verdict whose gap/floor ratio lies within this factor of 1 (either side) is marginal.
+MARGINAL = 2.0
+
+NO_EFFECT = "no effect on the outcome"
+PREDICTIONS = "changes what the model predicts"
+
+
+def ordinal(k: int) -> str:
+    """1st, 2nd, 3rd, 4th, …, 11th, 12th, 13th, 21st."""
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
+
+
+def agreeing_digits(a: float, b: float) -> int | None:
+    """How many leading significant digits two losses share: ⌊−log10(|a − b| / |a|)⌋
+    (None when they are equal; 0 when they differ by as much as they are)."""
+    if a == b:
+        return None
+    scale = max(abs(a), abs(b))
+    if not math.isfinite(scale) or scale == 0:
+        return 0
+    return max(0, math.floor(-math.log10(abs(a - b) / scale)))
+
+
+def final_effect(torch_final: dict, burn_final: dict) -> dict:
+    """The effect of one precision's runs on the trained model (their `final` blocks)."""
+    t_pred, b_pred = torch_final["predictions"], burn_final["predictions"]
+    n = len(t_pred)
+    differ = sum(a != b for a, b in zip(t_pred, b_pred, strict=True))
+    t_loss, b_loss = float(torch_final["loss"]), float(burn_final["loss"])
+    digits = agreeing_digits(t_loss, b_loss)
+    if differ:
+        severity = PREDICTIONS
+    elif digits is not None and digits < NO_EFFECT_DIGITS:
+        severity = f"changes the loss in the {ordinal(digits + 1)} digit"
+    else:
+        severity = NO_EFFECT
+    return {
+        "torch": {"loss": t_loss, "accuracy": torch_final["correct"] / n},
+        "burn": {"loss": b_loss, "accuracy": burn_final["correct"] / n},
+        "d_loss": abs(t_loss - b_loss),
+        "loss_digits": digits,
+        "predictions_differ": differ,
+        "samples": n,
+        "severity": severity,
+        "changes_outcome": bool(differ) or (digits is not None and digits < OUTCOME_DIGITS),
+    }
+
+
+def effect(runs: dict) -> dict:
+    """The effect of the difference on training: per precision (runs keyed (framework,
+    dtype)), the f32 one deciding the severity."""
+    found = {dt: final_effect(runs["torch", dt]["final"], runs["burn", dt]["final"])
+             for dt in ("f32", "f64")}  # fmt: skip
+    return {**found["f32"], "f64": found["f64"]}
+
+
+def margin(gap_over_floor: float) -> dict:
+    """How far a verdict is from the other side of its floor: the ratio, and whether it is
+    within MARGINAL of 1 (either side)."""
+    ratio = float(gap_over_floor)
+    marginal = math.isfinite(ratio) and 1 / MARGINAL <= ratio <= MARGINAL
+    return {"ratio": ratio, "marginal": bool(marginal), "floor_safety": vd.SAFETY}

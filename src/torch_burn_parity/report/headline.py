@@ -1,0 +1,92 @@
+"""The report's first lines: how many verdicts of each kind, which differences change the
+outcome of training, which verdicts are marginal; and the verdict table's cells that say
+what a difference does (effect, margin). From the verdict records only (judgement/effect.py
+decides; this module says it)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from torch_burn_parity.judgement import effect as ef
+from torch_burn_parity.judgement import verdict as vd
+
+# Each verdict counted: (one, several).
+COUNTED = {
+    vd.EQUIVALENT: ("equivalent up to rounding", "equivalent up to rounding"),
+    vd.EXPLAINED: ("explained algorithmic difference", "explained algorithmic differences"),
+    vd.UNEXPLAINED: ("unexplained algorithmic difference", "unexplained algorithmic differences"),
+    vd.DIVERGED: ("diverged", "diverged"),
+}
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def effect_cell(record: dict) -> str:
+    """'changes what the model predicts (29 of 96 samples; right 69.8% vs 100.0%)'."""
+    effect = record["effect"]
+    t, b = effect["torch"], effect["burn"]
+    if effect["predictions_differ"]:
+        detail = (
+            f"{effect['predictions_differ']} of {effect['samples']} samples; PyTorch right on"
+            f" {pct(t['accuracy'])}, Burn on {pct(b['accuracy'])}"
+        )
+    else:
+        detail = f"final loss: PyTorch {t['loss']:.4g}, Burn {b['loss']:.4g}"
+        if effect["loss_digits"] is None:
+            detail = f"final loss {t['loss']:.4g} in both"
+    return f"{effect['severity']} ({detail})"
+
+
+def margin_cell(record: dict) -> str:
+    """'×4.66' (the largest gap/floor ratio over the steps), 'marginal' within a factor 2."""
+    margin = record["margin"]
+    ratio = margin["ratio"]
+    if ratio != ratio:
+        return "—"
+    text = f"×{ratio:.3g}"
+    return f"{text} marginal" if margin["marginal"] else text
+
+
+def counts(records: list[dict]) -> str:
+    """'17 experiments: 2 equivalent up to rounding; 14 explained algorithmic differences; …'."""
+    found = Counter(r["verdict"] for r in records)
+    parts = [f"{found[label]} {COUNTED[label][found[label] != 1]}" for label in COUNTED
+             if found[label]]  # fmt: skip
+    n = len(records)
+    return f"{n} experiment{'s' if n != 1 else ''}: " + "; ".join(parts)
+
+
+def headline(records: list[dict]) -> str:
+    """The report's first screen after its title: the counts, then what changes the outcome
+    of training, then the marginal verdicts."""
+    if not records:
+        return ""
+    lines = [f"**{counts(records)}.**"]
+    changed = [r for r in records if r["effect"]["changes_outcome"]]
+    rule = (
+        f"a prediction, or the final loss in one of its first {ef.OUTCOME_DIGITS} significant"
+        " digits, f32 runs"
+    )
+    if changed:
+        named = "; ".join(f"`{r['experiment']}` — {effect_cell(r)}" for r in changed)
+        lines.append(
+            f"**The difference changes the outcome of training in {len(changed)}** ({rule}):"
+            f" {named}."
+        )
+    else:
+        lines.append(f"No difference changes the outcome of training ({rule}).")
+    marginal = [r for r in records if r["margin"]["marginal"]]
+    if marginal:
+        named = ", ".join(f"`{r['experiment']}` ({margin_cell(r)})" for r in marginal)
+        lines.append(
+            f"Marginal verdicts (the f64 gap within a factor {ef.MARGINAL:g} of its rounding"
+            f" floor, which holds a headroom factor of {vd.SAFETY:g}): {named}."
+        )
+    else:
+        lines.append(
+            f"No verdict is marginal: every f64 gap is more than a factor {ef.MARGINAL:g} away"
+            " from its rounding floor (the `gap / floor` column)."
+        )
+    return "\n\n".join(lines) + "\n"

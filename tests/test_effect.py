@@ -1,0 +1,121 @@
+"""judgement/effect.py and report/headline.py: what a difference does to the trained model,
+how close a verdict is to its floor, and the report's first lines that say so."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from torch_burn_parity.judgement import effect as ef
+from torch_burn_parity.report.headline import counts, effect_cell, headline, margin_cell
+
+
+def final(loss: float, predictions: list[int], labels: list[int] | None = None) -> dict:
+    labels = labels or [0] * len(predictions)
+    correct = sum(p == y for p, y in zip(predictions, labels, strict=True))
+    return {"loss": loss, "correct": correct, "predictions": predictions}
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "digits"),
+    [(0.5, 0.5, None), (0.5, 0.4, 0), (0.07115, 0.07014, 1), (1.0, 1.0 + 3e-4, 3),
+     (1.0, 1.0 + 9.9e-6, 5), (1.0, 1.0 + 1.1e-6, 5), (1.0, 1.0 + 9e-7, 6), (1.0, 3.0, 0),
+     (0.0, 1e-9, 0), (math.inf, 1.0, 0)],
+)  # fmt: skip
+def test_agreeing_digits_counts_the_shared_leading_digits(a, b, digits):
+    assert ef.agreeing_digits(a, b) == digits
+    assert ef.agreeing_digits(b, a) == digits
+
+
+@pytest.mark.parametrize(
+    ("k", "text"), [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th"), (12, "12th"),
+                    (13, "13th"), (21, "21st"), (22, "22nd"), (111, "111th")],
+)  # fmt: skip
+def test_ordinal(k, text):
+    assert ef.ordinal(k) == text
+
+
+@pytest.mark.parametrize(
+    ("torch_loss", "burn_loss", "burn_predictions", "severity", "outcome"),
+    [
+        (0.5, 0.5, [0, 0, 0, 0], ef.NO_EFFECT, False),
+        (0.5, 0.5 * (1 + 2e-6), [0, 0, 0, 0], ef.NO_EFFECT, False),  # 5 digits agree
+        (0.5, 0.5 * (1 + 2e-5), [0, 0, 0, 0], "changes the loss in the 5th digit", False),
+        (0.5, 0.5 * (1 + 2e-3), [0, 0, 0, 0], "changes the loss in the 3rd digit", False),
+        (0.5, 0.5 * (1 + 2e-2), [0, 0, 0, 0], "changes the loss in the 2nd digit", True),
+        (0.5, 0.9, [0, 0, 0, 0], "changes the loss in the 1st digit", True),
+        (0.5, 0.5, [0, 1, 0, 0], ef.PREDICTIONS, True),
+    ],
+)  # fmt: skip
+def test_severity_and_outcome(torch_loss, burn_loss, burn_predictions, severity, outcome):
+    found = ef.final_effect(final(torch_loss, [0, 0, 0, 0]), final(burn_loss, burn_predictions))
+    assert found["severity"] == severity and found["changes_outcome"] is outcome
+    assert found["predictions_differ"] == sum(burn_predictions) and found["samples"] == 4
+    assert found["d_loss"] == abs(torch_loss - burn_loss)
+    assert found["torch"]["accuracy"] == 1.0
+    assert found["burn"]["accuracy"] == 1 - sum(burn_predictions) / 4
+
+
+def test_the_effect_is_the_f32_runs_with_the_f64_beside():
+    runs = {("torch", "f32"): {"final": final(0.5, [0, 0])},
+            ("burn", "f32"): {"final": final(0.5, [0, 1])},
+            ("torch", "f64"): {"final": final(0.5, [0, 0])},
+            ("burn", "f64"): {"final": final(0.5, [0, 0])}}  # fmt: skip
+    found = ef.effect(runs)
+    assert found["severity"] == ef.PREDICTIONS and found["f64"]["severity"] == ef.NO_EFFECT
+
+
+@pytest.mark.parametrize(
+    ("ratio", "marginal"),
+    [(0.49, False), (0.5, True), (1.07, True), (2.0, True), (2.01, False), (4.66, False),
+     (float("nan"), False), (float("inf"), False)],
+)  # fmt: skip
+def test_a_verdict_within_a_factor_2_of_its_floor_is_marginal(ratio, marginal):
+    found = ef.margin(ratio)
+    assert found["marginal"] is marginal and found["floor_safety"] == 100.0
+    assert found["ratio"] == ratio or (ratio != ratio and found["ratio"] != found["ratio"])
+
+
+def record(name: str, verdict: str, effect: dict, ratio: float) -> dict:
+    return {"experiment": name, "verdict": verdict, "effect": effect, "margin": ef.margin(ratio)}
+
+
+def effect_of(torch_loss, burn_loss, burn_predictions=(0, 0)) -> dict:
+    runs = {(fw, dt): {"final": final(torch_loss if fw == "torch" else burn_loss,
+                                      [0, 0] if fw == "torch" else list(burn_predictions))}
+            for fw in ("torch", "burn") for dt in ("f32", "f64")}  # fmt: skip
+    return ef.effect(runs)
+
+
+def test_the_headline_counts_names_what_changes_the_outcome_and_the_marginal():
+    records = [
+        record("same", "equivalent up to rounding", effect_of(0.5, 0.5), 0.01),
+        record("eps", "algorithmic difference, explained", effect_of(0.5, 0.6), 1.5),
+        record("momentum", "algorithmic difference, explained", effect_of(0.5, 0.5, (0, 1)), 9),
+    ]
+    assert counts(records) == (
+        "3 experiments: 1 equivalent up to rounding; 2 explained algorithmic differences"
+    )
+    text = headline(records)
+    assert text.startswith(f"**{counts(records)}.**\n\n**The difference changes the outcome of"
+                           " training in 2** (a prediction, or the final loss in one of its"
+                           " first 2 significant digits, f32 runs): `eps` — changes the loss"
+                           " in the 1st digit (final loss: PyTorch 0.5, Burn 0.6); `momentum`"
+                           " — changes what the model predicts (1 of 2 samples; PyTorch right"
+                           " on 100.0%, Burn on 50.0%).")  # fmt: skip
+    assert text.endswith(
+        "Marginal verdicts (the f64 gap within a factor 2 of its rounding floor, which holds a"
+        " headroom factor of 100): `eps` (×1.5 marginal).\n"
+    )
+    calm = headline(records[:1])
+    assert "No difference changes the outcome of training" in calm
+    assert "No verdict is marginal" in calm
+    assert headline([]) == ""
+
+
+def test_the_cells_say_the_effect_and_the_margin():
+    same = record("same", "equivalent up to rounding", effect_of(0.5, 0.5), 0.0147)
+    assert effect_cell(same) == "no effect on the outcome (final loss 0.5 in both)"
+    assert margin_cell(same) == "×0.0147"
+    assert margin_cell(record("x", "diverged", effect_of(0.5, 0.5), float("nan"))) == "—"
