@@ -68,6 +68,21 @@ def test_parity_report_page_shows_verdicts_tables_and_plots(pipeline, page):
     assert_plot_rendered(page)
 
 
+def test_the_first_screen_says_the_counts_and_what_changes_the_outcome(pipeline, page):
+    """The small config: 4 experiments, its two with Burn's defaults (momentum dampening,
+    Adam epsilon) change the loss; the headline says so above the contents, in the first
+    screen, and the verdict table's effect column is there."""
+    page.goto((pipeline / "results/report.html").as_uri())
+    counts = page.get_by_text(re.compile(r"^4 experiments: .*equivalent up to rounding"))
+    expect(counts).to_be_in_viewport()
+    outcome = page.get_by_text(re.compile(r"(changes the outcome of training in|No difference)"))
+    expect(outcome.first).to_be_in_viewport()
+    assert page.locator("text=Contents").first.bounding_box()["y"] > counts.bounding_box()["y"]
+    header = page.get_by_role("columnheader", name="effect on training (f32)")
+    header.scroll_into_view_if_needed()
+    expect(header).to_be_visible()
+
+
 def test_snakemake_report_lands_on_the_verdicts_and_shows_the_parity_report(pipeline: Path, page):
     snakemake(pipeline, "--report", "results/snakemake_report.html")
     page.goto((pipeline / "results/snakemake_report.html").as_uri())

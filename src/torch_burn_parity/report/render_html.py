@@ -30,6 +30,7 @@ import pandas as pd
 
 from torch_burn_parity.io.parity_io import read_table_text, write_text_atomic
 from torch_burn_parity.report import verdict_text as vt
+from torch_burn_parity.report.headline import effect_cell
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 76rem; margin: 2rem auto;
@@ -82,8 +83,11 @@ def report_page(report_md: Path) -> str:
     body = embed_images(converter.convert(text), report_md.parent)
     body = NUMBER_CELL.sub(r'<td class="num">\1</td>', body)
     title = text.splitlines()[0].lstrip("# ").strip() if text else "report"
-    first_heading_end = body.find("</h1>") + len("</h1>")
-    body = body[:first_heading_end] + converter.toc + body[first_heading_end:]
+    # The contents after the first screen's text (the intro and the headline), before the
+    # first section.
+    first_section = body.find("<h2")
+    at = first_section if first_section >= 0 else body.find("</h1>") + len("</h1>")
+    body = body[:at] + converter.toc + body[at:]
     return page(title, body)
 
 
@@ -94,9 +98,13 @@ def verdict_fragment(records: Path) -> str:
         experiments = json.loads(records.read_text(encoding="utf-8"))["experiments"]
     except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{records}: not a verdicts file ({exc})") from None
-    lines = ["| experiment | verdict | cause, or where it starts |", "| --- | --- | --- |"]
+    lines = [
+        "| experiment | verdict | effect on training (f32) | cause, or where it starts |",
+        "| --- | --- | --- | --- |",
+    ]
     for record in experiments:
-        cells = [record["experiment"], record["verdict"], vt.verdict_detail(record) or "—"]
+        cells = [record["experiment"], record["verdict"], effect_cell(record),
+                 vt.verdict_detail(record) or "—"]  # fmt: skip
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return markdown.markdown("\n".join(lines), extensions=["tables"]) + "\n"
 
