@@ -4,6 +4,7 @@ verdict names the cause its runs show."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -221,3 +222,20 @@ def test_cnn_bn_reports_eval_mode_metrics_of_both_frameworks(default_run):
     assert "| run | train-mode loss, step 100 | eval-mode loss | eval-mode correct |" in section
     for run in ("PyTorch f32", "PyTorch f64", "Burn f32", "Burn f64"):
         assert f"| {run} |" in section
+
+
+def test_every_cause_of_the_default_config_has_a_fix_or_says_why_none(default_run):
+    from torch_burn_parity.judgement.fixes import kind_of
+
+    records = json.loads((default_run / "results/verdicts.json").read_text())["experiments"]
+    kinds = {kind_of(c["cause"])[0] for r in records for c in r["causes"]}
+    assert "other" not in kinds
+    assert {"values", "f32 storage", "f32 arithmetic", "clipping", "running statistics",
+            "Muon lr adjustment", "Muon precision"} <= kinds  # fmt: skip
+    report = (default_run / "results/report.md").read_text()
+    section = report[report.index("## Experiment `rmsprop_burn_defaults`") :]
+    assert (
+        "What to change in your port — (1) values (100.0%): pass PyTorch's values to Burn"
+        " explicitly" in section
+    )
+    assert "`rmsprop` passes PyTorch's values to both" in section

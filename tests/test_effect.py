@@ -119,3 +119,48 @@ def test_the_cells_say_the_effect_and_the_margin():
     assert effect_cell(same) == "no effect on the outcome (final loss 0.5 in both)"
     assert margin_cell(same) == "×0.0147"
     assert margin_cell(record("x", "diverged", effect_of(0.5, 0.5), float("nan"))) == "—"
+
+
+@pytest.mark.parametrize(
+    ("cause", "kind", "removable"),
+    [("config diff: eps (torch 1e-08, burn 1e-05)", "values", True),
+     ("Burn's f32 storage of betas, eps", "f32 storage", False),
+     ("Burn's f32 evaluation of its per-step Adam factors", "f32 arithmetic", False),
+     ("Burn's f32 arithmetic in its update", "f32 arithmetic", False),
+     ("the schedule: PyTorch's recursive LinearLR vs Burn's closed form", "schedule", True),
+     ("the clipping scope: Burn clips each parameter tensor", "clipping", True),
+     ("the clipping: both clamp each gradient element", "clipping", False),
+     ("the running-variance estimator (Burn biased, PyTorch unbiased)", "running statistics",
+      False),
+     ("Muon's lr adjustment reads the shape", "Muon lr adjustment", True),
+     ("Muon's Newton–Schulz: PyTorch's in bfloat16", "Muon precision", False),
+     ("something new", "other", False)],
+)  # fmt: skip
+def test_each_cause_has_its_fix_or_says_why_none(cause, kind, removable):
+    from torch_burn_parity.judgement.fixes import kind_of
+
+    found, fix, why_not = kind_of(cause)
+    assert found == kind and (fix is not None) == removable and (why_not is None) == removable
+
+
+def test_a_fix_cites_its_measurement_and_the_paired_experiment():
+    from torch_burn_parity.judgement.fixes import fixes
+
+    cause = {"cause": "config diff: eps (torch 1e-08, burn 1e-05)", "share": 1.0, "how": "m"}
+    record = {"experiment": "pitfall", "verdict": "algorithmic difference, explained",
+              "causes": [cause], "f64_gap": 9e-3}  # fmt: skip
+    stored = {"cause": "Burn's f32 storage of eps", "share": 1.0}
+    paired = {"experiment": "adam", "verdict": "algorithmic difference, explained",
+              "causes": [stored], "f64_gap": 4e-6}  # fmt: skip
+    (fix,) = fixes(record, paired)
+    assert fix.kind == "values" and fix.fix.startswith("pass PyTorch's values to Burn")
+    assert fix.evidence == (
+        "the counterfactual with Burn's held values (`dparam_held_f64`) accounts for 100.0% of"
+        " the gap; `adam` passes PyTorch's values to both: algorithmic difference, explained,"
+        " with no config-diff cause, f64 gap 4.00e-06 against 9.00e-03 here"
+    )
+    (alone,) = fixes(record)
+    assert alone.evidence.endswith("accounts for 100.0% of the gap")
+    assert fixes(dict(record, verdict="equivalent up to rounding")) == []
+    still = dict(paired, causes=[cause])
+    assert "still with a config-diff cause" in fixes(record, still)[0].evidence

@@ -20,6 +20,7 @@ from torch_burn_parity.io.parity_io import (
     read_text,
 )
 from torch_burn_parity.judgement import verdict as vd
+from torch_burn_parity.judgement.fixes import fixes
 from torch_burn_parity.judgement.judge import has_factors, verdict_of
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, model_of
 from torch_burn_parity.report import readings
@@ -89,6 +90,8 @@ class Experiment:
             self.md["layers"] = read_text(tables / f"layers_{name}.md")
         # The judgement, made once by judgement/judge.py: verdict, causes, where it starts.
         self.record = record
+        # The record of the experiment passing PyTorch's values to both (report.py pairs).
+        self.paired: dict | None = None
         self.verdict = verdict_of(record)
         self.causes = [(c["cause"], c["share"], c["how"]) for c in record["causes"]]
 
@@ -149,6 +152,16 @@ class Experiment:
                 if 1 - min(held / gap, 1.0) >= vd.MIN_SHARE
                 else ""
             )
+        )
+
+    def fix_sentence(self) -> str:
+        """What to change in a port, per cause (judgement/fixes.py)."""
+        parts = []
+        for f in fixes(self.record, self.paired):
+            action = f.fix if f.fix else f"nothing can ({f.why_not})"
+            parts.append(f"{f.kind} ({f.share:.1%}): {action}. Evidence: {f.evidence}.")
+        return "What to change in your port — " + " ".join(
+            f"({i}) {part}" for i, part in enumerate(parts, 1)
         )
 
     @property
@@ -253,6 +266,7 @@ class Experiment:
         )
         if v.label == vd.EXPLAINED and v.f64_gap > 0:
             out.append(self.share_sentence(held))
+            out.append(self.fix_sentence())
         tol32 = self.tolerances["f32"]
         first32 = self.record["first_f32_step_above_tol"]
         rounding = (

@@ -96,6 +96,20 @@ def what_was_trained(models: list[str]) -> str:
     return f"The same small model{plural} (" + ", ".join(f"`{m}`" for m in models) + ")"
 
 
+def pair_up(experiments: list[Experiment]) -> None:
+    """Give each experiment that leaves values to Burn's defaults the experiment passing the
+    same optimizer PyTorch's values on the same model and backend, when the run has one."""
+    plain = {
+        (x.optimizer, x.model, x.spec.get("burn_backend", "flex")): x
+        for x in experiments
+        if x.is_plain and not x.spec.get("param_groups")
+    }
+    for x in experiments:
+        if any(x.spec.get("keep_defaults", {}).values()):
+            twin = plain.get((x.optimizer, x.model, x.spec.get("burn_backend", "flex")))
+            x.paired = twin.record if twin else None
+
+
 def build(args: argparse.Namespace) -> str:
     """The whole report's text, from the files under --results."""
     effective = read_json(args.config)
@@ -116,6 +130,7 @@ def build(args: argparse.Namespace) -> str:
         for name, spec in config["experiments"].items()
         if name not in summarised
     ]  # fmt: skip
+    pair_up(experiments)
     sweep_parts = [
         sweep_section(args.results, name, members, len(members) > FULL_SECTIONS_UP_TO)
         for name, members in sweeps.items()

@@ -1,0 +1,98 @@
+"""What to change in a port, per cause of a difference: the setting that removes it (on the
+Burn side, or the PyTorch side), or that nothing can, and the evidence either way.
+
+Each cause a verdict names (verdict.causes, the record's `causes`) is of one kind, told by
+the words verdict.py starts it with. The evidence is the measurement behind its share (the
+replay variant that adds exactly that choice of Burn's to PyTorch's run), and for values
+Burn was left to choose, the paired experiment of the same run that passes PyTorch's values
+to both, when there is one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# What each kind of cause is, by the start of its name (verdict.py, judge.py): (prefix,
+# kind, the change that removes it, or why nothing can: one of the two is None).
+KINDS = (
+    ("config diff:", "values",
+     "pass PyTorch's values to Burn explicitly (its config's `with_*` setters) instead of"
+     " leaving Burn's defaults", None),
+    ("Burn's f32 storage", "f32 storage", None,
+     "Burn 0.22.1 keeps these hyperparameters as f32 fields; no setting widens them"),
+    ("Burn's f32 evaluation", "f32 arithmetic", None,
+     "Burn evaluates these factors in f32 inside its update whatever the tensors' dtype"),
+    ("Burn's f32 arithmetic", "f32 arithmetic", None,
+     "Burn's update does this arithmetic in f32 whatever the tensors' dtype"),
+    ("the schedule", "schedule",
+     "pass PyTorch's lr of each step to Burn's `step(lr, …)` (the scheduler's output is just"
+     " that argument)", None),
+    ("the clipping scope", "clipping",
+     "clip all gradients by one global norm yourself before Burn's step, and attach no"
+     " clipping to Burn's optimizer (Burn clips each parameter tensor by its own norm)", None),
+    ("the clipping:", "clipping", None,
+     "nothing to change: both clamp each element; only the f32-held threshold differs"),
+    ("the running-", "running statistics", None,
+     "Burn 0.22.1's BatchNorm updates its running variance with the biased batch variance and"
+     " has no setting for the unbiased one; it changes the evaluation state, not training"),
+    ("Muon's lr adjustment", "Muon lr adjustment",
+     "use `adjust_lr_fn: match_rms_adamw` in both (symmetric in the matrix's two dimensions),"
+     " or give each Muon parameter of Burn's the lr that makes lr × factor PyTorch's", None),
+    ("Muon's Newton–Schulz", "Muon precision", None,
+     "PyTorch orthogonalises in bfloat16 and has no setting for another dtype; Burn in the"
+     " tensor's dtype and has no setting for bfloat16"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Fix:
+    cause: str
+    share: float
+    kind: str
+    fix: str | None  # the change that removes it, or None when nothing can
+    why_not: str | None  # when nothing can: why
+    evidence: str
+
+
+def kind_of(cause: str) -> tuple[str, str | None, str | None]:
+    """(kind, the fix or None, why nothing can or None) of a cause by its name's start."""
+    for prefix, kind, fix, why_not in KINDS:
+        if cause.startswith(prefix):
+            return kind, fix, why_not
+    return "other", None, "not a cause this module knows: see the experiment's tables"
+
+
+# The counterfactual-table column that measures each kind (replay.py's chain), in words.
+MEASURED_BY = {
+    "values": "the counterfactual with Burn's held values (`dparam_held_f64`)",
+    "f32 storage": "the counterfactual with Burn's held values (`dparam_held_f64`)",
+    "schedule": "the counterfactual with Burn's lrs (`dparam_burn_lrs`)",
+    "clipping": "the counterfactual with Burn's clipping (`dparam_burn_clipping`)",
+    "running statistics": "the counterfactual with Burn's estimator (`dparam_burn_running_stats`)",
+    "Muon lr adjustment": "the counterfactual with Burn's lr factors (`dparam_burn_lr_adjustment`)",
+    "Muon precision": "the counterfactual with Burn's Newton–Schulz (`dparam_burn_newton_schulz`)",
+    "f32 arithmetic": "the remainder (the f64 variants leave it, the replay with Burn's f32"
+    " scalars closes it)",
+}
+
+
+def fixes(record: dict, paired: dict | None = None) -> list[Fix]:
+    """The fix of each cause of an explained verdict (none for another verdict). paired:
+    the record of the experiment of the same run that passes PyTorch's values to both
+    frameworks (same optimizer, model and backend), when there is one."""
+    if record["verdict"] != "algorithmic difference, explained":
+        return []
+    found = []
+    for cause in record["causes"]:
+        kind, fix, why_not = kind_of(cause["cause"])
+        measured = MEASURED_BY.get(kind, "its share")
+        evidence = f"{measured} accounts for {cause['share']:.1%} of the gap"
+        if kind == "values" and paired is not None:
+            still = [c["cause"] for c in paired["causes"] if c["cause"].startswith("config diff:")]
+            evidence += (
+                f"; `{paired['experiment']}` passes PyTorch's values to both: {paired['verdict']}"
+                + (", still with a config-diff cause" if still else ", with no config-diff cause")
+                + f", f64 gap {paired['f64_gap']:.2e} against {record['f64_gap']:.2e} here"
+            )
+        found.append(Fix(cause["cause"], cause["share"], kind, fix, why_not, evidence))
+    return found
