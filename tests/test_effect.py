@@ -125,6 +125,7 @@ def test_the_cells_say_the_effect_and_the_margin():
     ("cause", "kind", "removable"),
     [("config diff: eps (torch 1e-08, burn 1e-05)", "values", True),
      ("Burn's f32 storage of betas, eps", "f32 storage", False),
+     ("Burn's held hyperparameters", "held values", False),
      ("Burn's f32 evaluation of its per-step Adam factors", "f32 arithmetic", False),
      ("Burn's f32 arithmetic in its update", "f32 arithmetic", False),
      ("the schedule: PyTorch's recursive LinearLR vs Burn's closed form", "schedule", True),

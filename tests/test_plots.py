@@ -172,3 +172,68 @@ def test_the_layers_plot_is_written_with_zeros_and_a_marked_row(tmp_path):
         plots.layers_plot(layers_frame(first), "x", tmp_path / f"{first}.png")
     a, b = (tmp_path / f"{first}.png" for first in (None, 4))
     assert a.read_bytes().startswith(b"\x89PNG") and a.read_bytes() != b.read_bytes()
+
+
+# ------------------------------------------------------------------------------ words
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures the plots draw, kept for their text (save() writes nothing)."""
+    figures = []
+    monkeypatch.setattr(plots, "save", lambda fig, path: figures.append(fig))
+    return figures
+
+
+def texts(fig) -> list[str]:
+    """Every piece of text the figure shows: titles, axis labels, notes, annotations."""
+    found = [t.get_text() for t in fig.texts]
+    for ax in fig.axes:
+        found += [ax.get_title(), ax.get_ylabel(), ax.get_xlabel()]
+        found += [t.get_text() for t in ax.texts]
+    return [t for t in found if t]
+
+
+def back_inside(last_above: int) -> np.ndarray:
+    """An f64 gap far above the floor for steps 1..last_above, then back within it."""
+    return np.where(np.arange(1, STEPS + 1) <= last_above, 1e-6, 0.0)
+
+
+def test_a_title_tells_when_the_gap_comes_back_within_the_floor(drawn):
+    frame = steps_frame(back_inside(20))
+    plots.gap_plot(frame, "adagrad", 1e-6, 1e-12, None)
+    (fig,) = drawn
+    shown = texts(fig)
+    assert ("adagrad: f64 gap leaves the rounding floor at step 1, back within it from step 21"
+            " — an algorithmic difference") in shown  # fmt: skip
+    assert "max |Δ param|" in shown and "f64 gap leaves\nthe floor at step 1" in shown
+    # above to the end: no claim of a return; in and out: how often it is above
+    assert plots.gap_title("x", steps_frame(back_inside(STEPS)))[0].endswith(
+        "at step 1 — an algorithmic difference"
+    )
+    blinking = np.where(np.arange(STEPS) % 2 == 0, 1e-6, 0.0)
+    blinking[-1] = 0.0
+    assert plots.back_within(blinking, np.full(STEPS, 1e-9)) == (
+        f", back within it from step {STEPS} (above it at {STEPS // 2} of {STEPS} steps)"
+    )
+
+
+def test_a_buffers_only_difference_is_named_as_such_with_its_axis(drawn):
+    record = {"model": "cnn_bn", "scope": verdict.EVALUATION}
+    plots.gap_plot(steps_frame(back_inside(STEPS)), "cnn_bn_sgd", 1e-6, 1e-12, None, record)
+    (fig,) = drawn
+    shown = texts(fig)
+    assert ("cnn_bn_sgd: buffers leave the rounding floor at step 1, training matches to"
+            " rounding") in shown  # fmt: skip
+    assert "max |Δ| of parameters and buffers" in shown and "max |Δ param|" not in shown
+
+
+def test_the_zero_note_sits_in_the_panel_with_the_zeros(drawn):
+    frame = pd.concat([layers_frame(None), layers_frame(None).assign(step=100)])
+    frame.loc[frame["step"] == 100, ["max_abs_diff_f32", "max_abs_diff_f64"]] = 1e-9
+    frame = frame.reset_index(drop=True)
+    plots.layers_plot(frame, "x", None)
+    (fig,) = drawn
+    notes = [[t.get_text() for t in ax.texts] for ax in fig.axes]
+    assert "exact 0 drawn on the bottom edge" in notes[0]  # step 1 has the loss's exact 0
+    assert "exact 0 drawn on the bottom edge" not in notes[1]  # step 100 has none

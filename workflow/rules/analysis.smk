@@ -123,10 +123,6 @@ rule analyse:
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
             --csv {output.layers_csv} --md {output.layers_md} --png {output.layers_png} \
             >{log.layers} 2>&1
-        # Gap curves against the rounding floor, and |Δloss| on a log scale.
-        python -m torch_burn_parity.tooling.warm torch_burn_parity.report.plots --experiment {wildcards.experiment} \
-            --steps {output.steps_csv} --tol {params.tol_f32} --tol-f64 {params.tol_f64} \
-            --gaps {output.gaps} --losses {output.losses} >{log.plots} 2>&1
         # Every table and compare output above as a page for the Snakemake report.
         python -m torch_burn_parity.tooling.warm torch_burn_parity.report.render_html \
             --tables {params.page_sources} --tables-out {output.pages} >{log.pages} 2>&1
@@ -135,6 +131,11 @@ rule analyse:
             --experiment {wildcards.experiment} --tables results/tables \
             --runs results/runs/{wildcards.experiment} --tol-f32 {params.tol_f32} \
             --out {output.verdict} >{log.judge} 2>&1
+        # Gap curves against the rounding floor, and |Δloss| on a log scale: their words
+        # from the record.
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.report.plots --experiment {wildcards.experiment} \
+            --steps {output.steps_csv} --tol {params.tol_f32} --tol-f64 {params.tol_f64} \
+            --record {output.verdict} --gaps {output.gaps} --losses {output.losses} >{log.plots} 2>&1
         """
 
 

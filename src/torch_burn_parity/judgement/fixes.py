@@ -20,6 +20,8 @@ KINDS = (
      " leaving Burn's defaults", None),
     ("Burn's f32 storage", "f32 storage", None,
      "Burn 0.22.1 keeps these hyperparameters as f32 fields; no setting widens them"),
+    ("Burn's held hyperparameters", "held values", None,
+     "Burn holds PyTorch's values exactly (none differs, none rounded to f32)"),
     ("Burn's f32 evaluation", "f32 arithmetic", None,
      "Burn evaluates these factors in f32 inside its update whatever the tensors' dtype"),
     ("Burn's f32 arithmetic", "f32 arithmetic", None,
@@ -66,6 +68,7 @@ def kind_of(cause: str) -> tuple[str, str | None, str | None]:
 MEASURED_BY = {
     "values": "the counterfactual with Burn's held values (`dparam_held_f64`)",
     "f32 storage": "the counterfactual with Burn's held values (`dparam_held_f64`)",
+    "held values": "the counterfactual with Burn's held values (`dparam_held_f64`)",
     "schedule": "the counterfactual with Burn's lrs (`dparam_burn_lrs`)",
     "clipping": "the counterfactual with Burn's clipping (`dparam_burn_clipping`)",
     "running statistics": "the counterfactual with Burn's estimator (`dparam_burn_running_stats`)",

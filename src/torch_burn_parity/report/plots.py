@@ -30,6 +30,8 @@ import pandas as pd
 
 from torch_burn_parity.io.parity_io import FormatError, read_table_text, write_atomic
 from torch_burn_parity.judgement import verdict
+from torch_burn_parity.judgement.judge import read_record
+from torch_burn_parity.models.model_specs import spec
 
 # column: (legend label, colour, line style, marker). Colour, style and marker all differ,
 # so two series lying on top of each other stay distinguishable.
@@ -79,12 +81,27 @@ def first_nonfinite_step(*series: np.ndarray) -> int | None:
     return int(np.argmax(rows)) + 1 if rows.any() else None
 
 
-def gap_title(experiment: str, frame: pd.DataFrame) -> tuple[str, str]:
+def back_within(f64: np.ndarray, floor: np.ndarray) -> str:
+    """What the f64 gap does after it first leaves the floor, true over the whole curve:
+    '' (above it from then to the last step), ', back within it from step k' (above it
+    last at step k − 1), and '(above it at n of N steps)' when it goes in and out."""
+    above = ~(np.asarray(f64, float) <= floor)
+    steps = np.flatnonzero(above)
+    first, last = int(steps[0]), int(steps[-1])
+    text = f", back within it from step {last + 2}" if last < len(above) - 1 else ""
+    if len(steps) < last - first + 1:
+        text += f" (above it at {len(steps)} of {len(above)} steps)"
+    return text
+
+
+def gap_title(experiment: str, frame: pd.DataFrame, record: dict | None = None) -> tuple[str, str]:
     """(title, subtitle) of the gap plot: what the f64 gap says, and the sizes behind it.
 
     Rounding only when the f64 torch-vs-burn gap stays under the rounding floor at every
-    step; otherwise the step where it leaves it. A run that went non-finite is named
-    instead: gaps between overflowing numbers say nothing about the arithmetic.
+    step; otherwise the step where it leaves it, and whether and when it comes back within
+    it; a difference in the buffers alone (the verdict record's scope) says so. A run that
+    went non-finite is named instead: gaps between overflowing numbers say nothing about
+    the arithmetic.
     """
     f64 = frame["f64_f64"].to_numpy(float)
     floor = verdict.rounding_floor(frame["torch_f64"], frame["burn_f64"])
@@ -95,9 +112,15 @@ def gap_title(experiment: str, frame: pd.DataFrame) -> tuple[str, str]:
         )
     elif (step := verdict.first_step_above(f64, floor)) is None:
         title = f"{experiment}: f64 gap stays under the rounding floor — rounding only"
+    elif record is not None and record.get("scope") == verdict.EVALUATION:
+        title = (
+            f"{experiment}: buffers leave the rounding floor at step {step},"
+            " training matches to rounding"
+        )
     else:
         title = (
             f"{experiment}: f64 gap leaves the rounding floor at step {step}"
+            f"{back_within(f64, floor)}"
             " — an algorithmic difference"
         )
     # the sizes behind it, over the steps before a run went non-finite
@@ -183,7 +206,12 @@ def zero_note(ax, shown: bool) -> None:
         )  # fmt: skip
 
 
-def gap_plot(frame: pd.DataFrame, experiment: str, tol: float, tol_f64: float, path: Path) -> None:
+def gap_plot(
+    frame: pd.DataFrame, experiment: str, tol: float, tol_f64: float, path: Path,
+    record: dict | None = None,
+) -> None:  # fmt: skip
+    """The gap curves against the rounding floor; record: the experiment's verdict record
+    (its model's buffers name the y axis, its scope the title)."""
     steps = frame["step"].to_numpy()
     floor = verdict.rounding_floor(frame["torch_f64"], frame["burn_f64"])
     # After a non-finite f32-vs-f64 gap the floor is a huge stand-in for infinity: not drawn.
@@ -237,8 +265,9 @@ def gap_plot(frame: pd.DataFrame, experiment: str, tol: float, tol_f64: float, p
     x_range(ax, steps)
     zero_note(ax, zeros)
     ax.set_xlabel("step")
-    ax.set_ylabel("max |Δ param|")
-    titled(fig, ax, *gap_title(experiment, frame))
+    buffers = record is not None and bool(spec(record["model"]).buffer_names)
+    ax.set_ylabel("max |Δ| of parameters and buffers" if buffers else "max |Δ param|")
+    titled(fig, ax, *gap_title(experiment, frame, record))
     save(fig, path)
 
 
@@ -371,8 +400,8 @@ def layers_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
         len(steps), 1, figsize=(min(max(10.0, 0.3 * most + 3.5), 24.0), 1.2 + 3.6 * len(steps)),
         layout="constrained", squeeze=False,
     )  # fmt: skip
-    zeros = False
     for ax, step in zip(axes[:, 0], steps, strict=True):
+        zeros = False  # this panel's: its note goes in it
         rows = frame[frame["step"] == step].reset_index(drop=True)
         x = np.arange(len(rows))
         for phase, group in rows.groupby("phase", sort=False):
@@ -413,7 +442,7 @@ def layers_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
         ax.set_xlim(-0.6, len(rows) - 0.4)
         ax.set_ylabel(f"step {step}: max |Δ|")
         ax.grid(True, axis="y", which="major", alpha=0.3)
-    zero_note(axes[-1, 0], zeros)
+        zero_note(ax, zeros)
     title, subtitle = layers_title(experiment, frame)
     # the subtitle's facts on lines of their own: a figure of few rows is narrow
     fig.suptitle(f"{title}\n" + subtitle.replace(" · ", "\n"), fontsize=10)
@@ -450,9 +479,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tol-f64", required=True, type=float, help="f64 compare tolerance")
     parser.add_argument("--gaps", required=True, type=Path)
     parser.add_argument("--losses", required=True, type=Path)
+    parser.add_argument("--record", type=Path, help="the experiment's verdict record")
     args = parser.parse_args(argv)
     frame = read_steps(args.steps)
-    gap_plot(frame, args.experiment, args.tol, args.tol_f64, args.gaps)
+    try:
+        record = read_record(args.record) if args.record else None
+    except FormatError as exc:
+        sys.exit(f"plots: {exc}")
+    gap_plot(frame, args.experiment, args.tol, args.tol_f64, args.gaps, record)
     loss_plot(frame, args.experiment, args.losses)
     print(f"{args.experiment}: {args.gaps}, {args.losses}")
 
