@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Mutation testing of the judgement core, not part of every CI run (it takes a while):
-#   mutmut        over the package's judgement/{verdict,judge,step_one}.py,
+#   mutmut        over the package's judgement/{verdict,judge,step_one,effect,fixes}.py,
 #                 analysis/{gaps,compare,config_diff}.py and config/{parity_config,resolve,
 #                 param_groups}.py
 #                 against the fast unit tests ([tool.mutmut] in pyproject.toml);

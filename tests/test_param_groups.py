@@ -256,3 +256,117 @@ def test_muon_as_the_experiments_optimizer_covers_what_no_group_takes():
         "Muon's Newton–Schulz: PyTorch's in bfloat16 (on its averaged momentum), Burn's in the"
         " tensor's dtype (f64, on its summed momentum)"
     )
+
+
+# ------------------------------------------------------------------ each check, one by one
+
+
+def test_a_groups_own_optimizer_is_checked_like_an_experiments():
+    nesterov = dict(SGD_GROUP, params="conv.*", nesterov=True)  # without momentum
+    accumulator = {"params": "fc.bias", "optimizer": "adagrad", "lr": 0.1, "lr_decay": 0.0,
+                   "eps": 1e-10, "weight_decay": 0.0, "initial_accumulator_value": 0.1}  # fmt: skip
+    found = lines(g=dict(GROUPED, param_groups=[3, dict(MUON, params="fc.weight"), nesterov,
+                                                 accumulator]))  # fmt: skip
+    assert [line.split(": ")[0] for line in found] == [
+        f"{AT}[0]",
+        f"{AT}[2].nesterov",
+        f"{AT}[3].initial_accumulator_value",
+    ], found
+    # the experiment's keep_defaults, inherited, are not checked again at the group
+    kept = dict(GROUPED, keep_defaults={"burn": ["eps"]},
+                param_groups=[{"params": "*.bias", "weight_decay": 0.0}])  # fmt: skip
+    assert lines(g=kept) == []
+    spec = resolve.experiment_spec(config(g=kept), "g")
+    assert spec["param_groups"][0]["keep_defaults"] == {"torch": [], "burn": ["eps"]}
+
+
+def test_a_group_check_goes_on_past_a_group_the_schema_refuses():
+    from torch_burn_parity.config.param_groups import group_problems, members
+
+    broken = {"params": "fc.weight", "optimizer": "lion"}
+    exp = dict(ADAMW, param_groups=[broken, {"params": "nope"}])
+    assert [m for _, m in group_problems("e", exp)] == [
+        "'nope' matches no parameter of cnn1d (its parameters: conv.weight, conv.bias,"
+        " fc.weight, fc.bias)"
+    ]
+    assert group_problems("e", dict(ADAMW, param_groups="fc.weight")) == []
+    assert group_problems("e", dict(ADAMW, model=3, param_groups=[{"params": "x"}])) == []
+    no_kind = dict(GROUPED, schedule={})  # the schema names the missing kind
+    assert group_problems("e", no_kind) == []
+    unknown = group_problems("e", dict(ADAMW, param_groups=[{"params": "*.bias", "zzz": 1}]))
+    assert unknown[0][1].endswith("lr, betas, eps, weight_decay, amsgrad)")
+    adam = group_problems("e", dict(ADAMW, param_groups=[dict(params="*.bias", optimizer="adam",
+                                                              lr=0.1)]))  # fmt: skip
+    assert adam[0][0][-1] == "optimizer"
+    groups = [{"params": ["enc.linear?.weight", "fc.*"]}]
+    exp = dict(ADAMW, model="transformer", param_groups=groups)
+    taken, rest = members(exp)
+    assert taken == [["enc.linear1.weight", "enc.linear2.weight", "fc.weight", "fc.bias"]]
+    assert rest[:2] == ["embed.weight", "embed.bias"] and len(rest) == 12
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        ([{"params": "fc.weight", "optimizer": "lion", "lr": 0.1}],
+         "experiments.e.param_groups[0].optimizer: unknown optimizer 'lion' (known: sgd, adam,"
+         " adamw, adagrad, rmsprop, muon)"),
+        ([{"params": "nope"}, {"params": "nope2"}],
+         "experiments.e.param_groups[0].params: 'nope' matches no parameter of cnn1d"),
+        ([{"params": "fc.weight", "optimizer": "muon", "lr": 0.02, "weight_decay": 0.0,
+           "momentum": 0.95, "nesterov": True, "eps": "small"}],
+         "experiments.e.param_groups[0].eps: expected a number, got 'small'"),
+        ([{"params": "fc.weight", "optimizer": "muon", "lr": 0.02, "weight_decay": 0.0,
+           "nesterov": True}],
+         "experiments.e.param_groups[0].momentum: missing hyperparameter for muon"),
+    ],
+)  # fmt: skip
+def test_resolving_a_broken_group_names_it(groups, message):
+    with pytest.raises(ConfigError) as error:
+        resolve.experiment_spec(config(e=dict(ADAMW, param_groups=groups)), "e")
+    assert str(error.value).startswith(message), str(error.value)
+
+
+def test_group_rows_are_measured_apart_like_the_experiments():
+    from torch_burn_parity.judgement.verdict import measured_apart
+
+    for name, apart in [("param_groups[0].Newton–Schulz dtype", True), ("Muon lr adjustment", True),
+                        ("param_groups[1].Muon lr adjustment", True), ("param_groups[0].lr", False),
+                        ("param_groups[0].schedule", True), ("lr", False)]:  # fmt: skip
+        assert measured_apart({"hyperparameter": name}) is apart, name
+
+
+def run_file(path, framework: str, shapes: dict | None = None) -> None:
+    """A run file of no steps: only the meta the config diff reads."""
+    names = model_spec("cnn1d").param_names
+    meta = {"model": "cnn1d", "layer_hyperparameters": {}}
+    if shapes is not None:
+        meta["burn_shapes"] = shapes
+    block = {"losses": [], "final": {}, "params": {},
+             "trajectory": {"params": {n: [] for n in names}, "grads": {n: [] for n in names},
+                            "buffers": {}}, "meta": meta}  # fmt: skip
+    path.write_text(json.dumps({"g": block}))
+
+
+def test_the_config_diff_takes_burns_shapes_from_its_run(tmp_path):
+    from torch_burn_parity.analysis import config_diff
+
+    spec = tmp_path / "g.json"
+    spec.write_text(json.dumps(resolve.experiment_spec(config(g=GROUPED), "g")))
+    run_file(tmp_path / "torch.json", "torch")
+    run_file(tmp_path / "burn.json", "burn", {"fc.weight": [[48, 3]]})
+    out = tmp_path / "diff.csv"
+    config_diff.main(["--spec", str(spec), "--torch-run", str(tmp_path / "torch.json"),
+                      "--burn-run", str(tmp_path / "burn.json"), "--csv", str(out),
+                      "--md", str(tmp_path / "diff.md")])  # fmt: skip
+    text = out.read_text()
+    assert (
+        'param_groups[0].Muon lr adjustment,"fc.weight [3, 48]: ×1","[48, 3]: ×4",differs' in text
+    )
+    assert "param_groups[0].params,fc.weight,fc.weight,same,optimizer muon" in text
+    layers, shapes = config_diff.recorded((tmp_path / "torch.json", tmp_path / "burn.json"),
+                                          "cnn1d")  # fmt: skip
+    assert (layers, shapes) == (({}, {}), {"fc.weight": [[48, 3]]})
+    # without Burn's run the lr factor is not guessed
+    rows = diff_rows(resolve.experiment_spec(config(g=GROUPED), "g"))
+    assert not [r for r in rows if r["hyperparameter"].endswith("Muon lr adjustment")]

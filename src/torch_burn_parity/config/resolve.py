@@ -110,8 +110,8 @@ def resolved_optimizer(where: str, exp: dict[str, Any]) -> tuple[dict, dict]:
                 continue
             raise ConfigError(f"{where}.{key}: missing hyperparameter for {optimizer}")
         value = exp[key]
-        if isinstance(optional.get(key), str | list) or key == "ns_steps":
-            continue  # Muon's Newton–Schulz settings: checked by the schema
+        if isinstance(optional.get(key), str | list):
+            continue  # Muon's ns_coefficients and adjust_lr_fn: checked by the schema
         values = value if key == "betas" else [value]
         boolean = key in BOOLEAN_HYPERPARAMETERS
         wanted = bool if boolean else (int, float)
