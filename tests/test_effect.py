@@ -165,3 +165,10 @@ def test_a_fix_cites_its_measurement_and_the_paired_experiment():
     assert fixes(dict(record, verdict="equivalent up to rounding")) == []
     still = dict(paired, causes=[cause])
     assert "still with a config-diff cause" in fixes(record, still)[0].evidence
+
+
+def test_the_effect_cell_shows_the_digit_where_the_losses_part():
+    close = record("adam", "algorithmic difference, explained", effect_of(0.0701103, 0.0701111), 9)
+    assert effect_cell(close) == (
+        "changes the loss in the 5th digit (final loss: PyTorch 0.0701103, Burn 0.0701111)"
+    )

@@ -33,7 +33,9 @@ def effect_cell(record: dict) -> str:
             f" {pct(t['accuracy'])}, Burn on {pct(b['accuracy'])}"
         )
     else:
-        detail = f"final loss: PyTorch {t['loss']:.4g}, Burn {b['loss']:.4g}"
+        # enough digits to show where they part
+        n = max(4, (effect["loss_digits"] or 0) + 2)
+        detail = f"final loss: PyTorch {t['loss']:.{n}g}, Burn {b['loss']:.{n}g}"
         if effect["loss_digits"] is None:
             detail = f"final loss {t['loss']:.4g} in both"
     return f"{effect['severity']} ({detail})"
