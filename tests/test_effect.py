@@ -172,3 +172,14 @@ def test_the_effect_cell_shows_the_digit_where_the_losses_part():
     assert effect_cell(close) == (
         "changes the loss in the 5th digit (final loss: PyTorch 0.0701103, Burn 0.0701111)"
     )
+
+
+def test_a_cause_of_no_known_kind_keeps_its_share_as_evidence():
+    from torch_burn_parity.judgement.fixes import fixes
+
+    cause = {"cause": "something new", "share": 0.5, "how": "measured"}
+    record = {"experiment": "x", "verdict": "algorithmic difference, explained",
+              "causes": [cause], "f64_gap": 1.0}  # fmt: skip
+    (fix,) = fixes(record)
+    assert (fix.kind, fix.fix) == ("other", None)
+    assert fix.evidence == "its share accounts for 50.0% of the gap"

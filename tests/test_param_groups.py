@@ -370,3 +370,54 @@ def test_the_config_diff_takes_burns_shapes_from_its_run(tmp_path):
     # without Burn's run the lr factor is not guessed
     rows = diff_rows(resolve.experiment_spec(config(g=GROUPED), "g"))
     assert not [r for r in rows if r["hyperparameter"].endswith("Muon lr adjustment")]
+
+
+def test_the_causes_name_the_parameter_its_factor_differs_most_for_and_the_dtype():
+    from torch_burn_parity.judgement.verdict import lr_adjustment_cause, newton_schulz_cause
+
+    groups = [{"params": ["embed.weight", "enc.linear2.weight"], "optimizer": "muon",
+               "hyperparameters": {"adjust_lr_fn": "original"}}]  # fmt: skip
+    run = muon_meta(groups=groups, shapes={"embed.weight": [[1, 8]],
+                                           "enc.linear2.weight": [[16, 8]]})  # fmt: skip
+    # embed.weight: ×2.83 in PyTorch [8, 1], ×1 in Burn; enc.linear2.weight: ×1 vs ×1.41
+    assert lr_adjustment_cause(run, run).endswith(
+        "differs for 2 of 2 Muon parameters, most for embed.weight (PyTorch [8, 1] ×2.83,"
+        " Burn [1, 8] ×1)"
+    )
+    run["meta"]["dtype"] = "f32"
+    assert "Burn's in the tensor's dtype (f32," in newton_schulz_cause(run, run)
+
+
+def test_the_lr_factor_rows_cover_each_muon_parameter_burns_run_shows():
+    groups = [{"params": ["enc.self_attn.out_proj.weight", "fc.weight"], "optimizer": "muon",
+               "lr": 0.02, "weight_decay": 0.0, "momentum": 0.95, "nesterov": True}]  # fmt: skip
+    spec = resolve.experiment_spec(config(t=dict(ADAMW, model="transformer",
+                                                 param_groups=groups)), "t")  # fmt: skip
+    rows = [r for r in diff_rows(spec, burn_shapes={"fc.weight": [[128, 3]]})
+            if r["hyperparameter"].endswith("Muon lr adjustment")]  # fmt: skip
+    assert [(r["torch"], r["status"]) for r in rows] == [("fc.weight [3, 128]: ×1", "differs")]
+    assert rows[0]["note"] == (
+        "original: lr × factor of the shape each framework holds; measured apart by the replay"
+    )
+    square = {"enc.self_attn.out_proj.weight": [[8, 8]], "fc.weight": [[128, 3]]}
+    rows = [r for r in diff_rows(spec, burn_shapes=square)
+            if r["hyperparameter"].endswith("Muon lr adjustment")]  # fmt: skip
+    assert [r["status"] for r in rows] == ["same", "differs"]
+
+
+def test_runs_the_config_diff_cannot_use_are_named(tmp_path):
+    from torch_burn_parity.analysis import config_diff
+    from torch_burn_parity.io.parity_io import FormatError
+
+    run_file(tmp_path / "torch.json", "torch")
+    run_file(tmp_path / "burn.json", "burn")
+    paths = (tmp_path / "torch.json", tmp_path / "burn.json")
+    with pytest.raises(FormatError) as error:
+        config_diff.recorded(paths, "transformer")
+    assert str(error.value) == f"{paths[0]}: a run of model cnn1d, the spec's is transformer"
+    block = json.loads(paths[1].read_text())
+    block["g"]["meta"]["layer_hyperparameters"] = [1]
+    paths[1].write_text(json.dumps(block))
+    with pytest.raises(FormatError) as error:
+        config_diff.recorded(paths, "cnn1d")
+    assert str(error.value) == f"{paths[1]}: meta.layer_hyperparameters must be an object"

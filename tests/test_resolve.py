@@ -65,6 +65,11 @@ def test_what_cannot_be_resolved_is_named(experiments, name, message):
         (lambda text: text.replace('"optimizer": "adam"', '"optimizer": "lion"'),
          "unknown optimizer 'lion' (known: sgd, adam, adamw, adagrad, rmsprop, muon)"),
         (lambda text: text.replace('"eps": 1e-08,', ""), "hyperparameters of adam: missing eps"),
+        (lambda text: text.replace('"eps": 1e-08,', "").replace('"lr": 0.01,', ""),
+         "hyperparameters of adam: missing lr, eps"),
+        (lambda text: json.dumps({k: v for k, v in json.loads(text).items() if k != "name"}),
+         "not a resolved spec (missing name); write one with python -m"
+         " torch_burn_parity.config.resolve CONFIG EXPERIMENT"),
     ],
 )  # fmt: skip
 def test_read_spec_names_the_file_and_the_problem(tmp_path, change, message):

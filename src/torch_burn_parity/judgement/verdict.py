@@ -290,7 +290,7 @@ def lr_adjustment_cause(torch_run: dict, burn_run: dict) -> str:
     differs for, and the one it differs most for."""
     shapes = model_of(torch_run).param_shapes()
     burn = burn_run["meta"].get("burn_shapes") or {}
-    fn = (muon_hyperparameters(burn_run) or {}).get("adjust_lr_fn", "original")
+    fn = muon_hyperparameters(burn_run)["adjust_lr_fn"]
     names = muon_parameters(burn_run)
     factors = {n: (ratio(fn, shapes[n]), ratio(fn, (burn.get(n) or [shapes[n]])[0])) for n in names}
     differ = {n: f for n, f in factors.items() if f[0] != f[1]}
@@ -318,7 +318,7 @@ def muon_hyperparameters(run: dict) -> dict | None:
 
 def newton_schulz_cause(torch_run: dict, burn_run: dict) -> str:
     """Where each framework orthogonalises Muon's update."""
-    dtype = burn_run["meta"].get("dtype", "f64")
+    dtype = burn_run["meta"]["dtype"]
     return (
         "Muon's Newton–Schulz: PyTorch's in bfloat16 (on its averaged momentum), Burn's in"
         f" the tensor's dtype ({dtype}, on its summed momentum)"
