@@ -23,6 +23,7 @@ from torch_burn_parity.judgement import judge, step_one
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.models.model_specs import CNN1D
 from torch_burn_parity.report import verdict_text as vt
+from torch_burn_parity.report.headline import effect_cell, margin_cell
 
 FAR_ABOVE = 10.0  # "far above" the floor: more than 10× it
 ACCOUNTS_FOR = (0.9, 1.1)  # a variant accounts for a gap within ±10 % of it
@@ -179,16 +180,22 @@ def test_every_experiment_has_one_record_equal_to_its_own_file(pipeline, records
 def test_the_reports_verdict_table_says_what_the_records_hold(pipeline, records):
     text = (pipeline / "results/report.md").read_text()
     table = re.search(r"^## Verdicts\n\n(.*?)\n\n", text, flags=re.M | re.S).group(1)
-    rows = {
-        cells[0]: cells
-        for line in table.splitlines()[2:]
-        if (cells := [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]])
-    }
+    lines = table.splitlines()
+    split = lambda line: [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]  # noqa: E731
+    header = split(lines[0])
+    rows = {cells[0]: dict(zip(header, cells, strict=True)) for line in lines[2:]
+            if (cells := split(line))}  # fmt: skip
     assert set(rows) == set(records)
     for name, record in records.items():
-        assert rows[name][2] == record["verdict"]
-        assert rows[name][3] == (vt.verdict_detail(record) or "—").replace("|", "\\|")
-        assert rows[name][4] == vt.e(record["f64_gap"]) and rows[name][5] == vt.e(record["floor"])
+        row = rows[name]
+        assert row["verdict"] == record["verdict"]
+        assert row["effect on training (f32)"] == effect_cell(record)
+        assert row["cause, or where it starts"] == (
+            (vt.verdict_detail(record) or "—").replace("|", "\\|")
+        )
+        assert row["f64 gap (max over steps)"] == vt.e(record["f64_gap"])
+        assert row["rounding floor there"] == vt.e(record["floor"])
+        assert row["gap / floor"] == margin_cell(record)
         assert f"**Verdict: {vt.verdict_line(record)}.**" in text
 
 

@@ -412,6 +412,10 @@ class Experiment:
         if self.spec.get("description"):
             parts.append(f"*{self.spec['description'].strip()}*\n")
         parts.append(f"**Verdict: {vt.verdict_line(self.record)}.**\n")
+        parts.append(
+            f"Effect on training (f32): {effect_cell(self.record)}; gap / floor"
+            f" {margin_cell(self.record)}.\n"
+        )
         parts += [f"- {line}" for line in self.evidence()]
         parts.append("\n### Config diff\n")
         parts.append(body(self.md["config_diff"]) + "\n")
