@@ -30,7 +30,8 @@ def test_agreeing_digits_counts_the_shared_leading_digits(a, b, digits):
 
 @pytest.mark.parametrize(
     ("k", "text"), [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th"), (12, "12th"),
-                    (13, "13th"), (21, "21st"), (22, "22nd"), (111, "111th")],
+                    (13, "13th"), (14, "14th"), (21, "21st"), (22, "22nd"), (111, "111th"),
+                    (121, "121st"), (113, "113th"), (103, "103rd")],
 )  # fmt: skip
 def test_ordinal(k, text):
     assert ef.ordinal(k) == text
@@ -160,11 +161,21 @@ def test_a_fix_cites_its_measurement_and_the_paired_experiment():
         " the gap; `adam` passes PyTorch's values to both: algorithmic difference, explained,"
         " with no config-diff cause, f64 gap 4.00e-06 against 9.00e-03 here"
     )
+    assert (fix.cause, fix.share, fix.why_not) == (cause["cause"], 1.0, None)
     (alone,) = fixes(record)
     assert alone.evidence.endswith("accounts for 100.0% of the gap")
+    stored_only = dict(record, causes=[stored])
+    (none,) = fixes(stored_only)
+    assert (
+        none.why_not
+        == "Burn 0.22.1 keeps these hyperparameters as f32 fields; no setting widens them"
+    )
     assert fixes(dict(record, verdict="equivalent up to rounding")) == []
     still = dict(paired, causes=[cause])
-    assert "still with a config-diff cause" in fixes(record, still)[0].evidence
+    assert fixes(record, still)[0].evidence.endswith(
+        "`adam` passes PyTorch's values to both: algorithmic difference, explained, still with a"
+        " config-diff cause, f64 gap 4.00e-06 against 9.00e-03 here"
+    )
 
 
 def test_the_effect_cell_shows_the_digit_where_the_losses_part():
@@ -182,4 +193,5 @@ def test_a_cause_of_no_known_kind_keeps_its_share_as_evidence():
               "causes": [cause], "f64_gap": 1.0}  # fmt: skip
     (fix,) = fixes(record)
     assert (fix.kind, fix.fix) == ("other", None)
+    assert fix.why_not == "not a cause this module knows: see the experiment's tables"
     assert fix.evidence == "its share accounts for 50.0% of the gap"

@@ -332,19 +332,21 @@ def test_group_rows_are_measured_apart_like_the_experiments():
 
     for name, apart in [("param_groups[0].Newton–Schulz dtype", True), ("Muon lr adjustment", True),
                         ("param_groups[1].Muon lr adjustment", True), ("param_groups[0].lr", False),
-                        ("param_groups[0].schedule", True), ("lr", False)]:  # fmt: skip
+                        ("param_groups[0].schedule", True), ("lr", False),
+                        ("param_groups[0].bn.running_var_estimator", True)]:  # fmt: skip
         assert measured_apart({"hyperparameter": name}) is apart, name
 
 
-def run_file(path, framework: str, shapes: dict | None = None) -> None:
+def run_file(path, framework: str, shapes: dict | None = None, model: str = "cnn1d") -> None:
     """A run file of no steps: only the meta the config diff reads."""
-    names = model_spec("cnn1d").param_names
-    meta = {"model": "cnn1d", "layer_hyperparameters": {}}
+    names = model_spec(model).param_names
+    buffers = {n: [] for n in model_spec(model).buffer_names}
+    meta = {"model": model, "layer_hyperparameters": {}}
     if shapes is not None:
         meta["burn_shapes"] = shapes
     block = {"losses": [], "final": {}, "params": {},
              "trajectory": {"params": {n: [] for n in names}, "grads": {n: [] for n in names},
-                            "buffers": {}}, "meta": meta}  # fmt: skip
+                            "buffers": buffers}, "meta": meta}  # fmt: skip
     path.write_text(json.dumps({"g": block}))
 
 
@@ -409,15 +411,28 @@ def test_runs_the_config_diff_cannot_use_are_named(tmp_path):
     from torch_burn_parity.analysis import config_diff
     from torch_burn_parity.io.parity_io import FormatError
 
-    run_file(tmp_path / "torch.json", "torch")
+    run_file(tmp_path / "torch.json", "torch", model="cnn_bn")
     run_file(tmp_path / "burn.json", "burn")
     paths = (tmp_path / "torch.json", tmp_path / "burn.json")
     with pytest.raises(FormatError) as error:
         config_diff.recorded(paths, "transformer")
-    assert str(error.value) == f"{paths[0]}: a run of model cnn1d, the spec's is transformer"
+    assert str(error.value) == f"{paths[0]}: a run of model cnn_bn, the spec's is transformer"
+    run_file(tmp_path / "torch.json", "torch")
     block = json.loads(paths[1].read_text())
     block["g"]["meta"]["layer_hyperparameters"] = [1]
     paths[1].write_text(json.dumps(block))
     with pytest.raises(FormatError) as error:
         config_diff.recorded(paths, "cnn1d")
     assert str(error.value) == f"{paths[1]}: meta.layer_hyperparameters must be an object"
+
+
+def test_each_groups_rows_follow_the_last_groups():
+    groups = [
+        dict(MUON, params="fc.weight"),
+        {"params": ["conv.bias", "fc.bias"], "weight_decay": 0.0},
+    ]
+    spec = resolve.experiment_spec(config(g=dict(ADAMW, param_groups=groups)), "g")
+    by_name = {r["hyperparameter"]: r for r in diff_rows(spec)}
+    assert by_name["param_groups[0].params"]["torch"] == "fc.weight"
+    assert by_name["param_groups[1].params"]["burn"] == "conv.bias, fc.bias"
+    assert by_name["param_groups[1].weight_decay"]["torch"] == "0.0"

@@ -46,7 +46,7 @@ PREDICTIONS = "changes what the model predicts"
 
 def ordinal(k: int) -> str:
     """1st, 2nd, 3rd, 4th, …, 11th, 12th, 13th, 21st."""
-    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    suffix = "th" if 11 <= k % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
     return f"{k}{suffix}"
 
 
