@@ -21,7 +21,7 @@ def final(loss: float, predictions: list[int], labels: list[int] | None = None) 
     ("a", "b", "digits"),
     [(0.5, 0.5, None), (0.5, 0.4, 0), (0.07115, 0.07014, 1), (1.0, 1.0 + 3e-4, 3),
      (1.0, 1.0 + 9.9e-6, 5), (1.0, 1.0 + 1.1e-6, 5), (1.0, 1.0 + 9e-7, 6), (1.0, 3.0, 0),
-     (0.0, 1e-9, 0), (math.inf, 1.0, 0)],
+     (0.0, 1e-9, 0), (math.inf, 1.0, 0), (0.5, math.nan, 0)],
 )  # fmt: skip
 def test_agreeing_digits_counts_the_shared_leading_digits(a, b, digits):
     assert ef.agreeing_digits(a, b) == digits
@@ -195,3 +195,11 @@ def test_a_cause_of_no_known_kind_keeps_its_share_as_evidence():
     assert (fix.kind, fix.fix) == ("other", None)
     assert fix.why_not == "not a cause this module knows: see the experiment's tables"
     assert fix.evidence == "its share accounts for 50.0% of the gap"
+
+
+def test_a_diverged_run_is_named_not_measured():
+    nan = float("nan")
+    one = ef.final_effect(final(0.5, [0, 0]), final(nan, [0, 0]))
+    assert one["severity"] == ef.DIVERGED and one["changes_outcome"]
+    both = ef.final_effect(final(nan, [0, 0]), final(float("inf"), [0, 0]))
+    assert both["severity"] == ef.BOTH_DIVERGED and not both["changes_outcome"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -23,11 +24,10 @@ def test_pipeline_writes_every_output(pipeline):
     missing = [f for f in EXPECTED if not (pipeline / f).is_file()]
     assert not missing
     report = (pipeline / "results/report.md").read_text()
-    assert "| sgd | sgd | equivalent up to rounding | — |" in report
-    assert (
-        "| adam | adam | algorithmic difference, explained |"
-        " Burn's f32 evaluation of its per-step Adam factors (" in report
-    )
+    assert re.search(r"\| sgd \| sgd \| equivalent up to rounding \| no effect on the outcome"
+                     r" \([^|]*\) \| — \|", report)  # fmt: skip
+    assert re.search(r"\| adam \| adam \| algorithmic difference, explained \| [^|]* \|"
+                     r" Burn's f32 evaluation of its per-step Adam factors \(", report)  # fmt: skip
     steps = pd.read_csv(pipeline / "results/tables/steps_sgd.csv")
     assert list(steps.columns) == [
         "step", "torch_loss", "burn_loss", "dloss", "dparam", "torch_f64", "burn_f64", "f64_f64",
@@ -113,10 +113,8 @@ def test_replay_reproduces_burn_to_rounding(pipeline):
 
 def test_momentum_with_burns_default_dampening_points_at_dampening(pipeline):
     report = (pipeline / "results/report.md").read_text()
-    assert (
-        "| momentum | sgd | algorithmic difference, explained |"
-        " config diff: dampening (torch 0.0, burn 0.1)" in report
-    )
+    assert re.search(r"\| momentum \| sgd \| algorithmic difference, explained \| [^|]* \|"
+                     r" config diff: dampening \(torch 0\.0, burn 0\.1\)", report)  # fmt: skip
     diff = pd.read_csv(pipeline / "results/tables/config_diff_momentum.csv")
     status = dict(zip(diff["hyperparameter"], diff["status"], strict=True))
     assert status["dampening"] == "differs" and status["momentum"] == "f32 storage"
@@ -124,7 +122,8 @@ def test_momentum_with_burns_default_dampening_points_at_dampening(pipeline):
 
 def test_defaults_pitfall_points_at_epsilon(pipeline):
     report = (pipeline / "results/report.md").read_text()
-    assert "| pitfall | adam | algorithmic difference, explained | config diff: eps" in report
+    assert re.search(r"\| pitfall \| adam \| algorithmic difference, explained \| [^|]* \|"
+                     r" config diff: eps", report)  # fmt: skip
     compare = (pipeline / "results/compare/pitfall-f32.txt").read_text()
     assert compare.rstrip().endswith("tol=1e-05 MISMATCH")
 

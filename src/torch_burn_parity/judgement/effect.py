@@ -6,7 +6,8 @@ from the final evaluation both trainers record (the whole dataset, in eval mode 
 model has one). The effect is judged on the f32 runs (the precision people train in); the
 f64 runs' effect is kept beside it (the arithmetic without f32 rounding).
 
-Severity, the first that applies:
+Severity, the first that applies (after `one run diverged` / `both runs diverged`, when a
+final loss is not finite):
 
 * `changes what the model predicts`: some sample's predicted class differs;
 * `changes the loss in the k-th digit`: the final losses first differ in their k-th
@@ -42,6 +43,8 @@ MARGINAL = 2.0
 
 NO_EFFECT = "no effect on the outcome"
 PREDICTIONS = "changes what the model predicts"
+DIVERGED = "one run diverged (its final loss is not finite)"
+BOTH_DIVERGED = "both runs diverged (no outcome to compare)"
 
 
 def ordinal(k: int) -> str:
@@ -56,7 +59,7 @@ def agreeing_digits(a: float, b: float) -> int | None:
     if a == b:
         return None
     scale = max(abs(a), abs(b))
-    if not math.isfinite(scale) or scale == 0:
+    if not (math.isfinite(a) and math.isfinite(b)) or scale == 0:
         return 0
     return max(0, math.floor(-math.log10(abs(a - b) / scale)))
 
@@ -68,7 +71,11 @@ def final_effect(torch_final: dict, burn_final: dict) -> dict:
     differ = sum(a != b for a, b in zip(t_pred, b_pred, strict=True))
     t_loss, b_loss = float(torch_final["loss"]), float(burn_final["loss"])
     digits = agreeing_digits(t_loss, b_loss)
-    if differ:
+    finite = [math.isfinite(t_loss), math.isfinite(b_loss)]
+    if not all(finite):
+        # a diverged run: its loss and predictions say nothing about the arithmetic
+        severity = DIVERGED if any(finite) else BOTH_DIVERGED
+    elif differ:
         severity = PREDICTIONS
     elif digits is not None and digits < NO_EFFECT_DIGITS:
         severity = f"changes the loss in the {ordinal(digits + 1)} digit"
@@ -82,7 +89,8 @@ def final_effect(torch_final: dict, burn_final: dict) -> dict:
         "predictions_differ": differ,
         "samples": n,
         "severity": severity,
-        "changes_outcome": bool(differ) or (digits is not None and digits < OUTCOME_DIGITS),
+        "changes_outcome": severity != BOTH_DIVERGED
+        and (bool(differ) or (digits is not None and digits < OUTCOME_DIGITS)),
     }
 
 
