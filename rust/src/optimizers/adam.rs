@@ -9,7 +9,7 @@ use super::{
 };
 use crate::config::Optimizer;
 
-/// Adam's `meta.hyperparameters`.
+/// Adam's and AdamW's `meta.hyperparameters` (the same fields).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AdamHeld {
     /// The spec's lr: Burn's config holds none, its scheduler gives each step's.
@@ -18,7 +18,8 @@ pub struct AdamHeld {
     pub betas: [f64; 2],
     /// ε (f32, widened).
     pub eps: f64,
-    /// The coupled L2 penalty (f32, widened); 0 without.
+    /// The weight decay (f32, widened): Adam's coupled L2 penalty (0 without), AdamW's
+    /// decoupled decay factor.
     pub weight_decay: f64,
     pub amsgrad: bool,
 }

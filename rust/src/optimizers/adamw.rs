@@ -1,24 +1,8 @@
 //! AdamW: Burn's `AdamW` (decoupled decay, 1e-4 by default).
 
-use burn::optim::AdamWConfig;
-use serde::Serialize;
-
-use super::{Built, Hyperparameters, Request, Scalars, clip_held, clipping, stored_f32};
+use super::{AdamHeld, Built, Hyperparameters, Request, Scalars, clip_held, clipping, stored_f32};
 use crate::config::Optimizer;
-
-/// AdamW's `meta.hyperparameters`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AdamWHeld {
-    /// The spec's lr: Burn's config holds none, its scheduler gives each step's.
-    pub lr: f64,
-    /// β₁, β₂ (f32, widened).
-    pub betas: [f64; 2],
-    /// ε (f32, widened).
-    pub eps: f64,
-    /// The decoupled decay factor (f32, widened).
-    pub weight_decay: f64,
-    pub amsgrad: bool,
-}
+use burn::optim::AdamWConfig;
 
 pub(super) fn build(request: Request) -> Built {
     let Optimizer::AdamW {
@@ -50,7 +34,7 @@ pub(super) fn build(request: Request) -> Built {
     let stored = serde_json::to_value(&config).expect("AdamWConfig serialises");
     let get = |k: &str| stored_f32(&stored, k) as f32;
     let (beta_1, beta_2) = (get("beta_1"), get("beta_2"));
-    let held = Hyperparameters::AdamW(AdamWHeld {
+    let held = Hyperparameters::AdamW(AdamHeld {
         lr,
         betas: [beta_1 as f64, beta_2 as f64],
         eps: stored_f32(&stored, "epsilon"),

@@ -22,7 +22,6 @@ mod sgd;
 
 pub use adagrad::AdaGradHeld;
 pub use adam::AdamHeld;
-pub use adamw::AdamWHeld;
 pub use muon::MuonHeld;
 pub use rmsprop::RmsPropHeld;
 pub use sgd::SgdHeld;
@@ -35,7 +34,7 @@ pub use sgd::SgdHeld;
 pub enum Hyperparameters {
     Sgd(SgdHeld),
     Adam(AdamHeld),
-    AdamW(AdamWHeld),
+    AdamW(AdamHeld),
     AdaGrad(AdaGradHeld),
     RmsProp(RmsPropHeld),
     Muon(MuonHeld),

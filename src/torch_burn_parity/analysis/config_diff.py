@@ -315,11 +315,6 @@ def diff_rows(
     )
 
 
-def recorded_layers(paths: tuple[Path, Path], model: str) -> tuple[dict, dict]:
-    """The layer hyperparameters of PyTorch's and Burn's run (FormatError naming a file)."""
-    return recorded(paths, model)[0]
-
-
 def recorded(paths: tuple[Path, Path], model: str) -> tuple[tuple[dict, dict], dict]:
     """The layer hyperparameters of PyTorch's and Burn's run, and the Burn run's
     `meta.burn_shapes` (FormatError naming a file)."""

@@ -49,15 +49,13 @@ def group_experiment(exp: dict[str, Any], group: dict[str, Any]) -> dict[str, An
     return {**base, **given, "optimizer": optimizer}
 
 
-def members(exp: dict[str, Any]) -> tuple[list[list[str]], list[str]]:
-    """The exact parameter names of each group (model order), and of the rest."""
+def members(exp: dict[str, Any]) -> list[list[str]]:
+    """The exact parameter names of each group, in model order."""
     names = SPECS[exp.get("model", DEFAULT_MODEL)].param_names
-    groups = [
+    return [
         [n for n in names if any(fnmatchcase(n, g) for g in globs(group))]
         for group in exp.get("param_groups") or []
     ]
-    taken = {n for g in groups for n in g}
-    return groups, [n for n in names if n not in taken]
 
 
 def group_problems(name: str, exp: dict[str, Any]) -> list[tuple[tuple, str]]:

@@ -142,7 +142,7 @@ def resolved_groups(name: str, exp: dict[str, Any]) -> list[dict[str, Any]]:
         raise ConfigError(f"{key_path(path)}: {message}")
     groups = []
     listed = exp.get("param_groups") or []
-    for i, (group, params) in enumerate(zip(listed, members(exp)[0], strict=True)):
+    for i, (group, params) in enumerate(zip(listed, members(exp), strict=True)):
         grouped = group_experiment(exp, group)
         if grouped["optimizer"] not in HYPERPARAMETERS:
             raise ConfigError(

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import math
 
-from torch_burn_parity.judgement import verdict as vd
-
 # The final losses agreeing to more than this many significant digits, with the same
 # predictions: no effect on the outcome (f32 keeps about 7; a loss after 100 steps of f32
 # rounding agrees to about 6).
@@ -102,9 +100,7 @@ def effect(runs: dict) -> dict:
     return {**found["f32"], "f64": found["f64"]}
 
 
-def margin(gap_over_floor: float) -> dict:
-    """How far a verdict is from the other side of its floor: the ratio, and whether it is
-    within MARGINAL of 1 (either side)."""
+def marginal(gap_over_floor: float) -> bool:
+    """A verdict whose largest gap/floor ratio lies within MARGINAL of 1, either side."""
     ratio = float(gap_over_floor)
-    marginal = math.isfinite(ratio) and 1 / MARGINAL <= ratio <= MARGINAL
-    return {"ratio": ratio, "marginal": bool(marginal), "floor_safety": vd.SAFETY}
+    return bool(math.isfinite(ratio) and 1 / MARGINAL <= ratio <= MARGINAL)

@@ -35,7 +35,7 @@ from torch_burn_parity.io.parity_io import (
     write_text_atomic,
 )
 from torch_burn_parity.judgement import verdict as vd
-from torch_burn_parity.judgement.effect import effect, margin
+from torch_burn_parity.judgement.effect import effect, marginal
 from torch_burn_parity.judgement.step_one import loss_judgement, probe_judgement
 from torch_burn_parity.models.model_specs import model_of
 
@@ -248,7 +248,7 @@ class Record:
     probe: dict | None  # the step-1 probe's judgements (step_one.py), when probed
     losses: dict  # the last train-mode and the eval-mode f64 losses apart
     effect: dict  # what the difference does to the trained model (effect.py)
-    margin: dict  # the gap/floor ratio and whether the verdict is marginal (effect.py)
+    marginal: bool  # gap_over_floor within effect.MARGINAL of 1 (effect.py)
     f32_rounding_over_tol: bool  # each framework's own f32 rounding exceeds the f32 tolerance
     divergence: list[dict] = field(default_factory=list)
 
@@ -271,6 +271,7 @@ def judge_experiment(
     own = max(float(steps["torch_f64"].max()), float(steps["burn_f64"].max()))
     floor = vd.rounding_floor(steps["torch_f64"], steps["burn_f64"])
     ratio = np.asarray(steps["f64_f64"], float) / floor
+    gap_over_floor = float(np.max(ratio)) if not np.isnan(ratio).any() else float("nan")
     judged = verdict.label in (vd.EXPLAINED, vd.UNEXPLAINED)
     return Record(
         experiment=name,
@@ -283,7 +284,7 @@ def judge_experiment(
         both_parts=judged and both_parts(verdict),
         f64_gap=verdict.f64_gap,
         floor=verdict.floor,
-        gap_over_floor=float(np.max(ratio)) if not np.isnan(ratio).any() else float("nan"),
+        gap_over_floor=gap_over_floor,
         first_above_floor=first,
         far_above_floor=far_above(verdict.f64_gap, verdict.floor),
         where_first_above=where_f64(torch64, burn64, first) if first else None,
@@ -302,7 +303,7 @@ def judge_experiment(
         else None,
         losses=loss_judgement(steps, torch64, burn64),
         effect=effect(runs),
-        margin=margin(float(np.max(ratio)) if not np.isnan(ratio).any() else float("nan")),
+        marginal=marginal(gap_over_floor),
         f32_rounding_over_tol=bool(own > tol_f32),
         divergence=diverged,
     )

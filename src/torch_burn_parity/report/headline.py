@@ -43,12 +43,10 @@ def effect_cell(record: dict) -> str:
 
 def margin_cell(record: dict) -> str:
     """'×4.66' (the largest gap/floor ratio over the steps), 'marginal' within a factor 2."""
-    margin = record["margin"]
-    ratio = margin["ratio"]
+    ratio = record["gap_over_floor"]
     if ratio != ratio:
         return "—"
-    text = f"×{ratio:.3g}"
-    return f"{text} marginal" if margin["marginal"] else text
+    return f"×{ratio:.3g} marginal" if record["marginal"] else f"×{ratio:.3g}"
 
 
 def counts(records: list[dict]) -> str:
@@ -79,7 +77,7 @@ def headline(records: list[dict]) -> str:
         )
     else:
         lines.append(f"No difference changes the outcome of training ({rule}).")
-    marginal = [r for r in records if r["margin"]["marginal"]]
+    marginal = [r for r in records if r["marginal"]]
     if marginal:
         named = ", ".join(f"`{r['experiment']}` ({margin_cell(r)})" for r in marginal)
         lines.append(

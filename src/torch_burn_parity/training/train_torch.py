@@ -193,7 +193,7 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> RunBlock:
     model = build(model_name, arrays, torch_dtype)
     model.train()
     optimizers, groups = make_optimizers(spec, model)
-    entries = [entry for entry, _ in parts(spec, [])]
+    entries = [spec, *spec["param_groups"]]  # parts()'s order
     used = [held_hyperparameters(e, g) for e, g in zip(entries, groups, strict=True)]
     # One scheduler per optimizer (a group has the experiment's lr under a schedule).
     schedulers = [make_scheduler(spec, optimizer) for optimizer in optimizers]
