@@ -24,6 +24,7 @@ from torch_burn_parity.io.parity_io import (
     read_text,
     write_text_atomic,
 )
+from torch_burn_parity.judgement import effect as ef
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL
 from torch_burn_parity.report.atlas import atlas_section
@@ -157,6 +158,8 @@ def build(args: argparse.Namespace) -> str:
         atlas=atlas_section(experiments) if len({x.optimizer for x in experiments}) > 1 else "",
         summary=summary,
         safety=f"{vd.SAFETY:g}",
+        no_effect_digits=ef.NO_EFFECT_DIGITS,
+        marginal=f"{ef.MARGINAL:g}",
         absolute_floor=f"{vd.ABSOLUTE_FLOOR:.2g}",
         provenance="\n".join(provenance_lines(info, experiments)),
         hyperparameters=hyperparameter_table(config, effective["tolerances"], summarised),
