@@ -38,8 +38,10 @@ KINDS = (
      "Burn 0.22.1's BatchNorm updates its running variance with the biased batch variance and"
      " has no setting for the unbiased one; it changes the evaluation state, not training"),
     ("Muon's lr adjustment", "Muon lr adjustment",
-     "use `adjust_lr_fn: match_rms_adamw` in both (symmetric in the matrix's two dimensions),"
-     " or give each Muon parameter of Burn's the lr that makes lr × factor PyTorch's", None),
+     "give each Muon parameter of Burn's the lr that makes lr × factor PyTorch's (or use"
+     " `adjust_lr_fn: match_rms_adamw`, symmetric in a matrix's two dimensions: that removes"
+     " the transposed Linear weights' difference, not a packed weight's, which Burn holds as"
+     " several smaller matrices)", None),
     ("Muon's Newton–Schulz", "Muon precision", None,
      "PyTorch orthogonalises in bfloat16 and has no setting for another dtype; Burn in the"
      " tensor's dtype and has no setting for bfloat16"),

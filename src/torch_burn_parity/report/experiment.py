@@ -158,7 +158,7 @@ class Experiment:
         """What to change in a port, per cause (judgement/fixes.py)."""
         parts = []
         for f in fixes(self.record, self.paired):
-            action = f.fix if f.fix else f"nothing can ({f.why_not})"
+            action = f.fix if f.fix else f"no setting removes it ({f.why_not})"
             parts.append(f"{f.kind} ({f.share:.1%}): {action}. Evidence: {f.evidence}.")
         return "What to change in your port — " + " ".join(
             f"({i}) {part}" for i, part in enumerate(parts, 1)
