@@ -40,7 +40,7 @@ def test_round_trip_is_bit_exact(dataset):
 def test_seed_init_formulas():
     weights = make_data.initial_weights()
     assert weights["conv.weight"][1][0] == 0.4 * math.sin(1)
-    assert weights["conv.bias"][1] == [0.02 * o - 0.03 for o in range(4)]
+    assert weights["conv.bias"][1].tolist() == [0.02 * o - 0.03 for o in range(4)]
     assert weights["fc.weight"][0] == [3, 48]
 
 

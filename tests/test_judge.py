@@ -295,7 +295,7 @@ def test_a_per_step_table_of_other_length_is_refused_in_process(tmp_path):
     [
         ("not json", "not a verdict record ("),
         ("[1, 2]", "not a verdict record (missing experiment, model,"),
-        ('{"experiment": "x"}', "not a verdict record (missing model, optimizer,"),
+        ('{"experiment": "x"}', "not a verdict record (missing model, model_size, optimizer,"),
     ],
 )
 def test_read_record_names_the_file_and_what_is_wrong(tmp_path, text, problem):

@@ -56,7 +56,8 @@ def arrays_of(model: str) -> dict:
 
 def spec_of(model: str, exp: dict, steps: int = 4, probe_steps=(1,)) -> dict:
     spec = experiment_spec(small_config(steps, e=exp), "e")
-    return spec | {"model": model, "probe_steps": list(probe_steps)}
+    sizes = model_specs.SIZES[model]
+    return spec | {"model": model, "model_size": sizes, "probe_steps": list(probe_steps)}
 
 
 # --- the registry ---------------------------------------------------------------------------
@@ -98,13 +99,15 @@ def test_cnn_bn_initial_values_by_formula():
     init = model_cnn_bn.SPEC.initial_arrays()
     seed = model_cnn1d.SPEC.initial_arrays()
     for name in ("conv.weight", "fc.weight", "fc.bias"):
-        assert init[name] == seed[name]  # as cnn1d
+        assert init[name][0] == seed[name][0]  # as cnn1d
+        assert init[name][1].tolist() == seed[name][1].tolist()
     assert "conv.bias" not in init  # no bias before the BatchNorm
-    assert init["bn.weight"][1] == [1 + 0.1 * math.sin(i + 1) for i in range(4)]
-    assert init["bn.bias"][1] == [0.05 * math.cos(i + 1) for i in range(4)]
-    assert init["ln.weight"][1] == [1 + 0.05 * math.cos(i + 1) for i in range(12)]
-    assert init["ln.bias"][1] == [0.02 * math.sin(i + 1) for i in range(12)]
-    assert init["bn.running_mean"][1] == [0.0] * 4 and init["bn.running_var"][1] == [1.0] * 4
+    assert init["bn.weight"][1].tolist() == [1 + 0.1 * math.sin(i + 1) for i in range(4)]
+    assert init["bn.bias"][1].tolist() == [0.05 * math.cos(i + 1) for i in range(4)]
+    assert init["ln.weight"][1].tolist() == [1 + 0.05 * math.cos(i + 1) for i in range(12)]
+    assert init["ln.bias"][1].tolist() == [0.02 * math.sin(i + 1) for i in range(12)]
+    assert init["bn.running_mean"][1].tolist() == [0.0] * 4
+    assert init["bn.running_var"][1].tolist() == [1.0] * 4
 
 
 def test_layer_hyperparameters_are_passed_and_read_back():

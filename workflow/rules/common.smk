@@ -1,5 +1,7 @@
 # Names, wildcard constraints and config helpers shared by every stage.
 import os
+import re
+import sys
 
 # snakemake.io.report under another name: a line starting with `report(` would be read
 # as the `report:` keyword.
@@ -8,11 +10,11 @@ from snakemake.io import report as mark_for_report
 from torch_burn_parity.config import cpu_path
 from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.config.parity_config import (
-    DEFAULT_MODEL,
     HYPERPARAMETERS,
     MODELS,
 )
 from torch_burn_parity.config.sweeps import expand_all
+from torch_burn_parity.models.model_specs import spec_of_config
 from torch_burn_parity.tooling.code import module_files
 from torch_burn_parity.tooling.slurm_cores import cap_cores
 from torch_burn_parity.tooling.stale_lock import clear_stale_locks
@@ -79,7 +81,8 @@ wildcard_constraints:
     experiment="[A-Za-z][A-Za-z0-9_]*",
     dtype="f32|f64",
     sweep="[A-Za-z][A-Za-z0-9_]*",
-    model="|".join(MODELS),
+    # a model's name, then its size keys when not the default (model_specs.model_tag)
+    model="(" + "|".join(MODELS) + ")(-[a-z_]+[0-9]+)*",
 
 
 def settings(experiment):
@@ -102,13 +105,29 @@ def trainer_spec(experiment):
 
 
 def dataset(experiment):
-    """The dataset file of the experiment's model: its inputs and initial weights."""
-    return f"results/data/{settings(experiment).get('model', DEFAULT_MODEL)}.bin"
+    """The dataset file of the experiment's model at its size: its inputs and initial
+    weights (named by the model's tag: `transformer`, `transformer-d_model256-…`)."""
+    return f"results/data/{spec_of_config(settings(experiment).get('model')).tag}.bin"
 
 
 def datasets():
     """The dataset file of every model the experiments train."""
     return sorted({dataset(e) for e in EXPERIMENTS})
+
+
+def model_sizes():
+    """One line per model the experiments train: its tag, size and parameter count."""
+    models = {m.tag: m for m in (spec_of_config(settings(e).get("model")) for e in EXPERIMENTS)}
+    return [
+        f"model {m.tag}: {m.param_count:,} parameters"
+        for m in sorted(models.values(), key=lambda m: (m.param_count, m.tag))
+    ]
+
+
+# A dry run (-n, --dry-run) says what each model weighs before anything runs. (Snakemake
+# knows it is a dry run only after the Snakefile is read: the command line says it first.)
+if any(a in ("--dry-run", "--dryrun") or re.fullmatch(r"-[A-Za-z]*n[A-Za-z]*", a) for a in sys.argv):
+    print("\n".join(model_sizes()), file=sys.stderr)
 
 
 def tolerance(experiment, dtype):

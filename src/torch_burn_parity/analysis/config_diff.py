@@ -304,7 +304,7 @@ def diff_rows(
 ) -> list[dict]:
     """Every row; layers: the layer hyperparameters PyTorch's and Burn's runs recorded;
     burn_shapes: the Burn run's `meta.burn_shapes` (Muon's lr adjustment rows)."""
-    shapes = model_spec(spec["model"]).param_shapes()
+    shapes = model_spec(spec["model"], spec.get("model_size")).param_shapes()
     return (
         hyperparameter_rows(spec)
         + group_rows(spec, burn_shapes or {}, shapes)

@@ -113,7 +113,13 @@ from torch_burn_parity.analysis.gaps import (
 )
 from torch_burn_parity.analysis.muon_rules import MuonUpdate
 from torch_burn_parity.io.parity_io import FormatError, read_dataset, write_text_atomic
-from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelError, model_of, spec
+from torch_burn_parity.models.model_specs import (
+    DEFAULT_MODEL,
+    ModelError,
+    ModelSpec,
+    model_of,
+    spec,
+)
 from torch_burn_parity.models.models import build, inputs, running_stat_layers, state
 
 # The smallest positive normal f64, which Burn adds to a tensor's norm before dividing
@@ -255,7 +261,7 @@ def run(
     steps: int,
     batch: int,
     grads: dict | None = None,
-    model: str = DEFAULT_MODEL,
+    model: str | ModelSpec = DEFAULT_MODEL,
 ) -> tuple[list, np.ndarray]:
     """Train ``model`` in f64 (train mode) with PyTorch's autograd and Burn's update; the
     losses and the state (parameters, then buffers) after each step.
@@ -263,10 +269,10 @@ def run(
     grads: a run's recorded `trajectory.grads` to use instead of autograd's (a check of the
     update rule alone: it takes the f64 rounding of the two frameworks' backward passes out).
     """
+    declared = spec(model) if isinstance(model, str) else model
     x, y = inputs(arrays, torch.float64)
-    module = build(model, arrays, torch.float64)
+    module = build(declared.name, arrays, torch.float64, declared.size)
     module.train()
-    declared = spec(model)
     tensors = state(module)
     params = [tensors[name] for name in declared.param_names]
     burn_stats = variant.running_stats.install(module) if variant.running_stats else None
@@ -446,9 +452,7 @@ def main(argv: list[str] | None = None) -> None:
     except (FormatError, KeyError, IndexError) as exc:
         sys.exit(f"replay: {args.burn_f64}: cannot replay this run ({exc!r})")
     try:  # the dataset's arrays are refused here unless they are the model's
-        results = {
-            key: run(arrays, v, steps, batch, model=model.name) for key, (v, _) in chosen.items()
-        }
+        results = {key: run(arrays, v, steps, batch, model=model) for key, (v, _) in chosen.items()}
     except ModelError as exc:
         sys.exit(f"replay: {exc}")
     names = flat_names({name: arrays[name][0] for name in model.state_names})

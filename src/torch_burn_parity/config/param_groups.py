@@ -21,7 +21,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from torch_burn_parity.config.suggest import closest_key
-from torch_burn_parity.models.model_specs import DEFAULT_MODEL, SPECS
+from torch_burn_parity.models.model_specs import spec_of_config, valid_spec
 from torch_burn_parity.optimizers import REGISTRY
 
 # A group's keys besides its optimizer's hyperparameters.
@@ -51,7 +51,7 @@ def group_experiment(exp: dict[str, Any], group: dict[str, Any]) -> dict[str, An
 
 def members(exp: dict[str, Any]) -> list[list[str]]:
     """The exact parameter names of each group, in model order."""
-    names = SPECS[exp.get("model", DEFAULT_MODEL)].param_names
+    names = spec_of_config(exp.get("model")).param_names
     return [
         [n for n in names if any(fnmatchcase(n, g) for g in globs(group))]
         for group in exp.get("param_groups") or []
@@ -62,11 +62,10 @@ def group_problems(name: str, exp: dict[str, Any]) -> list[tuple[tuple, str]]:
     """(key path, message) of everything wrong with an experiment's groups that the schema
     cannot see; values of the wrong type are left to the schema."""
     groups = exp.get("param_groups") or []
-    model = exp.get("model", DEFAULT_MODEL)
-    if not isinstance(groups, list) or not isinstance(model, str) or model not in SPECS:
+    spec = valid_spec(exp.get("model"))
+    if not isinstance(groups, list) or spec is None:
         return []
     at = ("experiments", name, "param_groups")
-    spec = SPECS[model]
     shapes = spec.param_shapes()
     problems: list[tuple[tuple, str]] = []
     owner: dict[str, int] = {}
@@ -91,7 +90,7 @@ def group_problems(name: str, exp: dict[str, Any]) -> list[tuple[tuple, str]]:
         for where, pattern in patterns((*at, i), group):
             matched = [n for n in spec.param_names if fnmatchcase(n, pattern)]
             if not matched:
-                add(where, f"{pattern!r} matches no parameter of {model}",
+                add(where, f"{pattern!r} matches no parameter of {spec.name}",
                     f" (its parameters: {', '.join(spec.param_names)})")  # fmt: skip
             for n in matched:
                 if owner.setdefault(n, i) != i:

@@ -35,7 +35,13 @@ from torch_burn_parity.config import cpu_path
 from torch_burn_parity.config.param_groups import group_experiment, group_problems
 from torch_burn_parity.config.suggest import closest_key
 from torch_burn_parity.io.parity_io import FRAMEWORKS
-from torch_burn_parity.models.model_specs import DEFAULT_MODEL, SPECS
+from torch_burn_parity.models.model_specs import (
+    DEFAULT_MODEL,
+    SPECS,
+    ModelSpec,
+    size_problems,
+    valid_spec,
+)
 from torch_burn_parity.models.model_specs import N as DATASET_SIZE
 from torch_burn_parity.optimizers import REGISTRY
 
@@ -83,9 +89,10 @@ DEFAULT_PROBE_STEPS = [1]
 PARAMETER_SHAPES = SPECS[DEFAULT_MODEL].param_shapes()
 
 
-def parameter_shapes(model: str) -> dict[str, list[int]]:
-    """The shape of each parameter of ``model``, by PyTorch name."""
-    return SPECS[model].param_shapes()
+def parameter_shapes(model: str | ModelSpec) -> dict[str, list[int]]:
+    """The shape of each parameter of ``model`` (a name: at its default size), by PyTorch
+    name."""
+    return (SPECS[model] if isinstance(model, str) else model).param_shapes()
 
 
 class ConfigError(ValueError):
@@ -137,16 +144,17 @@ def run_problems(config: dict[str, Any]) -> list[Problem]:
     return problems
 
 
-def probe_problem(text: str, model: str = DEFAULT_MODEL) -> str | None:
+def probe_problem(text: str, model: str | ModelSpec = DEFAULT_MODEL) -> str | None:
     """What is wrong with a probe such as 'fc.weight[1,19]' (or its flat form 'fc.weight[67]')
-    as a parameter of ``model``."""
+    as a parameter of ``model`` (a name: at its default size)."""
     match = re.fullmatch(r"([\w.]+)\[(\d+(?:, ?\d+)*)\]", text)
     if not match:
         return f"{text!r} is not a parameter index like 'fc.weight[1,19]'"
     name = match.group(1)
     shapes = parameter_shapes(model)
     if name not in shapes:
-        return f"{text!r} names no parameter of {model} (known: {', '.join(shapes)})"
+        what = model if isinstance(model, str) else model.name
+        return f"{text!r} names no parameter of {what} (known: {', '.join(shapes)})"
     shape = shapes[name]
     index = [int(i) for i in match.group(2).split(",")]
     shown = f"{name} has shape [{', '.join(map(str, shape))}]"
@@ -397,6 +405,24 @@ def choice_problems(at: tuple, exp: dict[str, Any], key: str, what: str, known) 
     return [Problem((*at, key), message)]
 
 
+def model_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
+    """A `model` that names no model, or sizes it cannot be built at: `model: transformer`, or
+    `model: {name: transformer, d_model: 256, heads: 4}` (the other size keys at their
+    defaults)."""
+    if "model" not in exp:
+        return []
+    value = exp["model"]
+    if not isinstance(value, dict):
+        return choice_problems(at, exp, "model", "model", MODELS)
+    if "name" not in value:
+        return [Problem((*at, "model"), "a model given with sizes needs its `name`")]
+    problems = choice_problems((*at, "model"), value, "name", "model", MODELS)
+    if problems:
+        return problems
+    size = {k: v for k, v in value.items() if k != "name"}
+    return [Problem((*at, "model", key), m) for key, m in size_problems(value["name"], size)]
+
+
 def probe_steps_problems(at: tuple, exp: dict[str, Any], steps: Any) -> list[Problem]:
     """Probe steps after the last step would record nothing: refused."""
     probe_steps = exp.get("probe_steps")
@@ -427,7 +453,7 @@ def experiment_problems(name: str, exp: Any, steps: Any = None) -> list[Problem]
     problems += clip_problems(at, exp)
     # The Burn backends the binary holds (absent: flex); the models both sides define.
     problems += choice_problems(at, exp, "burn_backend", "Burn backend", BURN_BACKENDS)
-    problems += choice_problems(at, exp, "model", "model", MODELS)
+    problems += model_problems(at, exp)
     problems += probe_steps_problems(at, exp, steps)
     problems += [Problem(path, message) for path, message in group_problems(name, exp)]
     groups = exp.get("param_groups")
@@ -441,9 +467,8 @@ def experiment_problems(name: str, exp: Any, steps: Any = None) -> list[Problem]
             problems += nesterov_problems(where, grouped)
         if grouped["optimizer"] == "adagrad":
             problems += accumulator_problems(where, grouped)
-    probe = exp.get("probe")
-    model = exp.get("model", DEFAULT_MODEL)
-    if isinstance(probe, str) and model in MODELS and (message := probe_problem(probe, model)):
+    probe, model = exp.get("probe"), valid_spec(exp.get("model"))
+    if isinstance(probe, str) and model and (message := probe_problem(probe, model)):
         problems.append(Problem((*at, "probe"), message))
     return problems
 

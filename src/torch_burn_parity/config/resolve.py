@@ -37,12 +37,12 @@ from torch_burn_parity.config.parity_config import (
     run_problems,
 )
 from torch_burn_parity.io.parity_io import FRAMEWORKS, write_text_atomic
-from torch_burn_parity.models.model_specs import DEFAULT_MODEL
+from torch_burn_parity.models.model_specs import spec_of_config
 from torch_burn_parity.optimizers import REGISTRY
 
 # The keys of a resolved spec, as experiment_spec writes them.
 SPEC_KEYS = ("name", "optimizer", "hyperparameters", "keep_defaults", "schedule", "clip_grad",
-             "burn_backend", "model", "probe_steps", "steps", "batch_size", "threads",
+             "burn_backend", "model", "model_size", "probe_steps", "steps", "batch_size", "threads",
              "cpu_path", "requested", "param_groups")  # fmt: skip
 
 
@@ -78,6 +78,7 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
     problems = run_problems(config) + experiment_problems(name, exp, config["steps"])
     if problems:
         raise ConfigError(str(problems[0]))
+    model = spec_of_config(exp.get("model"))
     spec = {
         "name": name,
         "optimizer": optimizer,
@@ -86,7 +87,8 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
         "schedule": filled_schedule(exp),
         "clip_grad": dict(exp["clip_grad"]) if exp.get("clip_grad") is not None else None,
         "burn_backend": exp.get("burn_backend", DEFAULT_BURN_BACKEND),
-        "model": exp.get("model", DEFAULT_MODEL),
+        "model": model.name,
+        "model_size": model.size,  # every size key, the defaults filled in
         "probe_steps": probe_steps_of(exp),
         "steps": config["steps"],
         "batch_size": config["batch_size"],

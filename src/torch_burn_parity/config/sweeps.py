@@ -61,8 +61,20 @@ LABELS = {"betas": "b", "weight_decay": "wd", "momentum": "mom", "dampening": "d
           "nesterov": "nest", "keep_defaults": "kd"}  # fmt: skip
 
 
+def model_token(value: Any) -> str:
+    """A `model` axis value as part of a name: transformer, or {name: transformer, d_model:
+    64, layers: 2} → transformer_d_model64_layers2."""
+    if not isinstance(value, dict):
+        return token(value)
+    sizes = (f"{k}{token(v)}" for k, v in value.items() if k != "name")
+    return "_".join([token(value.get("name", "")), *sizes])
+
+
 def point_name(sweep: str, point: dict[str, Any]) -> str:
-    parts = (f"{LABELS.get(key, key)}_{token(value)}" for key, value in point.items())
+    parts = (
+        f"{LABELS.get(key, key)}_{model_token(value) if key == 'model' else token(value)}"
+        for key, value in point.items()
+    )
     return "__".join([sweep, *parts])
 
 

@@ -39,6 +39,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 # model_specs is torch-free (names, shapes, formulas): importing it keeps this module light.
 from torch_burn_parity.io.run_file import REQUIRED
 from torch_burn_parity.models.model_specs import ModelError, model_of
@@ -53,7 +55,7 @@ MAGIC = b"PARITYDS"
 VERSION = 1
 DTYPE_F32 = 1
 DTYPE_I64 = 2
-_ELEMENT = {DTYPE_F32: ("f", 4), DTYPE_I64: ("q", 8)}
+_ELEMENT = {DTYPE_F32: ("f4", 4), DTYPE_I64: ("i8", 8)}
 
 # The arrays every dataset file holds, first; a model's parameters and buffers follow, and
 # each model checks its own (model_specs.py, models.py).
@@ -154,7 +156,8 @@ def encode_dataset(arrays: dict[str, tuple[list[int], int, list]]) -> bytes:
         raw = name.encode()
         out.append(struct.pack("<I", len(raw)) + raw)
         out.append(struct.pack(f"<BB{len(shape)}I", dtype, len(shape), *shape))
-        out.append(struct.pack(f"<{len(values)}{code}", *values))
+        # numpy rounds f64 to f32 to nearest even, as struct's "f" does: the same bytes.
+        out.append(np.asarray(values, dtype=f"<{code}").tobytes())
     return b"".join(out)
 
 
@@ -179,7 +182,9 @@ def decode_dataset(blob: bytes, source: str = "dataset") -> dict[str, tuple[list
             pos += 2 + 4 * ndim
             code, size = _ELEMENT[dtype]
             n = math.prod(shape)
-            values = list(struct.unpack_from(f"<{n}{code}", blob, pos))
+            if pos + n * size > len(blob):
+                raise struct.error(f"{name}: needs {n * size} bytes, {len(blob) - pos} left")
+            values = np.frombuffer(blob, dtype=f"<{code}", count=n, offset=pos).tolist()
             pos += n * size
             arrays[name] = (shape, values)
     except (struct.error, KeyError, UnicodeDecodeError) as exc:

@@ -45,6 +45,7 @@ class Meta(TypedDict):
     framework_version: str
     dtype: str  # "f32" or "f64"
     model: str
+    model_size: dict[str, int]  # the size keys, read back from the built modules
     layer_hyperparameters: dict[str, Any]  # read back from the built modules
     optimizer: str  # the experiment's own (parameters in no group)
     hyperparameters: dict[str, Any]  # its values as the framework holds them

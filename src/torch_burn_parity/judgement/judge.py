@@ -225,6 +225,7 @@ class Record:
 
     experiment: str
     model: str
+    model_size: dict[str, int]  # its size keys (model_specs.SIZES)
     optimizer: str
     verdict: str
     cause: str | None  # the causes with their shares, in words (explained verdicts)
@@ -276,6 +277,7 @@ def judge_experiment(
     return Record(
         experiment=name,
         model=model_of(runs["torch", "f32"]).name,
+        model_size=model_of(runs["torch", "f32"]).size,
         optimizer=runs["torch", "f32"]["meta"]["optimizer"],
         verdict=verdict.label,
         cause=verdict.cause,

@@ -1,4 +1,5 @@
-"""cnn1d, the seed's model: Conv1d(1→4, k=5) → ReLU → flatten → Linear(48→3).
+"""cnn1d, the seed's model: Conv1d(1→C, k) → ReLU → flatten → Linear(C·(16−k+1)→3); the seed's
+sizes are C = 4, k = 5 (Linear(48→3)).
 
 Names, shapes and initial values are model_specs.CNN1D's (torch-free); this module adds
 the PyTorch module. Layers, in the layer record's order: conv, relu, fc (the flatten is
@@ -12,7 +13,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from torch_burn_parity.models.model_specs import CHANNELS, CLASSES, CNN1D, FLAT, KERNEL
+from torch_burn_parity.models.model_specs import CLASSES, CNN1D, LENGTH, ModelSpec
 
 SPEC = CNN1D
 
@@ -41,9 +42,16 @@ class Cnn(nn.Module):
         return x
 
 
-def new() -> Cnn:
-    """The module, in f32 with PyTorch's own initial values (the dataset's replace them)."""
-    return Cnn(CHANNELS, KERNEL, FLAT, CLASSES)
+def new(spec: ModelSpec = SPEC) -> Cnn:
+    """The module at the spec's size, in f32 with PyTorch's own initial values (the
+    dataset's replace them)."""
+    channels, kernel = spec.size["channels"], spec.size["kernel"]
+    return Cnn(channels, kernel, channels * (LENGTH - kernel + 1), CLASSES)
+
+
+def model_size(module: Cnn) -> dict[str, int]:
+    """The size keys as the module holds them, read back from it."""
+    return {"channels": module.conv.out_channels, "kernel": module.conv.kernel_size[0]}
 
 
 def layer_hyperparameters(module: Cnn) -> dict:

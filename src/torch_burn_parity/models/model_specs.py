@@ -1,4 +1,5 @@
-"""The models both trainers build, without torch: names, shapes, layers, initial values.
+"""The models both trainers build, without torch: names, shapes, layers, initial values, at
+the sizes a config asks for.
 
 This is the torch-free half of the model registry. parity_io (imported by every script),
 make_data, gaps and the analyses read a model's parameter and buffer names from here and
@@ -6,49 +7,69 @@ never pay for `import torch` (about 2 s). The PyTorch modules are in model_cnn1d
 model_cnn_bn.py and model_transformer.py, gathered by models.py, which take their names and
 values from here.
 
-A model's *state* is its parameters, then its buffers, each in the model's order with
+A config's `model` is a name (the model at its default size, the constants below) or a
+mapping `{name: transformer, d_model: 256, heads: 4, layers: 4, d_ff: 1024}`; each model
+declares its size keys and their defaults (SIZES). `spec(name, size)` is the model at that
+size: its *state* is its parameters, then its buffers, each in the model's order with
 PyTorch's names and layouts: the order of the dataset file (after x and y), of the run
 files' trajectories and of every parameter matrix (gaps.param_matrix).
 
-Initial values are f64 formulas of the flat index i (Python floats), rounded to f32 once,
+Initial values are f64 formulas of the flat index (model_formulas.py), rounded to f32 once,
 when make_data.py packs them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
-# The seed's problem size: 96 sequences of length 16 in 3 classes; Conv1d(1→4, k=5).
-N, LENGTH, CLASSES, CHANNELS, KERNEL = 96, 16, 3, 4, 5
-POSITIONS = LENGTH - KERNEL + 1  # 12 outputs per channel
-FLAT = CHANNELS * POSITIONS  # 4 × 12 = 48
-# The transformer: the 16 positions as tokens of width D_MODEL, HEADS heads of D_MODEL/HEADS
-# = 4 (so the score scale 1/sqrt(4) = 1/2 is exact on both sides), a feed-forward of D_FF.
-D_MODEL, HEADS, D_FF = 8, 2, 16
-TOKENS_FLAT = LENGTH * D_MODEL  # 16 × 8 = 128
+import numpy as np
+
+from torch_burn_parity.config.suggest import closest_key
+from torch_burn_parity.models import model_formulas as formulas
+
+# The seed's problem: 96 sequences of length 16 in 3 classes.
+N, LENGTH, CLASSES = 96, 16, 3
+
+# Each model's size keys and their defaults (the sizes of the models before sizes were
+# configurable: a model named without sizes is exactly that one). The transformer's 16
+# positions are tokens of width d_model; with the defaults each head is 8/2 = 4 wide, so the
+# score scale 1/sqrt(4) = 1/2 is exact on both sides.
+SIZES: dict[str, dict[str, int]] = {
+    "cnn1d": {"channels": 4, "kernel": 5},
+    "cnn_bn": {"channels": 4, "kernel": 5},
+    "transformer": {"d_model": 8, "heads": 2, "layers": 1, "d_ff": 16},
+}
+# The defaults by name, for code written against the default models.
+CHANNELS, KERNEL = SIZES["cnn1d"]["channels"], SIZES["cnn1d"]["kernel"]
+D_MODEL, HEADS, D_FF = (SIZES["transformer"][k] for k in ("d_model", "heads", "d_ff"))
 
 DEFAULT_MODEL = "cnn1d"  # what a config or run file without `model` means
 
-Array = tuple[list[int], list[float]]  # (PyTorch shape, flat f64 values)
+Array = tuple[list[int], np.ndarray]  # (PyTorch shape, flat f64 values)
 
 
 class ModelError(ValueError):
-    """An unknown model, or a dataset whose arrays are not the ones a model declares."""
+    """An unknown model or size, or a dataset whose arrays are not the ones a model declares."""
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One model as names: its parameters and buffers (model order), its layers (the
-    layer record's order), its layer hyperparameters and its initial values."""
+    """One model at one size as names: its parameters and buffers (model order) with their
+    shapes, its layers (the layer record's order), its layer hyperparameters and its initial
+    values."""
 
     name: str
+    size: dict[str, int]
     param_names: tuple[str, ...]
     buffer_names: tuple[str, ...]
     layers: tuple[str, ...]
-    formulas: Callable[[], dict[str, Array]] = field(repr=False)
+    state_shapes: dict[str, list[int]]  # parameters then buffers, PyTorch's layouts
+    formulas: Callable[[], dict[str, np.ndarray]] = field(repr=False)
     # The layer hyperparameters both trainers pass explicitly (PyTorch's defaults).
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     # Parameters Burn holds as several tensors, each a block of rows (rust/src/models:
@@ -64,176 +85,259 @@ class ModelSpec:
         """Parameters, then buffers."""
         return self.param_names + self.buffer_names
 
+    @property
+    def tag(self) -> str:
+        """The model's name, with its size when not the default: a file-name-safe key."""
+        return model_tag(self.name, self.size)
+
+    @property
+    def param_count(self) -> int:
+        """How many trainable values the model has."""
+        return sum(math.prod(self.state_shapes[n]) for n in self.param_names)
+
     def initial_arrays(self) -> dict[str, Array]:
         """{name: (shape, flat f64 values)} of every parameter and buffer, in model order."""
-        arrays = self.formulas()
-        return {name: arrays[name] for name in self.state_names}
+        values = self.formulas()
+        return {name: (self.state_shapes[name], values[name]) for name in self.state_names}
 
     def shapes(self) -> dict[str, list[int]]:
         """{name: shape} of every parameter and buffer, in model order."""
-        return {name: shape for name, (shape, _) in self.initial_arrays().items()}
+        return dict(self.state_shapes)
 
     def param_shapes(self) -> dict[str, list[int]]:
-        shapes = self.shapes()
-        return {name: shapes[name] for name in self.param_names}
+        return {name: self.state_shapes[name] for name in self.param_names}
 
 
-def by_index(shape: list[int], formula: Callable[[int], float]) -> Array:
-    """An array whose element at flat index i is formula(i)."""
-    return shape, [formula(i) for i in range(math.prod(shape))]
-
-
-def cnn1d_formulas() -> dict[str, Array]:
-    """The seed's deterministic init, in PyTorch's names and layouts ([out, in, k], [out, in])."""
-    return {
-        "conv.weight": (
-            [CHANNELS, 1, KERNEL],
-            [0.4 * math.sin(i + 1) for i in range(CHANNELS * KERNEL)],
-        ),
-        "conv.bias": ([CHANNELS], [0.02 * o - 0.03 for o in range(CHANNELS)]),
-        "fc.weight": ([CLASSES, FLAT], [0.15 * math.cos(i + 1) for i in range(CLASSES * FLAT)]),
-        "fc.bias": ([CLASSES], [0.0] * CLASSES),
+def _cnn1d(channels: int, kernel: int) -> ModelSpec:
+    positions = LENGTH - kernel + 1
+    shapes = {
+        "conv.weight": [channels, 1, kernel],
+        "conv.bias": [channels],
+        "fc.weight": [CLASSES, channels * positions],
+        "fc.bias": [CLASSES],
     }
+    return ModelSpec(
+        name="cnn1d",
+        size={"channels": channels, "kernel": kernel},
+        param_names=tuple(shapes),
+        buffer_names=(),
+        layers=("conv", "relu", "fc"),  # flatten is a reshape, not a layer
+        state_shapes=shapes,
+        formulas=lambda: formulas.cnn1d(shapes),
+    )
 
 
-def cnn_bn_formulas() -> dict[str, Array]:
-    """cnn1d's conv weight and fc values (the conv has no bias: see CNN_BN); affine norms near
-    1 (weights) and 0 (biases), each its own formula so that no two channels start alike;
-    running stats as PyTorch and Burn start."""
-    seed = {k: v for k, v in cnn1d_formulas().items() if k != "conv.bias"}
-    return seed | {
-        "bn.weight": by_index([CHANNELS], lambda i: 1 + 0.1 * math.sin(i + 1)),
-        "bn.bias": by_index([CHANNELS], lambda i: 0.05 * math.cos(i + 1)),
-        "ln.weight": by_index([POSITIONS], lambda i: 1 + 0.05 * math.cos(i + 1)),
-        "ln.bias": by_index([POSITIONS], lambda i: 0.02 * math.sin(i + 1)),
-        "bn.running_mean": ([CHANNELS], [0.0] * CHANNELS),
-        "bn.running_var": ([CHANNELS], [1.0] * CHANNELS),
-    }
-
-
-def transformer_formulas() -> dict[str, Array]:
-    """Small sines and cosines of the flat index, scaled by 1/sqrt(fan_in), a different phase
-    or frequency per array so that no two rows (the query, key and value blocks of the packed
-    in_proj_weight included) start alike; norms near 1 (weights) and 0 (biases)."""
-    d, ff = D_MODEL, D_FF
-
-    def weight(shape: list[int], scale: float, f: Callable[[float], float], phase: float):
-        fan_in = shape[1]
-        return by_index(shape, lambda i: scale * f(i + phase) / math.sqrt(fan_in))
-
-    return {
-        "embed.weight": by_index([d, 1], lambda i: 0.8 * math.sin(i + 1)),
-        "embed.bias": by_index([d], lambda i: 0.1 * math.cos(i + 1)),
-        "enc.self_attn.in_proj_weight": weight([3 * d, d], 0.9, math.sin, 1),
-        "enc.self_attn.in_proj_bias": by_index([3 * d], lambda i: 0.05 * math.cos(i + 1)),
-        "enc.self_attn.out_proj.weight": weight([d, d], 0.6, math.cos, 2),
-        "enc.self_attn.out_proj.bias": by_index([d], lambda i: 0.02 * math.sin(i + 2)),
-        "enc.linear1.weight": weight([ff, d], 0.9, math.sin, 3),
-        "enc.linear1.bias": by_index([ff], lambda i: 0.05 * math.sin(0.5 * i + 1)),
-        "enc.linear2.weight": weight([d, ff], 0.6, math.cos, 3),
-        "enc.linear2.bias": by_index([d], lambda i: 0.02 * math.cos(i + 3)),
-        "enc.norm1.weight": by_index([d], lambda i: 1 + 0.05 * math.cos(i + 1)),
-        "enc.norm1.bias": by_index([d], lambda i: 0.02 * math.sin(i + 1)),
-        "enc.norm2.weight": by_index([d], lambda i: 1 + 0.05 * math.sin(i + 1)),
-        "enc.norm2.bias": by_index([d], lambda i: 0.02 * math.cos(i + 1)),
-        "fc.weight": weight([CLASSES, TOKENS_FLAT], 1.2, math.cos, 1),
-        "fc.bias": ([CLASSES], [0.0] * CLASSES),
-    }
-
-
-CNN1D = ModelSpec(
-    name="cnn1d",
-    param_names=("conv.weight", "conv.bias", "fc.weight", "fc.bias"),
-    buffer_names=(),
-    layers=("conv", "relu", "fc"),  # flatten is a reshape, not a layer
-    formulas=cnn1d_formulas,
-)
-
-CNN_BN = ModelSpec(
-    name="cnn_bn",
+def _cnn_bn(channels: int, kernel: int) -> ModelSpec:
+    positions = LENGTH - kernel + 1
     # The conv has no bias, as usual before a BatchNorm: the normalization removes any
     # per-channel constant, so a bias there gets a gradient of pure rounding noise (~1e-17
     # in f64), which Adam turns into steps of about ±lr that differ between frameworks.
-    param_names=(
-        "conv.weight",
-        "bn.weight",
-        "bn.bias",
-        "ln.weight",
-        "ln.bias",
-        "fc.weight",
-        "fc.bias",
-    ),  # fmt: skip
+    params = {
+        "conv.weight": [channels, 1, kernel],
+        "bn.weight": [channels],
+        "bn.bias": [channels],
+        "ln.weight": [positions],
+        "ln.bias": [positions],
+        "fc.weight": [CLASSES, channels * positions],
+        "fc.bias": [CLASSES],
+    }
     # num_batches_tracked is not state here: Burn has none, and with a momentum set PyTorch
     # does not use it.
-    buffer_names=("bn.running_mean", "bn.running_var"),
-    layers=("conv", "bn", "gelu", "ln", "fc"),
-    formulas=cnn_bn_formulas,
-    hyperparameters={
-        "bn.momentum": 0.1,
-        "bn.eps": 1e-5,
-        "ln.eps": 1e-5,
-        "gelu.approximate": "none",
-    },  # fmt: skip
-)
+    buffers = {"bn.running_mean": [channels], "bn.running_var": [channels]}
+    shapes = params | buffers
+    return ModelSpec(
+        name="cnn_bn",
+        size={"channels": channels, "kernel": kernel},
+        param_names=tuple(params),
+        buffer_names=tuple(buffers),
+        layers=("conv", "bn", "gelu", "ln", "fc"),
+        state_shapes=shapes,
+        formulas=lambda: formulas.cnn_bn(shapes),
+        hyperparameters={
+            "bn.momentum": 0.1,
+            "bn.eps": 1e-5,
+            "ln.eps": 1e-5,
+            "gelu.approximate": "none",
+        },  # fmt: skip
+    )
 
-TRANSFORMER = ModelSpec(
-    name="transformer",
+
+def encoder_prefixes(layers: int) -> list[str]:
+    """The name prefix of each encoder layer: nn.TransformerEncoderLayer's own names for one
+    layer (`enc.self_attn…`), nn.TransformerEncoder's for a stack (`enc.layers.0.self_attn…`)."""
+    return ["enc"] if layers == 1 else [f"enc.layers.{i}" for i in range(layers)]
+
+
+def encoder_stage_names(layers: int) -> list[str]:
+    """The recorded stages of the encoder layers: attn, norm1, ff, norm2 for one layer; the
+    same with the layer's index (`attn.0`, …) for a stack."""
+    stages = ("attn", "norm1", "ff", "norm2")
+    if layers == 1:
+        return list(stages)
+    return [f"{stage}.{i}" for i in range(layers) for stage in stages]
+
+
+def _transformer(d_model: int, heads: int, layers: int, d_ff: int) -> ModelSpec:
     # PyTorch's names and layouts (nn.TransformerEncoderLayer's): in_proj_weight packs the
-    # query, key and value projections as rows 0..8, 8..16, 16..24 ([out, in] each), and
+    # query, key and value projections as rows 0..d, d..2d, 2d..3d ([out, in] each), and
     # in_proj_bias their biases; Burn holds them as three Linear layers.
-    # The key bias (in_proj_bias[8:16]) adds q·b_k to every score of a row, which softmax
+    # The key bias (in_proj_bias[d:2d]) adds q·b_k to every score of a row, which softmax
     # removes: its gradient is zero but for rounding (~1e-18 in f64), as cnn_bn's conv bias
     # would be. nn.MultiheadAttention cannot drop it alone (bias=False drops every attention
     # bias); under Adam that noise moves it by ~lr·1e-10 per step, differently in each
     # framework (a replay gap of ~1e-9 on in_proj_bias[8:16] after 100 steps, nothing else).
-    param_names=(
-        "embed.weight",
-        "embed.bias",
-        "enc.self_attn.in_proj_weight",
-        "enc.self_attn.in_proj_bias",
-        "enc.self_attn.out_proj.weight",
-        "enc.self_attn.out_proj.bias",
-        "enc.linear1.weight",
-        "enc.linear1.bias",
-        "enc.linear2.weight",
-        "enc.linear2.bias",
-        "enc.norm1.weight",
-        "enc.norm1.bias",
-        "enc.norm2.weight",
-        "enc.norm2.bias",
-        "fc.weight",
-        "fc.bias",
-    ),  # fmt: skip
-    buffer_names=(),
-    # attn and ff are each sublayer with its residual connection (x + sublayer(x)): the
-    # stages form a chain, each taking the previous one's output, on both sides.
-    layers=("embed", "attn", "norm1", "ff", "norm2", "fc"),
-    formulas=transformer_formulas,
-    burn_parts={"enc.self_attn.in_proj_weight": 3, "enc.self_attn.in_proj_bias": 3},
-    hyperparameters={
-        "enc.d_model": D_MODEL,
-        "enc.nhead": HEADS,
-        "enc.dim_feedforward": D_FF,
-        "enc.dropout": 0.0,
-        "enc.norm_first": False,
-        "enc.activation": "gelu",
-        "enc.layer_norm_eps": 1e-5,
-    },  # fmt: skip
-)
+    d, ff = d_model, d_ff
+    shapes: dict[str, list[int]] = {"embed.weight": [d, 1], "embed.bias": [d]}
+    packed = {}
+    for p in encoder_prefixes(layers):
+        shapes |= {
+            f"{p}.self_attn.in_proj_weight": [3 * d, d],
+            f"{p}.self_attn.in_proj_bias": [3 * d],
+            f"{p}.self_attn.out_proj.weight": [d, d],
+            f"{p}.self_attn.out_proj.bias": [d],
+            f"{p}.linear1.weight": [ff, d],
+            f"{p}.linear1.bias": [ff],
+            f"{p}.linear2.weight": [d, ff],
+            f"{p}.linear2.bias": [d],
+            f"{p}.norm1.weight": [d],
+            f"{p}.norm1.bias": [d],
+            f"{p}.norm2.weight": [d],
+            f"{p}.norm2.bias": [d],
+        }
+        packed |= {f"{p}.self_attn.in_proj_weight": 3, f"{p}.self_attn.in_proj_bias": 3}
+    shapes |= {"fc.weight": [CLASSES, LENGTH * d], "fc.bias": [CLASSES]}
+    return ModelSpec(
+        name="transformer",
+        size={"d_model": d_model, "heads": heads, "layers": layers, "d_ff": d_ff},
+        param_names=tuple(shapes),
+        buffer_names=(),
+        # attn and ff are each sublayer with its residual connection (x + sublayer(x)): the
+        # stages form a chain, each taking the previous one's output, on both sides.
+        layers=("embed", *encoder_stage_names(layers), "fc"),
+        state_shapes=shapes,
+        formulas=lambda: formulas.transformer(shapes, encoder_prefixes(layers)),
+        burn_parts=packed,
+        hyperparameters={
+            "enc.d_model": d_model,
+            "enc.nhead": heads,
+            "enc.dim_feedforward": d_ff,
+            "enc.dropout": 0.0,
+            "enc.norm_first": False,
+            "enc.activation": "gelu",
+            "enc.layer_norm_eps": 1e-5,
+        },  # fmt: skip
+    )
 
-SPECS = {spec.name: spec for spec in (CNN1D, CNN_BN, TRANSFORMER)}
+
+BUILDERS: dict[str, Callable[..., ModelSpec]] = {
+    "cnn1d": _cnn1d,
+    "cnn_bn": _cnn_bn,
+    "transformer": _transformer,
+}
 
 
-def spec(name: str) -> ModelSpec:
-    """The model called ``name``; ModelError naming the known ones otherwise."""
-    if name not in SPECS:
-        raise ModelError(f"unknown model {name!r} (known: {', '.join(SPECS)})")
-    return SPECS[name]
+def size_problems(name: str, size: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(key, message) for each size value model ``name`` cannot be built with: an unknown
+    key, a value that is not a positive integer, a kernel longer than the input, heads that
+    do not divide d_model. Only the given keys are checked (the others take defaults)."""
+    known = SIZES[name]
+    problems = []
+    for key, value in size.items():
+        if key not in known:
+            close = closest_key(key, list(known))
+            hint = f"; did you mean {close!r}?" if close else ""
+            problems.append((key, f"unknown size key of {name} (known: {', '.join(known)}){hint}"))
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            problems.append((key, f"must be a positive integer, got {value!r}"))
+    if problems:
+        return problems
+    full = known | dict(size)
+    if "kernel" in full and full["kernel"] > LENGTH:
+        problems.append(("kernel", f"{full['kernel']} is longer than the input ({LENGTH})"))
+    if "heads" in full and full["d_model"] % full["heads"]:
+        key = "heads" if "heads" in size else "d_model"
+        problems.append((key, f"heads {full['heads']} does not divide d_model {full['d_model']}"))
+    return problems
+
+
+def full_size(name: str, size: Mapping[str, Any] | None = None) -> dict[str, int]:
+    """Every size key of model ``name``, the given values over the defaults; ModelError
+    naming the first problem."""
+    if name not in SIZES:
+        raise ModelError(f"unknown model {name!r} (known: {', '.join(SIZES)})")
+    size = dict(size or {})
+    if problems := size_problems(name, size):
+        key, message = problems[0]
+        raise ModelError(f"model {name}: {key}: {message}")
+    return SIZES[name] | size
+
+
+@cache
+def _spec(name: str, size: tuple[tuple[str, int], ...]) -> ModelSpec:
+    return BUILDERS[name](**dict(size))
+
+
+def spec(name: str, size: Mapping[str, Any] | None = None) -> ModelSpec:
+    """Model ``name`` at ``size`` (its defaults for the keys not given); ModelError naming
+    the known models or the wrong size otherwise."""
+    full = full_size(name, size)
+    return _spec(name, tuple(full.items()))
+
+
+SPECS = {name: spec(name) for name in SIZES}  # every model at its default size
+CNN1D, CNN_BN, TRANSFORMER = SPECS["cnn1d"], SPECS["cnn_bn"], SPECS["transformer"]
+
+
+def config_model(value: Any) -> tuple[str, dict[str, Any]]:
+    """A config's `model` value as (name, the size keys it gives): a name, or a mapping with
+    `name` and size keys. Absent (None) means the default model."""
+    if value is None:
+        return DEFAULT_MODEL, {}
+    if isinstance(value, Mapping):
+        return value.get("name"), {k: v for k, v in value.items() if k != "name"}
+    return value, {}
+
+
+def spec_of_config(value: Any) -> ModelSpec:
+    """The model a config's `model` value names, at its size."""
+    return spec(*config_model(value))
+
+
+def valid_spec(value: Any) -> ModelSpec | None:
+    """The model a config's `model` value names, or None when it names none (the config
+    check says why)."""
+    try:
+        name, size = config_model(value)
+        return spec(name, size) if isinstance(name, str) else None
+    except (ModelError, TypeError):
+        return None
+
+
+def model_tag(name: str, size: Mapping[str, int]) -> str:
+    """``name`` for the default size, else ``name`` then each size key and value, e.g.
+    `transformer-d_model256-heads4-layers1-d_ff1024` (dataset file names)."""
+    if dict(size) == SIZES.get(name):
+        return name
+    return "-".join([name, *(f"{k}{v}" for k, v in size.items())])
+
+
+def parse_tag(tag: str) -> ModelSpec:
+    """The model a `model_tag` names; ModelError otherwise."""
+    name, *parts = tag.split("-")
+    size = {}
+    for part in parts:
+        match = re.fullmatch(r"([a-z_]+)(\d+)", part)
+        if not match:
+            raise ModelError(f"model tag {tag!r}: {part!r} is not a size key and value")
+        size[match[1]] = int(match[2])
+    return spec(name, size)
 
 
 def model_of(block: dict[str, Any]) -> ModelSpec:
-    """The model of a run file's experiment block (`meta.model`; absent means cnn1d)."""
-    return spec(block.get("meta", {}).get("model", DEFAULT_MODEL))
+    """The model of a run file's experiment block (`meta.model` at `meta.model_size`; absent
+    means cnn1d at its default size)."""
+    meta = block.get("meta", {})
+    return spec(meta.get("model", DEFAULT_MODEL), meta.get("model_size"))
 
 
 def array_problem(

@@ -1,12 +1,14 @@
 """The PyTorch models by name: build one from a dataset file's arrays, record its layers.
 
     model = build("cnn_bn", arrays, torch.float64)
+    model = build("transformer", arrays, torch.float64, {"d_model": 64, "layers": 2})
 
 The registry maps a model's name to its module (model_cnn1d.py, model_cnn_bn.py,
-model_transformer.py), each of which declares SPEC (its model_specs.ModelSpec), new() (the
-torch.nn.Module, with its layer hyperparameters passed explicitly; its stages() are the
+model_transformer.py), each of which declares SPEC (its model_specs.ModelSpec at the default
+size), new(spec) (the torch.nn.Module at that spec's size, with its layer hyperparameters
+passed explicitly; its stages() are the
 layers in SPEC.layers order, each taking the previous one's output, and its forward runs
-them) and layer_hyperparameters(module) (read back from it).
+them), model_size(module) and layer_hyperparameters(module) (both read back from it).
 Their names, shapes and initial values live in the torch-free model_specs.py, which the
 scripts that need no torch import instead.
 
@@ -23,7 +25,7 @@ import torch
 from torch import nn
 
 from torch_burn_parity.models import model_cnn1d, model_cnn_bn, model_transformer
-from torch_burn_parity.models.model_specs import ModelError, array_problem
+from torch_burn_parity.models.model_specs import ModelError, array_problem, spec
 
 MODELS: dict[str, ModuleType] = {
     m.SPEC.name: m for m in (model_cnn1d, model_cnn_bn, model_transformer)
@@ -52,14 +54,17 @@ def state(module: nn.Module) -> dict[str, torch.Tensor]:
     return tensors
 
 
-def build(name: str, arrays: Arrays, dtype: torch.dtype) -> nn.Module:
-    """Model ``name`` in ``dtype``, its parameters and buffers loaded from a dataset's arrays.
+def build(
+    name: str, arrays: Arrays, dtype: torch.dtype, size: dict[str, int] | None = None
+) -> nn.Module:
+    """Model ``name`` at ``size`` (its default size for keys not given) in ``dtype``, its
+    parameters and buffers loaded from a dataset's arrays.
 
     Refused (ModelError, one line naming the model and the array) unless the arrays other
     than x and y are exactly the module's parameters and buffers, with the same shapes. The
     f32 values are widened exactly to dtype: the same start for both precisions.
     """
-    model = module_of(name).new().to(dtype)
+    model = module_of(name).new(spec(name, size)).to(dtype)
     tensors = state(model)
     declared = {key: list(t.shape) for key, t in tensors.items()}
     found = {key: shape for key, (shape, _) in arrays.items() if key not in ("x", "y")}
@@ -68,7 +73,7 @@ def build(name: str, arrays: Arrays, dtype: torch.dtype) -> nn.Module:
     with torch.no_grad():
         for key, tensor in tensors.items():
             shape, values = arrays[key]
-            tensor.copy_(torch.tensor(values, dtype=torch.float32).reshape(shape).to(dtype))
+            tensor.copy_(torch.as_tensor(values, dtype=torch.float32).reshape(shape).to(dtype))
     return model
 
 
@@ -76,6 +81,11 @@ def inputs(arrays: Arrays, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tens
     """The dataset's f32 inputs (widened exactly to dtype) and integer labels."""
     x = torch.tensor(arrays["x"][1], dtype=torch.float32).reshape(arrays["x"][0]).to(dtype)
     return x, torch.tensor(arrays["y"][1], dtype=torch.int64)
+
+
+def model_size(name: str, model: nn.Module) -> dict[str, int]:
+    """The model's size keys as the module holds them."""
+    return module_of(name).model_size(model)
 
 
 def layer_hyperparameters(name: str, model: nn.Module) -> dict[str, Any]:

@@ -17,7 +17,7 @@ def e(x: float) -> str:
 
 
 def buffer_names(record: dict) -> tuple[str, ...]:
-    return spec(record["model"]).buffer_names
+    return spec(record["model"], record.get("model_size")).buffer_names
 
 
 def evaluation_only(record: dict) -> bool:
@@ -69,7 +69,7 @@ def model_entry(record: dict) -> str:
         "loss": "the loss",
         "backward": (
             f"the input gradient of `{layer}` in the backward pass"
-            if layer in spec(record["model"]).layers
+            if layer in spec(record["model"], record.get("model_size")).layers
             else f"the gradient of `{layer}` in the backward pass"
         ),
     }[phase]

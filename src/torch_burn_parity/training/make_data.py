@@ -23,9 +23,10 @@ from torch_burn_parity.models.model_specs import (
     CNN1D,
     DEFAULT_MODEL,
     LENGTH,
-    SPECS,
+    ModelError,
+    ModelSpec,
     N,
-    spec,
+    parse_tag,
 )
 
 
@@ -47,21 +48,34 @@ def initial_weights() -> dict[str, tuple[list[int], list[float]]]:
     return CNN1D.initial_arrays()
 
 
-def dataset_bytes(model: str = DEFAULT_MODEL) -> bytes:
-    """The dataset file of ``model``: x, y, then its parameters and buffers."""
+def dataset_bytes(model: str | ModelSpec = DEFAULT_MODEL) -> bytes:
+    """The dataset file of ``model`` (a ModelSpec, or a model tag such as `cnn_bn` or
+    `transformer-d_model256-heads4-layers1-d_ff1024`): x, y, then its parameters and
+    buffers."""
+    model = parse_tag(model) if isinstance(model, str) else model
     xs, ys = inputs()
     arrays = {"x": ([N, 1, LENGTH], DTYPE_F32, xs), "y": ([N], DTYPE_I64, ys)}
-    for name, (shape, values) in spec(model).initial_arrays().items():
+    for name, (shape, values) in model.initial_arrays().items():
         arrays[name] = (shape, DTYPE_F32, values)
     return encode_dataset(arrays)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=DEFAULT_MODEL, choices=list(SPECS))
+    parser.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help="model tag: a model's name, with its size keys when not the default"
+        " (e.g. transformer-d_model256-heads4-layers1-d_ff1024)",
+    )
     parser.add_argument("--out", required=True, type=Path, help="dataset file to write")
     args = parser.parse_args(argv)
-    blob = dataset_bytes(args.model)
+    try:
+        model = parse_tag(args.model)
+    except ModelError as exc:
+        raise SystemExit(f"make_data: {exc}") from None
+    print(f"{model.tag}: {model.param_count:,} parameters", flush=True)
+    blob = dataset_bytes(model)
     write_atomic(args.out, blob)
     print(f"wrote {args.out}: {len(blob)} bytes, sha256 {hashlib.sha256(blob).hexdigest()}")
 

@@ -47,6 +47,7 @@ from torch_burn_parity.models.models import (
     flat,
     inputs,
     layer_hyperparameters,
+    model_size,
     recorded_forward,
     state,
 )
@@ -190,7 +191,7 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> RunBlock:
     model_name = spec.get("model", DEFAULT_MODEL)
     probe_steps = set(spec.get("probe_steps", [1]))
     x, y = inputs(arrays, torch_dtype)
-    model = build(model_name, arrays, torch_dtype)
+    model = build(model_name, arrays, torch_dtype, spec.get("model_size"))
     model.train()
     optimizers, groups = make_optimizers(spec, model)
     entries = [spec, *spec["param_groups"]]  # parts()'s order
@@ -249,6 +250,7 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> RunBlock:
             "framework_version": torch.__version__,
             "dtype": dtype,
             "model": model_name,
+            "model_size": model_size(model_name, model),
             "layer_hyperparameters": layer_hyperparameters(model_name, model),
             "optimizer": spec["optimizer"],
             "hyperparameters": used[0],

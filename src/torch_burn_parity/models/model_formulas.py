@@ -1,0 +1,116 @@
+"""The models' initial values: f64 formulas of each array's flat index, at any size.
+
+Every value is a short formula of the flat index i (sines and cosines at a phase or frequency
+of their own, so that no two rows start alike), computed in f64 and rounded to f32 once, when
+make_data.py packs the dataset file. Arrays are numpy f64, built without a Python loop per
+element, so a 10^6-parameter model's initial values take a fraction of a second.
+
+sin and cos are the C library's (math.sin mapped over the indices), not numpy's: numpy
+dispatches f64 sin/cos to SIMD code that differs by CPU (AVX-512 takes SVML's), and the
+dataset file must be the same bytes on every machine. The arithmetic around them is numpy's
+elementwise f64, each operation rounded as Python's float operations are, in the same order
+as the formulas read (so the default sizes give exactly the values they always had).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _libm(f, x: np.ndarray) -> np.ndarray:
+    """f (math.sin or math.cos) of every element of x, as the C library computes it."""
+    return np.fromiter(map(f, x.tolist()), dtype=np.float64, count=x.size)
+
+
+def sin(x: np.ndarray) -> np.ndarray:
+    return _libm(math.sin, x)
+
+
+def cos(x: np.ndarray) -> np.ndarray:
+    return _libm(math.cos, x)
+
+
+def index(shape: list[int]) -> np.ndarray:
+    """The flat indices 0, 1, … of an array of ``shape``, as f64 (exact below 2^53)."""
+    return np.arange(math.prod(shape), dtype=np.float64)
+
+
+def constant(shape: list[int], value: float) -> np.ndarray:
+    return np.full(math.prod(shape), value, dtype=np.float64)
+
+
+def cnn1d(shapes: dict[str, list[int]]) -> dict[str, np.ndarray]:
+    """The seed's deterministic init, in PyTorch's names and layouts ([out, in, k], [out, in])."""
+    return {
+        "conv.weight": 0.4 * sin(index(shapes["conv.weight"]) + 1),
+        "conv.bias": 0.02 * index(shapes["conv.bias"]) - 0.03,
+        "fc.weight": 0.15 * cos(index(shapes["fc.weight"]) + 1),
+        "fc.bias": constant(shapes["fc.bias"], 0.0),
+    }
+
+
+def cnn_bn(shapes: dict[str, list[int]]) -> dict[str, np.ndarray]:
+    """cnn1d's conv weight and fc values (the conv has no bias); affine norms near 1
+    (weights) and 0 (biases), each its own formula so that no two channels start alike;
+    running stats as PyTorch and Burn start."""
+    return {
+        "conv.weight": 0.4 * sin(index(shapes["conv.weight"]) + 1),
+        "fc.weight": 0.15 * cos(index(shapes["fc.weight"]) + 1),
+        "fc.bias": constant(shapes["fc.bias"], 0.0),
+        "bn.weight": 1 + 0.1 * sin(index(shapes["bn.weight"]) + 1),
+        "bn.bias": 0.05 * cos(index(shapes["bn.bias"]) + 1),
+        "ln.weight": 1 + 0.05 * cos(index(shapes["ln.weight"]) + 1),
+        "ln.bias": 0.02 * sin(index(shapes["ln.bias"]) + 1),
+        "bn.running_mean": constant(shapes["bn.running_mean"], 0.0),
+        "bn.running_var": constant(shapes["bn.running_var"], 1.0),
+    }
+
+
+# Each encoder layer after the first shifts every phase by this much, so that no two layers
+# start alike (the first layer's values are the one-layer model's).
+LAYER_PHASE = 7.0
+
+
+def transformer(shapes: dict[str, list[int]], prefixes: list[str]) -> dict[str, np.ndarray]:
+    """Small sines and cosines of the flat index, scaled by 1/sqrt(fan_in), a different phase
+    or frequency per array so that no two rows (the query, key and value blocks of the packed
+    in_proj_weight included) start alike; norms near 1 (weights) and 0 (biases)."""
+
+    def weight(name: str, scale: float, f, phase: float) -> np.ndarray:
+        shape = shapes[name]
+        return scale * f(index(shape) + phase) / math.sqrt(shape[1])
+
+    def near(name: str, base: float, scale: float, f, phase: float) -> np.ndarray:
+        values = scale * f(index(shapes[name]) + phase)
+        return values if base == 0 else base + values
+
+    values = {
+        "embed.weight": 0.8 * sin(index(shapes["embed.weight"]) + 1),
+        "embed.bias": 0.1 * cos(index(shapes["embed.bias"]) + 1),
+    }
+    for layer, p in enumerate(prefixes):
+        s = LAYER_PHASE * layer  # 0 for the first layer: its phases are the one-layer model's
+        own = {
+            "self_attn.in_proj_weight": (weight, 0.9, sin, 1),
+            "self_attn.in_proj_bias": (near, 0.0, 0.05, cos, 1),
+            "self_attn.out_proj.weight": (weight, 0.6, cos, 2),
+            "self_attn.out_proj.bias": (near, 0.0, 0.02, sin, 2),
+            "linear1.weight": (weight, 0.9, sin, 3),
+            "linear2.weight": (weight, 0.6, cos, 3),
+            "linear2.bias": (near, 0.0, 0.02, cos, 3),
+            "norm1.weight": (near, 1.0, 0.05, cos, 1),
+            "norm1.bias": (near, 0.0, 0.02, sin, 1),
+            "norm2.weight": (near, 1.0, 0.05, sin, 1),
+            "norm2.bias": (near, 0.0, 0.02, cos, 1),
+        }
+        for suffix, (make, *args, phase) in own.items():
+            values[f"{p}.{suffix}"] = make(f"{p}.{suffix}", *args, phase + s)
+        bias = f"{p}.linear1.bias"
+        values[bias] = 0.05 * sin(0.5 * index(shapes[bias]) + (1 + s))
+    values |= {
+        "fc.weight": weight("fc.weight", 1.2, cos, 1),
+        "fc.bias": constant(shapes["fc.bias"], 0.0),
+    }
+    return values
