@@ -6,12 +6,13 @@
 //! hyperparameters; `keep_defaults.burn` lists those left at Burn's own defaults (not
 //! passed); `requested` (what each framework is asked for) is there for readers.
 //! `param_groups` gives some parameters (PyTorch names) an optimizer of their own; the
-//! others ("the rest") take the experiment's.
+//! others ("the rest") take the experiment's. `model_size` holds exactly the `model`'s size
+//! keys (models/size.rs), each a positive integer.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::Path;
 
-use crate::models::Model;
+use crate::models::{Model, ModelSize};
 
 /// The optimizer and every hyperparameter, as the spec's `optimizer` and `hyperparameters`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -217,6 +218,8 @@ struct ResolvedSpec {
     burn_backend: Backend,
     #[serde(deserialize_with = "model_by_name")]
     model: Model,
+    /// Checked against `model` in [`parse`].
+    model_size: serde_json::Map<String, serde_json::Value>,
     probe_steps: Vec<usize>,
     steps: usize,
     batch_size: usize,
@@ -247,6 +250,8 @@ pub struct Spec {
     pub clip_grad: Option<ClipGrad>,
     pub backend: Backend,
     pub model: Model,
+    /// The model's sizes (the spec's `model_size`), checked: `model`'s own keys.
+    pub model_size: ModelSize,
     /// 1-based steps with a layer record: sorted, without repeats, 1 included, ≤ `steps`.
     pub probe_steps: Vec<usize>,
     pub steps: usize,
@@ -274,6 +279,7 @@ impl Spec {
 /// The spec in a resolved spec's JSON text; one line naming what is wrong otherwise.
 pub fn parse(text: &str) -> Result<Spec, String> {
     let raw: ResolvedSpec = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let model_size = ModelSize::parse(raw.model, &raw.model_size)?;
     let optimizer = Optimizer::tagged(&raw.optimizer, raw.hyperparameters)?;
     let param_groups = raw
         .param_groups
@@ -296,6 +302,7 @@ pub fn parse(text: &str) -> Result<Spec, String> {
         clip_grad: raw.clip_grad,
         backend: raw.burn_backend,
         model: raw.model,
+        model_size,
         probe_steps: raw.probe_steps,
         steps: raw.steps,
         batch_size: raw.batch_size,
@@ -321,6 +328,7 @@ mod tests {
         "keep_defaults": {"torch": [], "burn": ["eps"]},
         "schedule": {"kind": "linear", "final_lr": 0.001, "num_steps": 50},
         "clip_grad": {"norm": 1.0}, "burn_backend": "ndarray", "model": "cnn_bn",
+        "model_size": {"channels": 4, "kernel": 5},
         "probe_steps": [1, 100], "steps": 100, "batch_size": 16, "threads": 1,
         "cpu_path": "native", "requested": {"torch": {}, "burn": {}}, "param_groups": []}"#;
 
@@ -364,6 +372,7 @@ mod tests {
         assert_eq!(spec.clip_grad, Some(ClipGrad::Norm(1.0)));
         assert_eq!(spec.backend, Backend::NdArray);
         assert_eq!(spec.model, Model::CnnBn);
+        assert_eq!(spec.model_size, ModelSize::default_for(Model::CnnBn));
         assert_eq!(spec.probe_steps, vec![1, 100]);
         assert_eq!((spec.steps, spec.batch_size, spec.threads), (100, 16, 1));
         assert_eq!(spec.lr(), 0.01);
@@ -470,5 +479,34 @@ mod tests {
         ] {
             assert!(!error.contains('\n'), "{error}");
         }
+    }
+
+    #[test]
+    fn reads_the_model_size_and_names_a_wrong_key_on_one_line() {
+        // Every check, per key, is models/size.rs's; here the spec's key itself.
+        let sized = |size: &str| {
+            parse(
+                &ADAM
+                    .replace(r#""model": "cnn_bn""#, r#""model": "transformer""#)
+                    .replace(r#"{"channels": 4, "kernel": 5}"#, size),
+            )
+        };
+        let size = sized(r#"{"d_model": 12, "heads": 3, "layers": 2, "d_ff": 20}"#)
+            .map(|spec| serde_json::to_string(&spec.model_size).unwrap());
+        assert_eq!(
+            size.as_deref(),
+            Ok(r#"{"d_model":12,"heads":3,"layers":2,"d_ff":20}"#)
+        );
+        assert_eq!(
+            sized(r#"{"d_model": 8, "heads": 3, "layers": 1, "d_ff": 16}"#).unwrap_err(),
+            "model_size.heads: 3 does not divide d_model 8"
+        );
+        // `model_size` is always written.
+        let without = ADAM.replace(r#""model_size": {"channels": 4, "kernel": 5},"#, "");
+        assert!(
+            parse(&without)
+                .unwrap_err()
+                .starts_with("missing field `model_size`")
+        );
     }
 }

@@ -8,7 +8,7 @@
 use burn::tensor::TensorData;
 use serde::Serialize;
 
-use crate::models::{self, Entry, Model, ParityModel};
+use crate::models::{self, Entry, Model, ModelSize, ParityModel};
 
 pub const VARIABLE: &str = "PARITY_FAULT";
 
@@ -50,18 +50,19 @@ impl Fault {
         if step == 0 {
             return Err(bad("STEP counts from 1"));
         }
-        // The model is not known yet: any model's parameter is accepted here (see `check`).
-        let mut known: Vec<&str> = Vec::new();
-        for model in Model::ALL {
-            for e in model.params() {
-                if !known.contains(&e.name) {
-                    known.push(e.name);
+        // The model and its size are not known yet: a parameter some model has at some size
+        // is accepted here (see `check`).
+        if !Model::ALL.iter().any(|m| m.may_have_param(parameter)) {
+            let mut known: Vec<String> = Vec::new();
+            for model in Model::ALL {
+                for e in model.params(&ModelSize::default_for(model)) {
+                    if !known.contains(&e.name) {
+                        known.push(e.name);
+                    }
                 }
             }
-        }
-        if !known.contains(&parameter) {
             return Err(bad(&format!(
-                "PARAMETER must be one of {}",
+                "PARAMETER must be one of {} (or, for a transformer of several layers, enc.layers.I.NAME for enc.NAME)",
                 known.join(", ")
             )));
         }
@@ -80,7 +81,7 @@ impl Fault {
         if params.iter().any(|e| e.name == self.parameter) {
             return Ok(());
         }
-        let names: Vec<&str> = params.iter().map(|e| e.name).collect();
+        let names: Vec<&str> = params.iter().map(|e| e.name.as_str()).collect();
         Err(format!(
             "{VARIABLE}: model {model} has no parameter {} (it has {})",
             self.parameter,
@@ -128,8 +129,13 @@ mod tests {
             "3:fc.weights:67:1e-9",
             "3:fc.weight:x:1e-9",
             "3:fc.weight:67:big",
+            "3:enc.layers.x.norm1.weight:0:1",
+            "3:enc.layers.0.conv.weight:0:1",
         ] {
             assert!(Fault::parse(bad).is_err(), "{bad}");
         }
+        // A parameter of a transformer of several layers.
+        let f = Fault::parse("1:enc.layers.11.self_attn.in_proj_weight:0:1").unwrap();
+        assert_eq!(f.parameter, "enc.layers.11.self_attn.in_proj_weight");
     }
 }

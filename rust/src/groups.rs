@@ -37,11 +37,11 @@ pub struct Optimizers {
     pub meta: Vec<GroupMeta>,
 }
 
-/// Burn's id of each part of each parameter, in `PARAMS` order (`param_ids()`: an entry's
+/// Burn's id of each part of each parameter, in `params` order (`param_ids()`: an entry's
 /// parts' ids in a row).
-fn ids_by_entry<M: ParityModel>(model: &M) -> Vec<Vec<ParamId>> {
+fn ids_by_entry<M: ParityModel>(model: &M, params: &[Entry]) -> Vec<Vec<ParamId>> {
     let mut ids = model.param_ids().into_iter();
-    M::PARAMS
+    params
         .iter()
         .map(|e| ids.by_ref().take(e.parts).collect())
         .collect()
@@ -73,7 +73,8 @@ impl Optimizers {
         model: &M,
         rest: ModuleOptimizer,
     ) -> Result<Self, String> {
-        let ids = ids_by_entry(model);
+        let params = M::params(&model.size());
+        let ids = ids_by_entry(model, &params);
         let mut owner: HashMap<&str, usize> = HashMap::new();
         let mut groups = Vec::with_capacity(spec.param_groups.len());
         let mut meta = Vec::with_capacity(spec.param_groups.len());
@@ -81,16 +82,16 @@ impl Optimizers {
             let whose = format!("param_groups[{i}]");
             let mut entries = Vec::with_capacity(g.params.len());
             for name in &g.params {
-                let k = M::PARAMS
+                let k = params
                     .iter()
-                    .position(|e| e.name == name)
+                    .position(|e| e.name == *name)
                     .ok_or_else(|| format!("{whose}: model {} has no parameter {name}", M::NAME))?;
-                if let Some(j) = owner.insert(M::PARAMS[k].name, i) {
+                if let Some(j) = owner.insert(params[k].name.as_str(), i) {
                     return Err(format!("{whose}: {name} is in param_groups[{j}] already"));
                 }
                 entries.push(k);
             }
-            let named: Vec<&Entry> = entries.iter().map(|&k| &M::PARAMS[k]).collect();
+            let named: Vec<&Entry> = entries.iter().map(|&k| &params[k]).collect();
             check_muon(&g.optimizer, &named, &whose)?;
             let built = optimizer(&g.optimizer, &g.burn_defaults, spec.clip_grad);
             meta.push(GroupMeta {
@@ -102,14 +103,17 @@ impl Optimizers {
                 optim: built.optim,
                 ids: entries
                     .iter()
-                    .flat_map(|&k| ids[k].iter().map(move |&id| (id, M::PARAMS[k].shape.len())))
+                    .flat_map(|&k| {
+                        let rank = params[k].shape.len();
+                        ids[k].iter().map(move |&id| (id, rank))
+                    })
                     .collect(),
                 own_lr: (spec.schedule == Schedule::Constant).then(|| g.optimizer.lr()),
             });
         }
-        let others: Vec<&Entry> = M::PARAMS
+        let others: Vec<&Entry> = params
             .iter()
-            .filter(|e| !owner.contains_key(e.name))
+            .filter(|e| !owner.contains_key(e.name.as_str()))
             .collect();
         check_muon(&spec.optimizer, &others, "optimizer")?;
         Ok(Optimizers {
@@ -174,9 +178,13 @@ pub fn burn_shapes<M: ParityModel>(model: &M) -> Named<Vec<Vec<usize>>> {
     }
     let mut shapes = Shapes(HashMap::new());
     model.visit(&mut shapes);
-    M::PARAMS
+    let params = M::params(&model.size());
+    params
         .iter()
-        .zip(ids_by_entry(model))
-        .map(|(e, ids)| (e.name, ids.iter().map(|id| shapes.0[id].clone()).collect()))
+        .zip(ids_by_entry(model, &params))
+        .map(|(e, ids)| {
+            let shapes = ids.iter().map(|id| shapes.0[id].clone()).collect();
+            (e.name.as_str(), shapes)
+        })
         .collect()
 }

@@ -18,6 +18,7 @@ use std::path::Path;
 
 use crate::config::ClipGrad;
 use crate::fault::Fault;
+use crate::models::ModelSize;
 use crate::optimizers::Hyperparameters;
 
 /// A run file: one experiment's name and its block, written as `{name: block}`.
@@ -90,7 +91,7 @@ pub struct Trajectory {
 pub struct LayerRecord {
     /// The step (1-based).
     pub step: usize,
-    /// The model's layers in forward order (`ParityModel::LAYERS`).
+    /// The model's layers in forward order (`ParityModel::layers`).
     pub names: Vec<String>,
     pub outputs: Vec<Floats>,
     pub input_grads: Vec<Floats>,
@@ -126,6 +127,9 @@ pub enum BurnScalars {
 pub struct Meta {
     /// The model's name (`cnn1d`, `cnn_bn`, `transformer`).
     pub model: String,
+    /// The model's sizes as the built modules hold them, e.g. `{"channels": 4, "kernel": 5}`
+    /// (`ParityModel::size`), its keys in the spec's `model_size` order.
+    pub model_size: ModelSize,
     /// The layers' settings as the built modules hold them, e.g. `{"bn.eps": 1e-5}`. A
     /// `Value`: each model has its own keys (`ParityModel::layer_hyperparameters`), as
     /// each model's `ModelSpec` on the Python side declares them.
@@ -281,8 +285,8 @@ impl Serialize for Floats {
     }
 }
 
-/// A JSON object keyed by name, written in the order it was built: the model's `PARAMS` or
-/// `BUFFERS` order. (serde_json's own `Map` sorts its keys: this crate does not enable its
+/// A JSON object keyed by name, written in the order it was built: the model's `params` or
+/// `buffers` order. (serde_json's own `Map` sorts its keys: this crate does not enable its
 /// `preserve_order` feature.)
 #[derive(Debug, Clone, PartialEq)]
 pub struct Named<T>(pub Vec<(String, T)>);
@@ -400,6 +404,10 @@ mod tests {
             }],
             meta: Meta {
                 model: "cnn1d".into(),
+                model_size: ModelSize::Conv(crate::models::ConvSize {
+                    channels: 4,
+                    kernel: 5,
+                }),
                 layer_hyperparameters: json!({}),
                 optimizer: "sgd".into(),
                 hyperparameters: Hyperparameters::Sgd(SgdHeld {

@@ -120,10 +120,13 @@ pub fn run<M: ParityModel>(
     device: &Device,
     fault: Option<&Fault>,
 ) -> Result<(RunBlock, M), String> {
-    // The dataset's arrays must be the model's, before anything else.
-    let mut model: M = models::build(data, device)?;
+    // The dataset's arrays must be the model's at the spec's size, before anything else.
+    let size = spec.model_size;
+    let mut model: M = models::build(&size, data, device)?;
+    assert_eq!(model.size(), size, "{}: built at the spec's size", M::NAME);
+    let (params, buffers) = (M::params(&size), M::buffers(&size));
     if let Some(f) = fault {
-        f.check(M::NAME, M::PARAMS)?;
+        f.check(M::NAME, &params)?;
     }
     let (x, y) = inputs(data, device)?;
     let n = x.dims()[0];
@@ -147,9 +150,10 @@ pub fn run<M: ParityModel>(
     let mut optims = Optimizers::new(spec, &model, optim)?;
     let mut losses = Vec::with_capacity(spec.steps);
     let mut lrs = Vec::with_capacity(spec.steps);
-    let mut traj_params = vec![Vec::new(); M::PARAMS.len()];
-    let mut traj_grads = vec![Vec::new(); M::PARAMS.len()];
-    let mut traj_buffers = vec![Vec::new(); M::BUFFERS.len()];
+    let mut traj_params = vec![Vec::new(); params.len()];
+    let mut traj_grads = vec![Vec::new(); params.len()];
+    let mut traj_buffers = vec![Vec::new(); buffers.len()];
+    let layer_names = M::layers(&size);
     let mut layers = Vec::with_capacity(spec.probe_steps.len());
     let mut series = ScalarSeries::default();
     for step in 0..spec.steps {
@@ -169,7 +173,7 @@ pub fn run<M: ParityModel>(
         losses.push(loss.clone().into_scalar::<f64>());
         let grads = loss.backward();
         if spec.probe_steps.contains(&(step + 1)) {
-            layers.push(probe.record(step + 1, M::LAYERS, &grads)?);
+            layers.push(probe.record(step + 1, &layer_names, &grads)?);
         }
         let grads = GradientsParams::from_grads(grads, &model);
         for (k, g) in models::grad_values(&model, &grads).into_iter().enumerate() {
@@ -191,7 +195,11 @@ pub fn run<M: ParityModel>(
 
     /// Values keyed by the entries' names, in the model's order.
     fn named<T>(entries: &[Entry], values: impl IntoIterator<Item = T>) -> Named<T> {
-        entries.iter().map(|e| e.name).zip(values).collect()
+        entries
+            .iter()
+            .map(|e| e.name.as_str())
+            .zip(values)
+            .collect()
     }
     let last = |v: Vec<Vec<f64>>| v.into_iter().map(Floats);
     let (adam_factors, burn_scalars) = series.into_block(scalars);
@@ -203,16 +211,17 @@ pub fn run<M: ParityModel>(
             correct,
             predictions,
         },
-        params: named(M::PARAMS, last(models::param_values(&model))),
-        buffers: named(M::BUFFERS, last(models::buffer_values(&model))),
+        params: named(&params, last(models::param_values(&model))),
+        buffers: named(&buffers, last(models::buffer_values(&model))),
         trajectory: Trajectory {
-            params: named(M::PARAMS, traj_params),
-            grads: named(M::PARAMS, traj_grads),
-            buffers: named(M::BUFFERS, traj_buffers),
+            params: named(&params, traj_params),
+            grads: named(&params, traj_grads),
+            buffers: named(&buffers, traj_buffers),
         },
         layers,
         meta: Meta {
             model: M::NAME.to_string(),
+            model_size: model.size(),
             layer_hyperparameters: model.layer_hyperparameters(),
             optimizer: spec.optimizer.name().to_string(),
             hyperparameters: held,

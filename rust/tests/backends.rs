@@ -23,12 +23,12 @@ fn scratch(test: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("cnn1d.bin"),
-        common::encode(&common::cnn1d_arrays()),
+        common::encode(&common::cnn1d_arrays(common::CONV)),
     )
     .unwrap();
     std::fs::write(
         dir.join("cnn_bn.bin"),
-        common::encode(&common::cnn_bn_arrays()),
+        common::encode(&common::cnn_bn_arrays(common::CONV)),
     )
     .unwrap();
     let experiments = [

@@ -11,7 +11,7 @@ use burn::tensor::{Device, Tensor};
 use parity_train::config::{self, Spec};
 use parity_train::dataset::{Array, Dataset, Values};
 use parity_train::fault::Fault;
-use parity_train::models::{self, Cnn1d, CnnBn, ParityModel, Probe, Transformer};
+use parity_train::models::{self, Cnn1d, CnnBn, ModelSize, ParityModel, Probe, Transformer};
 use parity_train::train;
 use serde_json::{Value, json};
 use std::process::Command;
@@ -32,16 +32,20 @@ fn spec(experiment: &str) -> Spec {
 }
 
 fn cnn1d() -> Dataset {
-    common::dataset(common::cnn1d_arrays())
+    common::dataset(common::cnn1d_arrays(common::CONV))
 }
 
 fn cnn_bn() -> Dataset {
-    common::dataset(common::cnn_bn_arrays())
+    common::dataset(common::cnn_bn_arrays(common::CONV))
 }
 
 fn transformer() -> Dataset {
-    common::dataset(common::transformer_arrays())
+    common::dataset(common::transformer_arrays(common::TRANSFORMER))
 }
+
+/// The seed's sizes of cnn1d and cnn_bn, and of the transformer.
+const CONV: ModelSize = ModelSize::Conv(common::CONV);
+const TRANSFORMER: ModelSize = ModelSize::Transformer(common::TRANSFORMER);
 
 fn run(experiment: &str, data: &Dataset) -> Value {
     common::json(train::train(&spec(experiment), data, &device(), None).unwrap())
@@ -129,7 +133,7 @@ fn the_binary_refuses_a_dataset_of_the_other_model_on_one_line() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("cnn1d.bin"),
-        common::encode(&common::cnn1d_arrays()),
+        common::encode(&common::cnn1d_arrays(common::CONV)),
     )
     .unwrap();
     let spec = common::resolved(&format!("{SGD}, model: cnn_bn"), 2, 16);
@@ -374,30 +378,36 @@ fn meta_names_the_model_and_its_layer_hyperparameters_as_burn_holds_them() {
             "bn.running_var_estimator": "biased"})
     );
     let names: Vec<&String> = bn["params"].as_object().unwrap().keys().collect();
-    assert_eq!(names.len(), CnnBn::PARAMS.len());
+    assert_eq!(names.len(), CnnBn::params(&CONV).len());
+    let seed = json!({"channels": 4, "kernel": 5});
+    assert_eq!(bn["meta"]["model_size"], seed);
     let plain = run(SGD, &cnn1d());
     assert_eq!(plain["meta"]["model"], "cnn1d");
+    assert_eq!(plain["meta"]["model_size"], seed);
     assert_eq!(plain["meta"]["layer_hyperparameters"], json!({}));
     assert_eq!(plain["buffers"], json!({}));
     assert_eq!(plain["trajectory"]["buffers"], json!({}));
 }
 
+/// The model at `size` built from `data`, each declared array read back as the file holds it.
+fn built<M: ParityModel>(data: &Dataset, size: &ModelSize) -> M {
+    let model: M = models::build(size, data, &device()).unwrap();
+    let params = M::params(size)
+        .into_iter()
+        .zip(models::param_values(&model));
+    let buffers = M::buffers(size)
+        .into_iter()
+        .zip(models::buffer_values(&model));
+    for (entry, values) in params.chain(buffers) {
+        assert_eq!(values, f32s(data, &entry.name), "{}", entry.name);
+    }
+    model
+}
+
 #[test]
 fn params_and_buffers_read_back_in_pytorchs_layouts() {
-    let data = cnn_bn();
-    let device = device();
-    let model: CnnBn = models::build(&data, &device).unwrap();
-    for (entry, values) in CnnBn::PARAMS.iter().zip(models::param_values(&model)) {
-        assert_eq!(values, f32s(&data, entry.name), "{}", entry.name);
-    }
-    for (entry, values) in CnnBn::BUFFERS.iter().zip(models::buffer_values(&model)) {
-        assert_eq!(values, f32s(&data, entry.name), "{}", entry.name);
-    }
-    let data = cnn1d();
-    let model: Cnn1d = models::build(&data, &device).unwrap();
-    for (entry, values) in Cnn1d::PARAMS.iter().zip(models::param_values(&model)) {
-        assert_eq!(values, f32s(&data, entry.name), "{}", entry.name);
-    }
+    built::<CnnBn>(&cnn_bn(), &CONV);
+    built::<Cnn1d>(&cnn1d(), &CONV);
 }
 
 #[test]
@@ -428,21 +438,17 @@ fn the_transformer_reads_back_its_packed_in_projection_in_pytorchs_layout() {
     // in_proj_weight [24, 8] is three Burn Linear weights ([8, 8] each, transposed), joined
     // again along PyTorch's rows; in_proj_bias is their three biases.
     let data = transformer();
-    let device = device();
-    let model: Transformer = models::build(&data, &device).unwrap();
-    for (entry, values) in Transformer::PARAMS.iter().zip(models::param_values(&model)) {
-        assert_eq!(values, f32s(&data, entry.name), "{}", entry.name);
-    }
+    let model: Transformer = built(&data, &TRANSFORMER);
     // The key block is rows 8..16: Burn's key weight [in, out] is its transpose.
-    let key = models::values(model.enc.mha.key.weight.val().transpose());
+    let key = models::values(model.enc[0].mha.key.weight.val().transpose());
     assert_eq!(key, f32s(&data, "enc.self_attn.in_proj_weight")[64..128]);
-    let value_bias = models::values(model.enc.mha.value.bias.as_ref().unwrap().val());
+    let value_bias = models::values(model.enc[0].mha.value.bias.as_ref().unwrap().val());
     assert_eq!(
         value_bias,
         f32s(&data, "enc.self_attn.in_proj_bias")[16..24]
     );
     // Every Burn parameter is a declared one: the dataset replaces the initializer's values.
-    let declared: usize = Transformer::PARAMS
+    let declared: usize = Transformer::params(&TRANSFORMER)
         .iter()
         .map(|e| e.shape.iter().product::<usize>())
         .sum();
@@ -453,7 +459,7 @@ fn the_transformer_reads_back_its_packed_in_projection_in_pytorchs_layout() {
 fn the_transformer_forward_is_its_encoder_layers_forward() {
     let data = transformer();
     let device = device();
-    let model: Transformer = models::build(&data, &device).unwrap();
+    let model: Transformer = models::build(&TRANSFORMER, &data, &device).unwrap();
     let x = models::tensor::<3>(data.f32("x").unwrap().1, &[96, 1, 16], &device);
     let staged = models::values(model.forward(x.clone(), &mut Probe::on()));
     let tokens: Tensor<3> = model.embed.forward(x.swap_dims(1, 2));

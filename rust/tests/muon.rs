@@ -12,7 +12,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 use parity_train::config::{self, Spec};
 use parity_train::dataset::Dataset;
-use parity_train::models::{self, Cnn1d, ParityModel};
+use parity_train::models::{self, Cnn1d, ModelSize, ParityModel};
 use parity_train::{optimizers, train};
 use serde_json::{Value, json};
 
@@ -30,7 +30,7 @@ fn device() -> Device {
 }
 
 fn dataset() -> Dataset {
-    common::dataset(common::cnn1d_arrays())
+    common::dataset(common::cnn1d_arrays(common::CONV))
 }
 
 fn spec(experiment: &str) -> Result<Spec, String> {
@@ -132,7 +132,7 @@ fn a_muon_group_holds_what_it_was_given_and_the_meta_names_burns_shapes() {
 
 #[test]
 fn the_transformers_burn_shapes_show_its_packed_parts() {
-    let data = common::dataset(common::transformer_arrays());
+    let data = common::dataset(common::transformer_arrays(common::TRANSFORMER));
     let spec = spec(&format!("{SGD}, model: transformer")).unwrap();
     let block = common::json(train::train(&spec, &data, &device(), None).unwrap());
     let shapes = &block["meta"]["burn_shapes"];
@@ -180,30 +180,32 @@ fn the_parameters_in_no_group_follow_the_experiments_optimizer() {
     let mut optim = built.optim;
     let device = device();
     let inner = device.clone().inner();
-    let mut model: Cnn1d = models::build(&dataset(), &device).unwrap();
+    let size = ModelSize::Conv(common::CONV);
+    let mut model: Cnn1d = models::build(&size, &dataset(), &device).unwrap();
     let ids = model.param_ids();
+    let params = Cnn1d::params(&size);
     for step in 1..=STEPS {
         let mut grads = GradientsParams::new();
-        for (k, entry) in Cnn1d::PARAMS.iter().enumerate() {
-            let g = grad_at(&grouped, entry.name, step);
-            match entry.name {
+        for (k, entry) in params.iter().enumerate() {
+            let g = grad_at(&grouped, &entry.name, step);
+            match entry.name.as_str() {
                 "conv.weight" => grads.register::<3>(
                     ids[k],
-                    Tensor::from_data(TensorData::new(g, entry.shape.to_vec()), &inner),
+                    Tensor::from_data(TensorData::new(g, entry.shape.clone()), &inner),
                 ),
                 "conv.bias" | "fc.bias" => grads.register::<1>(
                     ids[k],
-                    Tensor::from_data(TensorData::new(g, entry.shape.to_vec()), &inner),
+                    Tensor::from_data(TensorData::new(g, entry.shape.clone()), &inner),
                 ),
                 _ => {} // fc.weight: Muon's
             }
         }
         model = optim.step(0.01, model, grads);
-        for (entry, values) in Cnn1d::PARAMS.iter().zip(models::param_values(&model)) {
+        for (entry, values) in params.iter().zip(models::param_values(&model)) {
             if entry.name != "fc.weight" {
                 assert_eq!(
                     values,
-                    param_at(&grouped, entry.name, step),
+                    param_at(&grouped, &entry.name, step),
                     "{} step {step}",
                     entry.name
                 );

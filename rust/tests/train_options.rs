@@ -22,7 +22,7 @@ fn device() -> Device {
 
 /// The seed's data and initial weights (cnn1d).
 fn dataset() -> Dataset {
-    common::dataset(common::cnn1d_arrays())
+    common::dataset(common::cnn1d_arrays(common::CONV))
 }
 
 const SGD: &str =

@@ -1,4 +1,5 @@
-//! The seed's 1-D CNN: Conv1d(1→4, k=5) → ReLU → flatten → Linear(48→3).
+//! The seed's 1-D CNN: Conv1d(1→C, k=K) → ReLU → flatten → Linear(C·P→3), P = 16 − K + 1
+//! (the seed's C = 4, K = 5: Linear(48→3)).
 
 use burn::module::{Module, ParamId};
 use burn::nn::conv::{Conv1d, Conv1dConfig};
@@ -6,7 +7,7 @@ use burn::nn::{Linear, LinearConfig, Relu};
 use burn::tensor::Tensor;
 use serde_json::{Value, json};
 
-use super::{Arrays, Entry, ParityModel, Probe};
+use super::{Arrays, CLASSES, ConvSize, Entry, LENGTH, ModelSize, ParityModel, Probe};
 
 #[derive(Module, Debug)]
 pub struct Cnn1d {
@@ -17,22 +18,33 @@ pub struct Cnn1d {
 
 impl ParityModel for Cnn1d {
     const NAME: &'static str = "cnn1d";
-    const PARAMS: &'static [Entry] = &[
-        Entry::same("conv.weight", &[4, 1, 5]),
-        Entry::same("conv.bias", &[4]),
-        // Burn's Linear weight is [in, out]; PyTorch's is [out, in].
-        Entry::transposed("fc.weight", &[3, 48]),
-        Entry::same("fc.bias", &[3]),
-    ];
-    const BUFFERS: &'static [Entry] = &[];
-    const LAYERS: &'static [&'static str] = &["conv", "relu", "fc"];
-    const SAMPLE: [usize; 2] = [1, 16];
+    const SAMPLE: [usize; 2] = [1, LENGTH];
+
+    fn params(size: &ModelSize) -> Vec<Entry> {
+        let s = size.conv();
+        vec![
+            Entry::same("conv.weight", &[s.channels, 1, s.kernel]),
+            Entry::same("conv.bias", &[s.channels]),
+            // Burn's Linear weight is [in, out]; PyTorch's is [out, in].
+            Entry::transposed("fc.weight", &[CLASSES, s.channels * s.positions()]),
+            Entry::same("fc.bias", &[CLASSES]),
+        ]
+    }
+
+    fn buffers(_: &ModelSize) -> Vec<Entry> {
+        Vec::new()
+    }
+
+    fn layers(_: &ModelSize) -> Vec<String> {
+        ["conv", "relu", "fc"].map(String::from).to_vec()
+    }
 
     fn build(arrays: &Arrays) -> Self {
         let device = arrays.device();
+        let s = arrays.size().conv();
         let mut m = Cnn1d {
-            conv: Conv1dConfig::new(1, 4, 5).init(device),
-            fc: LinearConfig::new(48, 3).init(device),
+            conv: Conv1dConfig::new(1, s.channels, s.kernel).init(device),
+            fc: LinearConfig::new(s.channels * s.positions(), CLASSES).init(device),
             relu: Relu::new(),
         };
         m.conv.weight = arrays.param("conv.weight");
@@ -40,6 +52,12 @@ impl ParityModel for Cnn1d {
         m.fc.weight = arrays.param("fc.weight");
         m.fc.bias = Some(arrays.param("fc.bias"));
         m
+    }
+
+    /// Channels and kernel from the conv weight [C, 1, K].
+    fn size(&self) -> ModelSize {
+        let [channels, _, kernel] = self.conv.weight.shape().dims();
+        ModelSize::Conv(ConvSize { channels, kernel })
     }
 
     fn param_ids(&self) -> Vec<ParamId> {
@@ -52,7 +70,7 @@ impl ParityModel for Cnn1d {
         ]
     }
 
-    fn buffers(&self) -> Vec<Tensor<1>> {
+    fn buffer_tensors(&self) -> Vec<Tensor<1>> {
         Vec::new()
     }
 

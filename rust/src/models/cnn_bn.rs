@@ -1,5 +1,5 @@
-//! Conv1d(1→4, k=5, no bias) → BatchNorm(4) → GELU (exact) → LayerNorm(12) → flatten →
-//! Linear(48→3).
+//! Conv1d(1→C, k=K, no bias) → BatchNorm(C) → GELU (exact) → LayerNorm(P) → flatten →
+//! Linear(C·P→3), P = 16 − K + 1 (the seed's C = 4, K = 5: LayerNorm(12), Linear(48→3)).
 //!
 //! The convolution has no bias, as is usual before a BatchNorm: the normalization removes
 //! any per-channel constant, so a bias there would get a gradient that is pure rounding
@@ -18,7 +18,7 @@ use burn::nn::{
 use burn::tensor::Tensor;
 use serde_json::{Value, json};
 
-use super::{Arrays, Entry, ParityModel, Probe};
+use super::{Arrays, CLASSES, ConvSize, Entry, LENGTH, ModelSize, ParityModel, Probe};
 
 /// PyTorch's defaults, passed explicitly.
 const BN_MOMENTUM: f64 = 0.1;
@@ -36,34 +36,52 @@ pub struct CnnBn {
 
 impl ParityModel for CnnBn {
     const NAME: &'static str = "cnn_bn";
-    const PARAMS: &'static [Entry] = &[
-        Entry::same("conv.weight", &[4, 1, 5]),
-        Entry::same("bn.weight", &[4]),
-        Entry::same("bn.bias", &[4]),
-        Entry::same("ln.weight", &[12]),
-        Entry::same("ln.bias", &[12]),
-        // Burn's Linear weight is [in, out]; PyTorch's is [out, in].
-        Entry::transposed("fc.weight", &[3, 48]),
-        Entry::same("fc.bias", &[3]),
-    ];
-    const BUFFERS: &'static [Entry] = &[
-        Entry::same("bn.running_mean", &[4]),
-        Entry::same("bn.running_var", &[4]),
-    ];
-    const LAYERS: &'static [&'static str] = &["conv", "bn", "gelu", "ln", "fc"];
-    const SAMPLE: [usize; 2] = [1, 16];
+    const SAMPLE: [usize; 2] = [1, LENGTH];
+
+    fn params(size: &ModelSize) -> Vec<Entry> {
+        let s = size.conv();
+        let (c, p) = (s.channels, s.positions());
+        vec![
+            Entry::same("conv.weight", &[c, 1, s.kernel]),
+            Entry::same("bn.weight", &[c]),
+            Entry::same("bn.bias", &[c]),
+            Entry::same("ln.weight", &[p]),
+            Entry::same("ln.bias", &[p]),
+            // Burn's Linear weight is [in, out]; PyTorch's is [out, in].
+            Entry::transposed("fc.weight", &[CLASSES, c * p]),
+            Entry::same("fc.bias", &[CLASSES]),
+        ]
+    }
+
+    fn buffers(size: &ModelSize) -> Vec<Entry> {
+        let c = size.conv().channels;
+        vec![
+            Entry::same("bn.running_mean", &[c]),
+            Entry::same("bn.running_var", &[c]),
+        ]
+    }
+
+    fn layers(_: &ModelSize) -> Vec<String> {
+        ["conv", "bn", "gelu", "ln", "fc"]
+            .map(String::from)
+            .to_vec()
+    }
 
     fn build(arrays: &Arrays) -> Self {
         let device = arrays.device();
+        let s = arrays.size().conv();
+        let (c, p) = (s.channels, s.positions());
         let mut m = CnnBn {
-            conv: Conv1dConfig::new(1, 4, 5).with_bias(false).init(device),
-            bn: BatchNormConfig::new(4)
+            conv: Conv1dConfig::new(1, c, s.kernel)
+                .with_bias(false)
+                .init(device),
+            bn: BatchNormConfig::new(c)
                 .with_momentum(BN_MOMENTUM)
                 .with_epsilon(BN_EPS)
                 .init(device),
             gelu: Gelu::new(),
-            ln: LayerNormConfig::new(12).with_epsilon(LN_EPS).init(device),
-            fc: LinearConfig::new(48, 3).init(device),
+            ln: LayerNormConfig::new(p).with_epsilon(LN_EPS).init(device),
+            fc: LinearConfig::new(c * p, CLASSES).init(device),
         };
         m.conv.weight = arrays.param("conv.weight");
         m.bn.gamma = arrays.param("bn.weight");
@@ -75,6 +93,12 @@ impl ParityModel for CnnBn {
         m.fc.weight = arrays.param("fc.weight");
         m.fc.bias = Some(arrays.param("fc.bias"));
         m
+    }
+
+    /// Channels and kernel from the conv weight [C, 1, K].
+    fn size(&self) -> ModelSize {
+        let [channels, _, kernel] = self.conv.weight.shape().dims();
+        ModelSize::Conv(ConvSize { channels, kernel })
     }
 
     fn param_ids(&self) -> Vec<ParamId> {
@@ -92,7 +116,7 @@ impl ParityModel for CnnBn {
 
     /// The running statistics with this thread's pending update applied (`RunningState`
     /// holds the latest `forward_train` update apart until synchronised).
-    fn buffers(&self) -> Vec<Tensor<1>> {
+    fn buffer_tensors(&self) -> Vec<Tensor<1>> {
         vec![
             self.bn.running_mean.value_sync(),
             self.bn.running_var.value_sync(),

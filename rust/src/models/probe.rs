@@ -58,7 +58,7 @@ impl Probe {
     pub fn record(
         self,
         step: usize,
-        names: &[&str],
+        names: &[String],
         grads: &Gradients,
     ) -> Result<LayerRecord, String> {
         assert_eq!(self.outputs.len(), names.len(), "one output per layer");
@@ -75,7 +75,7 @@ impl Probe {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(LayerRecord {
             step,
-            names: names.iter().map(|n| n.to_string()).collect(),
+            names: names.to_vec(),
             outputs: self.outputs.into_iter().map(Floats).collect(),
             input_grads,
         })

@@ -1,8 +1,9 @@
-//! Linear(1→8) per token → one post-norm transformer encoder layer (d_model 8, 2 heads,
-//! feed-forward 16, GELU, dropout 0) → flatten → Linear(128→3).
+//! Linear(1→d) per token → L post-norm transformer encoder layers (d_model d, h heads,
+//! feed-forward f, GELU, dropout 0) → flatten → Linear(16·d→3). The seed's sizes are d 8,
+//! h 2, L 1, f 16 (Linear(128→3)).
 //!
-//! The input [N, 1, 16] is read as 16 tokens of one scalar ([N, 16, 1]). The encoder layer is
-//! Burn's `TransformerEncoderLayer` (burn-nn src/modules/transformer/encoder.rs), built by
+//! The input [N, 1, 16] is read as 16 tokens of one scalar ([N, 16, 1]). Each encoder layer
+//! is Burn's `TransformerEncoderLayer` (burn-nn src/modules/transformer/encoder.rs), built by
 //! its config with PyTorch's settings passed explicitly; its initializer does not matter, as
 //! every parameter is replaced by the dataset's. With `norm_first` false its forward is
 //!
@@ -11,15 +12,21 @@
 //! ```
 //!
 //! which is nn.TransformerEncoderLayer's post-norm forward with PyTorch's norm1 as Burn's
-//! norm_1 and norm2 as norm_2. [`Transformer::forward`] runs those same calls on the layer's
-//! own submodules, cut into the recorded layers (embed, attn = x + mha(x), norm1,
-//! ff = h + pwff(h), norm2, fc); a test checks it gives exactly the layer's forward.
+//! norm_1 and norm2 as norm_2. [`Transformer::forward`] runs those same calls on each
+//! layer's own submodules, the layers chained (each one's output is the next one's input),
+//! each cut into the recorded layers (attn = x + mha(x), norm1, ff = h + pwff(h), norm2),
+//! between embed and fc; a test checks it gives exactly the layers' forwards composed.
 //!
-//! PyTorch packs the query, key and value projections into `in_proj_weight` [24, 8] (rows
-//! 0..8, 8..16, 16..24, each [out, in]) and `in_proj_bias` [24]; Burn holds three Linear
-//! layers (`mha.query`, `mha.key`, `mha.value`, each weight [in, out]): packed-rows entries
-//! of three parts. The scores are divided by sqrt(d_k) = sqrt(4) = 2 (mha.rs
-//! `attn_scores`), PyTorch scales the query by 1/sqrt(4) = 0.5: both exact.
+//! PyTorch names one layer's parameters `enc.…` (the seed's nn.TransformerEncoderLayer) and
+//! those of several `enc.layers.{i}.…` (nn.TransformerEncoder's); the recorded layers are
+//! `attn, norm1, ff, norm2` for one layer, `attn.{i}, norm1.{i}, ff.{i}, norm2.{i}` for
+//! several. PyTorch packs each layer's query, key and value projections into
+//! `in_proj_weight` [3d, d] (rows 0..d, d..2d, 2d..3d, each [out, in]) and `in_proj_bias`
+//! [3d]; Burn holds three Linear layers (`mha.query`, `mha.key`, `mha.value`, each weight
+//! [in, out]): packed-rows entries of three parts. The scores are divided by sqrt(d/h) (mha.rs
+//! `attn_scores`, an f32 square root, also in f64 runs) where PyTorch scales by 1/sqrt(d/h):
+//! both are exact when sqrt(d/h) is a power of two (the seed's d/h = 4: 2 and 0.5), and
+//! round differently otherwise.
 
 use burn::module::{Module, Param, ParamId};
 use burn::nn::attention::MhaInput;
@@ -28,11 +35,10 @@ use burn::nn::{LayerNorm, Linear, LinearConfig};
 use burn::tensor::Tensor;
 use serde_json::{Value, json};
 
-use super::{Arrays, Entry, Layout, ParityModel, Probe};
+use super::{
+    Arrays, CLASSES, Entry, LENGTH, Layout, ModelSize, ParityModel, Probe, TransformerSize,
+};
 
-const D_MODEL: usize = 8;
-const HEADS: usize = 2;
-const D_FF: usize = 16;
 /// PyTorch's defaults, passed explicitly (dropout 0 rather than either side's 0.1).
 const DROPOUT: f64 = 0.0;
 const LAYER_NORM_EPS: f64 = 1e-5;
@@ -40,13 +46,14 @@ const LAYER_NORM_EPS: f64 = 1e-5;
 #[derive(Module, Debug)]
 pub struct Transformer {
     pub embed: Linear,
-    pub enc: TransformerEncoderLayer,
+    /// The encoder layers, in forward order.
+    pub enc: Vec<TransformerEncoderLayer>,
     pub fc: Linear,
 }
 
-/// The config of the one encoder layer.
-fn encoder_config() -> TransformerEncoderConfig {
-    TransformerEncoderConfig::new(D_MODEL, D_FF, HEADS, 1)
+/// The config of each encoder layer.
+fn encoder_config(s: TransformerSize) -> TransformerEncoderConfig {
+    TransformerEncoderConfig::new(s.d_model, s.d_ff, s.heads, s.layers)
         .with_dropout(DROPOUT)
         .with_norm_first(false)
         .with_quiet_softmax(false)
@@ -54,146 +61,252 @@ fn encoder_config() -> TransformerEncoderConfig {
         .with_layer_norm_eps(LAYER_NORM_EPS)
 }
 
+/// PyTorch's name prefix of encoder layer `i` of `layers`: `enc` for one (the seed's
+/// names), nn.TransformerEncoder's `enc.layers.{i}` for several.
+fn prefix(i: usize, layers: usize) -> String {
+    if layers == 1 {
+        "enc".to_string()
+    } else {
+        format!("enc.layers.{i}")
+    }
+}
+
+/// A parameter name of several layers (`enc.layers.{i}.…`) as one layer names it (`enc.…`);
+/// any other name as it is.
+pub(super) fn one_layer_name(name: &str) -> String {
+    let one = name.strip_prefix("enc.layers.").and_then(|rest| {
+        let (i, rest) = rest.split_once('.')?;
+        i.parse::<usize>().ok().map(|_| format!("enc.{rest}"))
+    });
+    one.unwrap_or_else(|| name.to_string())
+}
+
+/// One encoder layer's parameters under prefix `p`, in PyTorch's order.
+fn layer_entries(p: &str, d: usize, f: usize) -> Vec<Entry> {
+    vec![
+        // query, key, value
+        Entry::packed_rows(
+            format!("{p}.self_attn.in_proj_weight"),
+            &[3 * d, d],
+            3,
+            Layout::Transposed,
+        ),
+        Entry::packed_rows(
+            format!("{p}.self_attn.in_proj_bias"),
+            &[3 * d],
+            3,
+            Layout::Same,
+        ),
+        Entry::transposed(format!("{p}.self_attn.out_proj.weight"), &[d, d]),
+        Entry::same(format!("{p}.self_attn.out_proj.bias"), &[d]),
+        Entry::transposed(format!("{p}.linear1.weight"), &[f, d]),
+        Entry::same(format!("{p}.linear1.bias"), &[f]),
+        Entry::transposed(format!("{p}.linear2.weight"), &[d, f]),
+        Entry::same(format!("{p}.linear2.bias"), &[d]),
+        Entry::same(format!("{p}.norm1.weight"), &[d]),
+        Entry::same(format!("{p}.norm1.bias"), &[d]),
+        Entry::same(format!("{p}.norm2.weight"), &[d]),
+        Entry::same(format!("{p}.norm2.bias"), &[d]),
+    ]
+}
+
+/// Encoder layer `layer`'s parameters under prefix `p`, from the arrays.
+fn build_layer(layer: &mut TransformerEncoderLayer, arrays: &Arrays, p: &str) {
+    let mha = &mut layer.mha;
+    for (part, linear) in [&mut mha.query, &mut mha.key, &mut mha.value]
+        .into_iter()
+        .enumerate()
+    {
+        linear.weight = arrays.param_part(&format!("{p}.self_attn.in_proj_weight"), part);
+        linear.bias = Some(arrays.param_part(&format!("{p}.self_attn.in_proj_bias"), part));
+    }
+    mha.output.weight = arrays.param(&format!("{p}.self_attn.out_proj.weight"));
+    mha.output.bias = Some(arrays.param(&format!("{p}.self_attn.out_proj.bias")));
+    let pwff = &mut layer.pwff;
+    pwff.linear_inner.weight = arrays.param(&format!("{p}.linear1.weight"));
+    pwff.linear_inner.bias = Some(arrays.param(&format!("{p}.linear1.bias")));
+    pwff.linear_outer.weight = arrays.param(&format!("{p}.linear2.weight"));
+    pwff.linear_outer.bias = Some(arrays.param(&format!("{p}.linear2.bias")));
+    layer.norm_1.gamma = arrays.param(&format!("{p}.norm1.weight"));
+    layer.norm_1.beta = Some(arrays.param(&format!("{p}.norm1.bias")));
+    layer.norm_2.gamma = arrays.param(&format!("{p}.norm2.weight"));
+    layer.norm_2.beta = Some(arrays.param(&format!("{p}.norm2.bias")));
+}
+
+/// One encoder layer's Burn parameter ids, in [`layer_entries`] order.
+fn layer_ids(layer: &TransformerEncoderLayer) -> Vec<ParamId> {
+    let some = |b: &Option<Param<Tensor<1>>>| b.as_ref().expect("bias").id;
+    let (mha, pwff) = (&layer.mha, &layer.pwff);
+    vec![
+        mha.query.weight.id,
+        mha.key.weight.id,
+        mha.value.weight.id,
+        some(&mha.query.bias),
+        some(&mha.key.bias),
+        some(&mha.value.bias),
+        mha.output.weight.id,
+        some(&mha.output.bias),
+        pwff.linear_inner.weight.id,
+        some(&pwff.linear_inner.bias),
+        pwff.linear_outer.weight.id,
+        some(&pwff.linear_outer.bias),
+        layer.norm_1.gamma.id,
+        some(&layer.norm_1.beta),
+        layer.norm_2.gamma.id,
+        some(&layer.norm_2.beta),
+    ]
+}
+
+/// One encoder layer's sizes as its modules hold them: (d_model, heads, d_ff).
+fn layer_size(layer: &TransformerEncoderLayer) -> (usize, usize, usize) {
+    let [_, d_ff] = layer.pwff.linear_inner.weight.shape().dims();
+    (layer.mha.d_model, layer.mha.n_heads, d_ff)
+}
+
+/// One encoder layer's settings, under today's keys (`enc.…`).
+fn layer_settings(layer: &TransformerEncoderLayer) -> Value {
+    let mha = &layer.mha;
+    let (d_model, heads, d_ff) = layer_size(layer);
+    let eps = layer_norm_epsilon(&layer.norm_1);
+    assert_eq!(eps, layer_norm_epsilon(&layer.norm_2));
+    assert_eq!(layer.dropout.prob, layer.pwff.dropout.prob);
+    assert_eq!(layer.dropout.prob, mha.dropout.prob);
+    json!({
+        "enc.d_model": d_model,
+        "enc.nhead": heads,
+        "enc.dim_feedforward": d_ff,
+        "enc.dropout": layer.dropout.prob,
+        "enc.norm_first": layer.norm_first,
+        "enc.activation": activation_name(&layer.pwff.activation),
+        "enc.layer_norm_eps": eps,
+        // Burn only: softmax + 1 in the denominator when true.
+        "enc.quiet_softmax": mha.quiet_softmax,
+    })
+}
+
 impl Transformer {
-    /// The encoder layer's own forward (no mask), for the test that the recorded stages
-    /// compose to it.
+    /// The encoder layers' own forwards (no mask), chained, for the test that the recorded
+    /// stages compose to them.
     pub fn encoder_forward(&self, h: Tensor<3>) -> Tensor<3> {
-        self.enc.forward(h, None, None)
+        self.enc
+            .iter()
+            .fold(h, |h, layer| layer.forward(h, None, None))
     }
 }
 
 impl ParityModel for Transformer {
     const NAME: &'static str = "transformer";
-    const PARAMS: &'static [Entry] = &[
+    const SAMPLE: [usize; 2] = [1, LENGTH];
+
+    fn params(size: &ModelSize) -> Vec<Entry> {
+        let s = size.transformer();
+        let d = s.d_model;
         // Burn's Linear weight is [in, out]; PyTorch's is [out, in].
-        Entry::transposed("embed.weight", &[8, 1]),
-        Entry::same("embed.bias", &[8]),
-        // query, key, value
-        Entry::packed_rows(
-            "enc.self_attn.in_proj_weight",
-            &[24, 8],
-            3,
-            Layout::Transposed,
-        ),
-        Entry::packed_rows("enc.self_attn.in_proj_bias", &[24], 3, Layout::Same),
-        Entry::transposed("enc.self_attn.out_proj.weight", &[8, 8]),
-        Entry::same("enc.self_attn.out_proj.bias", &[8]),
-        Entry::transposed("enc.linear1.weight", &[16, 8]),
-        Entry::same("enc.linear1.bias", &[16]),
-        Entry::transposed("enc.linear2.weight", &[8, 16]),
-        Entry::same("enc.linear2.bias", &[8]),
-        Entry::same("enc.norm1.weight", &[8]),
-        Entry::same("enc.norm1.bias", &[8]),
-        Entry::same("enc.norm2.weight", &[8]),
-        Entry::same("enc.norm2.bias", &[8]),
-        Entry::transposed("fc.weight", &[3, 128]),
-        Entry::same("fc.bias", &[3]),
-    ];
-    const BUFFERS: &'static [Entry] = &[];
-    const LAYERS: &'static [&'static str] = &["embed", "attn", "norm1", "ff", "norm2", "fc"];
-    const SAMPLE: [usize; 2] = [1, 16];
+        let mut entries = vec![
+            Entry::transposed("embed.weight", &[d, 1]),
+            Entry::same("embed.bias", &[d]),
+        ];
+        for i in 0..s.layers {
+            entries.extend(layer_entries(&prefix(i, s.layers), d, s.d_ff));
+        }
+        entries.push(Entry::transposed("fc.weight", &[CLASSES, LENGTH * d]));
+        entries.push(Entry::same("fc.bias", &[CLASSES]));
+        entries
+    }
+
+    fn buffers(_: &ModelSize) -> Vec<Entry> {
+        Vec::new()
+    }
+
+    fn layers(size: &ModelSize) -> Vec<String> {
+        let layers = size.transformer().layers;
+        let stages = ["attn", "norm1", "ff", "norm2"];
+        let mut names = vec!["embed".to_string()];
+        for i in 0..layers {
+            names.extend(stages.iter().map(|stage| match layers {
+                1 => stage.to_string(),
+                _ => format!("{stage}.{i}"),
+            }));
+        }
+        names.push("fc".to_string());
+        names
+    }
 
     fn build(arrays: &Arrays) -> Self {
         let device = arrays.device();
+        let s = arrays.size().transformer();
         let mut m = Transformer {
-            embed: LinearConfig::new(1, D_MODEL).init(device),
-            enc: TransformerEncoderLayer::new(&encoder_config(), device),
-            fc: LinearConfig::new(16 * D_MODEL, 3).init(device),
+            embed: LinearConfig::new(1, s.d_model).init(device),
+            enc: (0..s.layers)
+                .map(|_| TransformerEncoderLayer::new(&encoder_config(s), device))
+                .collect(),
+            fc: LinearConfig::new(LENGTH * s.d_model, CLASSES).init(device),
         };
         m.embed.weight = arrays.param("embed.weight");
         m.embed.bias = Some(arrays.param("embed.bias"));
-        let mha = &mut m.enc.mha;
-        for (part, linear) in [&mut mha.query, &mut mha.key, &mut mha.value]
-            .into_iter()
-            .enumerate()
-        {
-            linear.weight = arrays.param_part("enc.self_attn.in_proj_weight", part);
-            linear.bias = Some(arrays.param_part("enc.self_attn.in_proj_bias", part));
+        for (i, layer) in m.enc.iter_mut().enumerate() {
+            build_layer(layer, arrays, &prefix(i, s.layers));
         }
-        mha.output.weight = arrays.param("enc.self_attn.out_proj.weight");
-        mha.output.bias = Some(arrays.param("enc.self_attn.out_proj.bias"));
-        let pwff = &mut m.enc.pwff;
-        pwff.linear_inner.weight = arrays.param("enc.linear1.weight");
-        pwff.linear_inner.bias = Some(arrays.param("enc.linear1.bias"));
-        pwff.linear_outer.weight = arrays.param("enc.linear2.weight");
-        pwff.linear_outer.bias = Some(arrays.param("enc.linear2.bias"));
-        m.enc.norm_1.gamma = arrays.param("enc.norm1.weight");
-        m.enc.norm_1.beta = Some(arrays.param("enc.norm1.bias"));
-        m.enc.norm_2.gamma = arrays.param("enc.norm2.weight");
-        m.enc.norm_2.beta = Some(arrays.param("enc.norm2.bias"));
         m.fc.weight = arrays.param("fc.weight");
         m.fc.bias = Some(arrays.param("fc.bias"));
         m
     }
 
-    fn param_ids(&self) -> Vec<ParamId> {
-        let some = |b: &Option<Param<Tensor<1>>>| b.as_ref().expect("bias").id;
-        let mha = &self.enc.mha;
-        let pwff = &self.enc.pwff;
-        vec![
-            self.embed.weight.id,
-            some(&self.embed.bias),
-            mha.query.weight.id,
-            mha.key.weight.id,
-            mha.value.weight.id,
-            some(&mha.query.bias),
-            some(&mha.key.bias),
-            some(&mha.value.bias),
-            mha.output.weight.id,
-            some(&mha.output.bias),
-            pwff.linear_inner.weight.id,
-            some(&pwff.linear_inner.bias),
-            pwff.linear_outer.weight.id,
-            some(&pwff.linear_outer.bias),
-            self.enc.norm_1.gamma.id,
-            some(&self.enc.norm_1.beta),
-            self.enc.norm_2.gamma.id,
-            some(&self.enc.norm_2.beta),
-            self.fc.weight.id,
-            some(&self.fc.bias),
-        ]
+    /// d_model and heads from the first layer's attention, d_ff from its linear1, layers
+    /// from their count; every layer holds the same sizes.
+    fn size(&self) -> ModelSize {
+        let (d_model, heads, d_ff) = layer_size(&self.enc[0]);
+        for layer in &self.enc[1..] {
+            assert_eq!(layer_size(layer), (d_model, heads, d_ff), "layer sizes");
+        }
+        ModelSize::Transformer(TransformerSize {
+            d_model,
+            heads,
+            layers: self.enc.len(),
+            d_ff,
+        })
     }
 
-    fn buffers(&self) -> Vec<Tensor<1>> {
+    fn param_ids(&self) -> Vec<ParamId> {
+        let some = |b: &Option<Param<Tensor<1>>>| b.as_ref().expect("bias").id;
+        let mut ids = vec![self.embed.weight.id, some(&self.embed.bias)];
+        for layer in &self.enc {
+            ids.extend(layer_ids(layer));
+        }
+        ids.extend([self.fc.weight.id, some(&self.fc.bias)]);
+        ids
+    }
+
+    fn buffer_tensors(&self) -> Vec<Tensor<1>> {
         Vec::new()
     }
 
-    /// `TransformerEncoderLayer::forward` (norm_first false, no mask), its calls in its order,
-    /// cut into the recorded layers.
+    /// `TransformerEncoderLayer::forward` (norm_first false, no mask) of each layer in turn,
+    /// its calls in its order, cut into the recorded layers.
     fn forward(&self, x: Tensor<3>, p: &mut Probe) -> Tensor<2> {
-        let enc = &self.enc;
-        let h = p.layer(x, |x| self.embed.forward(x.swap_dims(1, 2)));
-        let h = p.layer(h, |x| {
-            let residual = enc.mha.forward(MhaInput::self_attn(x.clone())).context;
-            x + enc.dropout.forward(residual)
-        });
-        let h = p.layer(h, |h| enc.norm_1.forward(h));
-        let h = p.layer(h, |x| {
-            let residual = enc.pwff.forward(x.clone());
-            x + enc.dropout.forward(residual)
-        });
-        let h = p.layer(h, |h| enc.norm_2.forward(h));
+        let mut h = p.layer(x, |x| self.embed.forward(x.swap_dims(1, 2)));
+        for enc in &self.enc {
+            h = p.layer(h, |x| {
+                let residual = enc.mha.forward(MhaInput::self_attn(x.clone())).context;
+                x + enc.dropout.forward(residual)
+            });
+            h = p.layer(h, |h| enc.norm_1.forward(h));
+            h = p.layer(h, |x| {
+                let residual = enc.pwff.forward(x.clone());
+                x + enc.dropout.forward(residual)
+            });
+            h = p.layer(h, |h| enc.norm_2.forward(h));
+        }
         p.layer(h.flatten(1, 2), |h| self.fc.forward(h))
     }
 
+    /// The first layer's settings; every layer holds the same.
     fn layer_hyperparameters(&self) -> Value {
-        let mha = &self.enc.mha;
-        let [_, d_ff] = self.enc.pwff.linear_inner.weight.shape().dims();
-        let eps = layer_norm_epsilon(&self.enc.norm_1);
-        assert_eq!(eps, layer_norm_epsilon(&self.enc.norm_2));
-        assert_eq!(self.enc.dropout.prob, self.enc.pwff.dropout.prob);
-        assert_eq!(self.enc.dropout.prob, mha.dropout.prob);
-        json!({
-            "enc.d_model": mha.d_model,
-            "enc.nhead": mha.n_heads,
-            "enc.dim_feedforward": d_ff,
-            "enc.dropout": self.enc.dropout.prob,
-            "enc.norm_first": self.enc.norm_first,
-            "enc.activation": activation_name(&self.enc.pwff.activation),
-            "enc.layer_norm_eps": eps,
-            // Burn only: softmax + 1 in the denominator when true.
-            "enc.quiet_softmax": mha.quiet_softmax,
-        })
+        let first = layer_settings(&self.enc[0]);
+        for layer in &self.enc[1..] {
+            assert_eq!(layer_settings(layer), first, "layer settings");
+        }
+        first
     }
 }
 

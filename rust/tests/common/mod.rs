@@ -4,6 +4,7 @@
 
 use burn::tensor::{Device, FloatDType};
 use parity_train::dataset::{Array, Dataset, Values};
+use parity_train::models::{ConvSize, Model, ModelSize, TransformerSize};
 use std::sync::OnceLock;
 
 /// The process's Flex device, configured for F64 once (settings can be set only once).
@@ -52,6 +53,19 @@ pub const N: usize = 96;
 pub const LENGTH: usize = 16;
 pub const CLASSES: usize = 3;
 
+/// The seed's sizes of cnn1d and cnn_bn.
+pub const CONV: ConvSize = ConvSize {
+    channels: 4,
+    kernel: 5,
+};
+/// The seed's sizes of the transformer.
+pub const TRANSFORMER: TransformerSize = TransformerSize {
+    d_model: 8,
+    heads: 2,
+    layers: 1,
+    d_ff: 16,
+};
+
 fn f32_array(shape: &[usize], f: impl Fn(usize) -> f64) -> Array {
     let n = shape.iter().product();
     Array {
@@ -69,7 +83,7 @@ fn cos1(i: usize) -> f64 {
 }
 
 /// `x` and `y`: x[k][t] = sin(f·t + 0.37k) + 0.3·sin(2.3t + 1.1k), f = 0.3·(c+1), c = k mod 3.
-fn inputs() -> Vec<(&'static str, Array)> {
+fn inputs() -> Vec<(String, Array)> {
     let x = f32_array(&[N, 1, LENGTH], |i| {
         let (k, t) = ((i / LENGTH) as f64, (i % LENGTH) as f64);
         let f = 0.3 * ((k as usize % CLASSES) as f64 + 1.0);
@@ -79,99 +93,129 @@ fn inputs() -> Vec<(&'static str, Array)> {
         shape: vec![N],
         values: Values::I64((0..N as i64).map(|k| k % CLASSES as i64).collect()),
     };
-    vec![("x", x), ("y", y)]
+    vec![("x".into(), x), ("y".into(), y)]
 }
 
-/// The cnn1d dataset's arrays, in the file's order.
-pub fn cnn1d_arrays() -> Vec<(&'static str, Array)> {
+/// The cnn1d dataset's arrays at `size`, in the file's order.
+pub fn cnn1d_arrays(size: ConvSize) -> Vec<(String, Array)> {
+    let (c, k, p) = (size.channels, size.kernel, size.positions());
     let mut arrays = inputs();
-    arrays.extend([
-        ("conv.weight", f32_array(&[4, 1, 5], |i| 0.4 * sin1(i))),
-        ("conv.bias", f32_array(&[4], |o| 0.02 * o as f64 - 0.03)),
-        ("fc.weight", f32_array(&[3, 48], |i| 0.15 * cos1(i))),
+    arrays.extend(named([
+        ("conv.weight", f32_array(&[c, 1, k], |i| 0.4 * sin1(i))),
+        ("conv.bias", f32_array(&[c], |o| 0.02 * o as f64 - 0.03)),
+        ("fc.weight", f32_array(&[3, c * p], |i| 0.15 * cos1(i))),
         ("fc.bias", f32_array(&[3], |_| 0.0)),
-    ]);
+    ]));
     arrays
 }
 
-/// The cnn_bn dataset's arrays (parameters, then buffers), in the file's order.
-pub fn cnn_bn_arrays() -> Vec<(&'static str, Array)> {
+/// The cnn_bn dataset's arrays at `size` (parameters, then buffers), in the file's order.
+pub fn cnn_bn_arrays(size: ConvSize) -> Vec<(String, Array)> {
+    let (c, k, p) = (size.channels, size.kernel, size.positions());
     let mut arrays = inputs();
-    arrays.extend([
-        ("conv.weight", f32_array(&[4, 1, 5], |i| 0.4 * sin1(i))),
-        ("bn.weight", f32_array(&[4], |i| 1.0 + 0.1 * sin1(i))),
-        ("bn.bias", f32_array(&[4], |i| 0.05 * cos1(i))),
-        ("ln.weight", f32_array(&[12], |i| 1.0 + 0.05 * cos1(i))),
-        ("ln.bias", f32_array(&[12], |i| 0.02 * sin1(i))),
-        ("fc.weight", f32_array(&[3, 48], |i| 0.15 * cos1(i))),
+    arrays.extend(named([
+        ("conv.weight", f32_array(&[c, 1, k], |i| 0.4 * sin1(i))),
+        ("bn.weight", f32_array(&[c], |i| 1.0 + 0.1 * sin1(i))),
+        ("bn.bias", f32_array(&[c], |i| 0.05 * cos1(i))),
+        ("ln.weight", f32_array(&[p], |i| 1.0 + 0.05 * cos1(i))),
+        ("ln.bias", f32_array(&[p], |i| 0.02 * sin1(i))),
+        ("fc.weight", f32_array(&[3, c * p], |i| 0.15 * cos1(i))),
         ("fc.bias", f32_array(&[3], |_| 0.0)),
-        ("bn.running_mean", f32_array(&[4], |_| 0.0)),
-        ("bn.running_var", f32_array(&[4], |_| 1.0)),
-    ]);
+        ("bn.running_mean", f32_array(&[c], |_| 0.0)),
+        ("bn.running_var", f32_array(&[c], |_| 1.0)),
+    ]));
     arrays
 }
 
-/// The transformer dataset's arrays, in the file's order (PyTorch's names and layouts; any
-/// small values will do: these tests compare Burn with itself and with these arrays).
-pub fn transformer_arrays() -> Vec<(&'static str, Array)> {
+/// The transformer dataset's arrays at `size`, in the file's order (PyTorch's names and
+/// layouts; any small values will do: these tests compare Burn with itself and with these
+/// arrays). Encoder layer `l`'s formulas are layer 0's shifted by 7·l.
+pub fn transformer_arrays(size: TransformerSize) -> Vec<(String, Array)> {
+    let (d, f, layers) = (size.d_model, size.d_ff, size.layers);
     let mut arrays = inputs();
-    arrays.extend([
-        ("embed.weight", f32_array(&[8, 1], |i| 0.8 * sin1(i))),
-        ("embed.bias", f32_array(&[8], |i| 0.1 * cos1(i))),
-        (
-            "enc.self_attn.in_proj_weight",
-            f32_array(&[24, 8], |i| 0.3 * sin1(i)),
-        ),
-        (
-            "enc.self_attn.in_proj_bias",
-            f32_array(&[24], |i| 0.05 * cos1(i)),
-        ),
-        (
-            "enc.self_attn.out_proj.weight",
-            f32_array(&[8, 8], |i| 0.2 * cos1(i)),
-        ),
-        (
-            "enc.self_attn.out_proj.bias",
-            f32_array(&[8], |i| 0.02 * sin1(i)),
-        ),
-        (
-            "enc.linear1.weight",
-            f32_array(&[16, 8], |i| 0.3 * sin1(i + 2)),
-        ),
-        ("enc.linear1.bias", f32_array(&[16], |i| 0.05 * sin1(i))),
-        (
-            "enc.linear2.weight",
-            f32_array(&[8, 16], |i| 0.15 * cos1(i + 2)),
-        ),
-        ("enc.linear2.bias", f32_array(&[8], |i| 0.02 * cos1(i + 2))),
-        (
-            "enc.norm1.weight",
-            f32_array(&[8], |i| 1.0 + 0.05 * cos1(i)),
-        ),
-        ("enc.norm1.bias", f32_array(&[8], |i| 0.02 * sin1(i))),
-        (
-            "enc.norm2.weight",
-            f32_array(&[8], |i| 1.0 + 0.05 * sin1(i)),
-        ),
-        ("enc.norm2.bias", f32_array(&[8], |i| 0.02 * cos1(i))),
-        ("fc.weight", f32_array(&[3, 128], |i| 0.1 * cos1(i))),
+    arrays.extend(named([
+        ("embed.weight", f32_array(&[d, 1], |i| 0.8 * sin1(i))),
+        ("embed.bias", f32_array(&[d], |i| 0.1 * cos1(i))),
+    ]));
+    for l in 0..layers {
+        let p = if layers == 1 {
+            "enc".to_string()
+        } else {
+            format!("enc.layers.{l}")
+        };
+        let sin = |i: usize| sin1(i + 7 * l);
+        let cos = |i: usize| cos1(i + 7 * l);
+        arrays.extend([
+            (
+                format!("{p}.self_attn.in_proj_weight"),
+                f32_array(&[3 * d, d], |i| 0.3 * sin(i)),
+            ),
+            (
+                format!("{p}.self_attn.in_proj_bias"),
+                f32_array(&[3 * d], |i| 0.05 * cos(i)),
+            ),
+            (
+                format!("{p}.self_attn.out_proj.weight"),
+                f32_array(&[d, d], |i| 0.2 * cos(i)),
+            ),
+            (
+                format!("{p}.self_attn.out_proj.bias"),
+                f32_array(&[d], |i| 0.02 * sin(i)),
+            ),
+            (
+                format!("{p}.linear1.weight"),
+                f32_array(&[f, d], |i| 0.3 * sin(i + 2)),
+            ),
+            (
+                format!("{p}.linear1.bias"),
+                f32_array(&[f], |i| 0.05 * sin(i)),
+            ),
+            (
+                format!("{p}.linear2.weight"),
+                f32_array(&[d, f], |i| 0.15 * cos(i + 2)),
+            ),
+            (
+                format!("{p}.linear2.bias"),
+                f32_array(&[d], |i| 0.02 * cos(i + 2)),
+            ),
+            (
+                format!("{p}.norm1.weight"),
+                f32_array(&[d], |i| 1.0 + 0.05 * cos(i)),
+            ),
+            (
+                format!("{p}.norm1.bias"),
+                f32_array(&[d], |i| 0.02 * sin(i)),
+            ),
+            (
+                format!("{p}.norm2.weight"),
+                f32_array(&[d], |i| 1.0 + 0.05 * sin(i)),
+            ),
+            (
+                format!("{p}.norm2.bias"),
+                f32_array(&[d], |i| 0.02 * cos(i)),
+            ),
+        ]);
+    }
+    arrays.extend(named([
+        ("fc.weight", f32_array(&[3, LENGTH * d], |i| 0.1 * cos1(i))),
         ("fc.bias", f32_array(&[3], |_| 0.0)),
-    ]);
+    ]));
     arrays
 }
 
-pub fn dataset(arrays: Vec<(&str, Array)>) -> Dataset {
+fn named<const K: usize>(arrays: [(&str, Array); K]) -> [(String, Array); K] {
+    arrays.map(|(name, a)| (name.to_string(), a))
+}
+
+pub fn dataset(arrays: Vec<(String, Array)>) -> Dataset {
     Dataset {
-        arrays: arrays
-            .into_iter()
-            .map(|(name, a)| (name.to_string(), a))
-            .collect(),
+        arrays: arrays.into_iter().collect(),
         sha256: "test".into(),
     }
 }
 
 /// The arrays in the dataset file format (workflow/scripts/parity_io.py).
-pub fn encode(arrays: &[(&str, Array)]) -> Vec<u8> {
+pub fn encode(arrays: &[(String, Array)]) -> Vec<u8> {
     let mut out = b"PARITYDS".to_vec();
     out.extend(1u32.to_le_bytes());
     out.extend((arrays.len() as u32).to_le_bytes());
@@ -198,18 +242,20 @@ pub fn encode(arrays: &[(&str, Array)]) -> Vec<u8> {
 /// hyperparameters, any other experiment keys), resolved as the Python side resolves it
 /// (src/torch_burn_parity/config/resolve.py): every default filled in. Its `param_groups`
 /// (none by default) are written with `params`, `optimizer` and every hyperparameter in
-/// `hyperparameters`; their `keep_defaults` and `requested` are filled in when left out.
+/// `hyperparameters`; their `keep_defaults` and `requested` are filled in when left out. Its
+/// `model_size` is written as given, the model's seed sizes when left out.
 pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
     let exp: serde_yaml::Mapping = serde_yaml::from_str(&format!("{{{experiment}}}")).unwrap();
     let exp: serde_json::Map<String, serde_json::Value> =
         serde_json::from_value(serde_json::to_value(exp).unwrap()).unwrap();
-    const NOT_HYPERPARAMETERS: [&str; 9] = [
+    const NOT_HYPERPARAMETERS: [&str; 10] = [
         "optimizer",
         "keep_defaults",
         "schedule",
         "clip_grad",
         "burn_backend",
         "model",
+        "model_size",
         "probe_steps",
         "description",
         "param_groups",
@@ -243,6 +289,11 @@ pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
             .entry("requested")
             .or_insert(serde_json::json!({"torch": {}, "burn": {}}));
     }
+    let model = exp.get("model").cloned().unwrap_or("cnn1d".into());
+    let model_size = exp.get("model_size").cloned().unwrap_or_else(|| {
+        let model = Model::from_name(model.as_str().expect("a model name")).expect("a model");
+        serde_json::to_value(ModelSize::default_for(model)).unwrap()
+    });
     probe_steps.push(1);
     probe_steps.sort_unstable();
     probe_steps.dedup();
@@ -254,7 +305,8 @@ pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
         "schedule": exp.get("schedule").cloned().unwrap_or(serde_json::json!({"kind": "constant"})),
         "clip_grad": exp.get("clip_grad").cloned().unwrap_or(serde_json::Value::Null),
         "burn_backend": exp.get("burn_backend").cloned().unwrap_or("flex".into()),
-        "model": exp.get("model").cloned().unwrap_or("cnn1d".into()),
+        "model": model,
+        "model_size": model_size,
         "probe_steps": probe_steps,
         "steps": steps,
         "batch_size": batch_size,
