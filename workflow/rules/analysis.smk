@@ -13,6 +13,7 @@ rule analyse:
     """
     input:
         unpack(lambda w: run_files(w.experiment)),
+        tensors=lambda w: tensor_files(w.experiment),
         code=code(
             "analysis.compare",
             "analysis.steps_table",

@@ -117,7 +117,10 @@ def datasets():
 
 def model_sizes():
     """One line per model the experiments train: its tag, size and parameter count."""
-    models = {m.tag: m for m in (spec_of_config(settings(e).get("model")) for e in EXPERIMENTS)}
+    models = {
+        m.tag: m
+        for m in (spec_of_config(settings(e).get("model")) for e in EXPERIMENTS)
+    }
     return [
         f"model {m.tag}: {m.param_count:,} parameters"
         for m in sorted(models.values(), key=lambda m: (m.param_count, m.tag))
@@ -126,7 +129,10 @@ def model_sizes():
 
 # A dry run (-n, --dry-run) says what each model weighs before anything runs. (Snakemake
 # knows it is a dry run only after the Snakefile is read: the command line says it first.)
-if any(a in ("--dry-run", "--dryrun") or re.fullmatch(r"-[A-Za-z]*n[A-Za-z]*", a) for a in sys.argv):
+if any(
+    a in ("--dry-run", "--dryrun") or re.fullmatch(r"-[A-Za-z]*n[A-Za-z]*", a)
+    for a in sys.argv
+):
     print("\n".join(model_sizes()), file=sys.stderr)
 
 
@@ -142,11 +148,23 @@ def adam_experiments():
 
 
 def run_files(experiment):
+    """The experiment's four run files (JSON), by {framework}_{dtype}."""
     return {
         f"{fw}_{dt}": f"results/runs/{experiment}/{fw}-{dt}.json"
         for fw in FRAMEWORKS
         for dt in DTYPES
     }
+
+
+# A run is its JSON and the tensors file beside it (io/run_tensors.py).
+RUN_EXTENSIONS = ("json", "safetensors")
+
+
+def tensor_files(experiment):
+    """The tensors files of the experiment's four runs."""
+    return [
+        f.removesuffix(".json") + ".safetensors" for f in run_files(experiment).values()
+    ]
 
 
 def probe_option(experiment):
@@ -192,6 +210,7 @@ def report_inputs(wildcards):
             "results/tables/bias_correction.md",
         ],
         "runs": [f for e in EXPERIMENTS for f in run_files(e).values()],
+        "tensors": [f for e in EXPERIMENTS for f in tensor_files(e)],
         "per_experiment": expand(per_experiment, experiment=EXPERIMENTS),
     }
 

@@ -10,7 +10,12 @@ rule train_torch:
         spec="results/specs/{experiment}.json",
         data=lambda w: dataset(w.experiment),
     output:
-        expand("results/runs/{{experiment}}/torch-{dtype}.json", dtype=DTYPES),
+        # each run's JSON and its tensors (io/run_tensors.py)
+        expand(
+            "results/runs/{{experiment}}/torch-{dtype}.{ext}",
+            dtype=DTYPES,
+            ext=RUN_EXTENSIONS,
+        ),
     log:
         "results/logs/train/{experiment}/torch.log",
     shell:
@@ -28,7 +33,12 @@ rule train_burn:
         spec="results/specs/{experiment}.json",
         data=lambda w: dataset(w.experiment),
     output:
-        expand("results/runs/{{experiment}}/burn-{dtype}.json", dtype=DTYPES),
+        # each run's JSON and its tensors (io/run_tensors.py)
+        expand(
+            "results/runs/{{experiment}}/burn-{dtype}.{ext}",
+            dtype=DTYPES,
+            ext=RUN_EXTENSIONS,
+        ),
     log:
         "results/logs/train/{experiment}/burn.log",
     benchmark:

@@ -25,8 +25,11 @@ import json
 import math
 import reprlib
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from torch_burn_parity.config import machine
 from torch_burn_parity.io.parity_io import FormatError, read_run, write_text_atomic
@@ -59,6 +62,8 @@ def flatten(value: Any, where: str) -> tuple[list[float], Shape]:
             return [float(value)], ()
         except OverflowError:
             raise FormatError(f"{where}: integer too large for a float") from None
+    if isinstance(value, np.ndarray):  # a tensors file's (flat)
+        return value.reshape(-1).tolist(), value.shape
     if not isinstance(value, list):
         found = describe(value)
         raise FormatError(f"{where}: expected numbers or nested lists of numbers, found {found}")
@@ -75,8 +80,8 @@ def flatten(value: Any, where: str) -> tuple[list[float], Shape]:
     return values, (len(value), *(inner or ()))
 
 
-def as_object(value: Any, where: str) -> dict:
-    if not isinstance(value, dict):
+def as_object(value: Any, where: str) -> Mapping:
+    if not isinstance(value, Mapping):
         raise FormatError(f"{where}: expected an object, found {describe(value)}")
     return value
 

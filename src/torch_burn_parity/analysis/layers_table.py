@@ -40,6 +40,7 @@ import pandas as pd  # noqa: E402
 
 from torch_burn_parity.analysis.gaps import add_run_arguments, load_runs, run_paths
 from torch_burn_parity.io.parity_io import FormatError, write_text_atomic
+from torch_burn_parity.io.run_tensors import LayerValues
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.models.model_specs import model_of
 
@@ -85,10 +86,11 @@ def layer_record(block: dict, path: Path) -> list[dict]:
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             raise FormatError(f"{path}: layers[{i}].names must be a list of layer names")
         for key in ("outputs", "input_grads"):
-            if not isinstance(entry[key], list) or len(entry[key]) != len(names):
+            listed = isinstance(entry[key], list | LayerValues)
+            if not listed or len(entry[key]) != len(names):
                 raise FormatError(
                     f"{path}: layers[{i}] (step {step}) has {len(names)} names but"
-                    f" {len(entry[key]) if isinstance(entry[key], list) else 'no list of'} {key}"
+                    f" {len(entry[key]) if listed else 'no list of'} {key}"
                 )
     return record
 

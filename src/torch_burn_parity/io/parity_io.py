@@ -43,6 +43,7 @@ import numpy as np
 
 # model_specs is torch-free (names, shapes, formulas): importing it keeps this module light.
 from torch_burn_parity.io.run_file import REQUIRED
+from torch_burn_parity.io.run_tensors import TensorFileError, Tensors, attach
 from torch_burn_parity.models.model_specs import ModelError, model_of
 
 # An experiment's four runs: each framework at each precision, in this order.
@@ -241,7 +242,8 @@ def write_run(path: str | os.PathLike, run: dict[str, Any]) -> None:
 
 
 def read_run(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a run file (or the seed's pt.json/burn.json), decoding non-finite values.
+    """Read a run file (or the seed's pt.json/burn.json), decoding non-finite values; a
+    block's tensors are read from its tensors file as they are used (run_tensors.attach).
 
     Raises FormatError naming the file when it is missing, unreadable, not valid JSON or
     not an object.
@@ -254,7 +256,19 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
         raise FormatError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
     if not isinstance(data, dict) or not data:
         raise FormatError(f"{path}: expected a JSON object {{experiment: {{...}}}}")
-    return _decode_nonfinite(data)
+    data = _decode_nonfinite(data)
+    for experiment, block in data.items():
+        try:  # the tensors file beside it (run_tensors.py), when the block names one
+            if isinstance(block, dict):
+                attach(block, path)
+        except (TensorFileError, KeyError, TypeError) as exc:
+            raise FormatError(f"{path}: experiment {experiment!r}: {exc}") from None
+    return data
+
+
+def rows(series: Any, name: str) -> int:
+    """How many steps a trajectory holds for ``name``, without reading a tensors file's."""
+    return series.steps(name) if isinstance(series, Tensors) else len(series[name])
 
 
 def experiment_block(path: str | os.PathLike, experiment: str | None = None) -> dict[str, Any]:
@@ -282,8 +296,8 @@ def experiment_block(path: str | os.PathLike, experiment: str | None = None) -> 
     params, buffers = model.param_names, model.buffer_names
     for kind, names in (("params", params), ("grads", params), ("buffers", buffers)):
         for name in names:
-            series = block["trajectory"].get(kind, {}).get(name)
-            if series is None or len(series) != steps:
+            series = block["trajectory"].get(kind, {})
+            if name not in series or rows(series, name) != steps:
                 raise FormatError(
                     f"{path}: trajectory.{kind}.{name} must hold one entry per step ({steps})"
                 )

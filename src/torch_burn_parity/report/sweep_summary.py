@@ -11,7 +11,11 @@ summary.csv      one row per experiment: axis values, verdict, cause, largest f6
                  gaps, and the first step where the f32 gap passes the f32 tolerance
 summary.md       the same as a Markdown table
 parity_map.png   log10 of the largest f64 gap over the two axes with the most values
-                 (the largest over any other axis), one marker per verdict
+                 (the largest over any other axis), one marker per verdict; for a sweep
+                 over model sizes (a `model` axis), the f64 and f32 gaps and the rounding
+                 floor against the parameter count instead, one marker per verdict
+
+A sweep over model sizes also gets a `parameters` column (each point's parameter count).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import pandas as pd
 from torch_burn_parity.io.parity_io import FormatError, write_atomic, write_text_atomic
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.judgement.judge import read_record
+from torch_burn_parity.models.model_specs import spec_of_config
 from torch_burn_parity.report.markdown import compact
 from torch_burn_parity.report.summaries import axis_order
 from torch_burn_parity.report.verdict_text import e
@@ -39,13 +44,20 @@ from torch_burn_parity.report.verdict_text import e
 MARKERS = {vd.EQUIVALENT: "o", vd.EXPLAINED: "s", vd.UNEXPLAINED: "X", vd.DIVERGED: "^"}
 
 
-def axis_text(value) -> str:
-    """An axis value as a cell: 0.001, [0.9, 0.999], burn: eps, none."""
+def axis_text(value, axis: str = "") -> str:
+    """An axis value as a cell: 0.001, [0.9, 0.999], burn: eps, none; a model as its tag."""
+    if axis == "model":
+        return spec_of_config(value).tag
     if isinstance(value, dict):
         return "; ".join(f"{k}: {', '.join(v)}" for k, v in value.items() if v) or "none"
     if isinstance(value, list):
         return "[" + ", ".join(f"{v:g}" for v in value) + "]"
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def sizes(axes: dict) -> dict:
+    """A sweep point's parameter count, when it sweeps the model ({} otherwise)."""
+    return {"parameters": spec_of_config(axes["model"]).param_count} if "model" in axes else {}
 
 
 def summary_row(results: Path, name: str) -> dict:
@@ -59,6 +71,7 @@ def summary_row(results: Path, name: str) -> dict:
         "verdict": record["verdict"],
         "cause": cause,
         "f64_gap": record["f64_gap"],
+        "floor": record["floor"],
         "f32_gap": record["f32_gap"],
         "first_f32_step_above_tol": first32 if first32 else "",
     }
@@ -109,6 +122,36 @@ def parity_map(frame: pd.DataFrame, axes: list[str], sweep: str, path: Path) -> 
     write_atomic(path, buffer.getvalue())
 
 
+def scale_plot(frame: pd.DataFrame, sweep: str, path: Path) -> None:
+    """The f64 gap, its rounding floor and the f32 gap against the parameter count (log-log),
+    one marker per verdict; several points at one count (other axes) are drawn side by side."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    order = frame.sort_values("parameters")
+    tiny = np.finfo(float).tiny  # an exact 0 drawn on the bottom edge
+    for column, colour, label in (("f64_gap", "tab:blue", "f64 gap (torch vs burn)"),
+                                  ("floor", "tab:gray", "f64 rounding floor"),
+                                  ("f32_gap", "tab:orange", "f32 gap")):  # fmt: skip
+        ax.plot(order["parameters"], order[column].clip(lower=tiny), color=colour, lw=1,
+                alpha=0.6, label=label)  # fmt: skip
+        for verdict, marker in MARKERS.items():
+            rows = order[order["verdict"] == verdict]
+            ax.scatter(rows["parameters"], rows[column].clip(lower=tiny), marker=marker,
+                       color=colour, s=40, zorder=3)  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("parameters")
+    ax.set_ylabel("largest |Δ| over the steps")
+    handles = [plt.Line2D([], [], marker=m, color="black", linestyle="", label=v)
+               for v, m in MARKERS.items() if v in set(frame["verdict"])]  # fmt: skip
+    lines = ax.get_legend_handles_labels()[0]
+    ax.legend(handles=lines + handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
+    ax.set_title(f"{sweep}: the gaps against the model's size", fontsize=10)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    write_atomic(path, buffer.getvalue())
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", required=True, type=Path, help="sweep_{name}.json")
@@ -120,8 +163,8 @@ def main(argv: list[str] | None = None) -> None:
         points = spec["experiments"]
         axes = list(points[0]["axes"]) if points else []
         rows = [
-            {"experiment": p["experiment"], **{a: axis_text(v) for a, v in p["axes"].items()},
-             **summary_row(args.results, p["experiment"])}
+            {"experiment": p["experiment"], **{a: axis_text(v, a) for a, v in p["axes"].items()},
+             **sizes(p["axes"]), **summary_row(args.results, p["experiment"])}
             for p in points
         ]  # fmt: skip
     except (OSError, KeyError, ValueError, json.JSONDecodeError, FormatError) as exc:
@@ -130,10 +173,13 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out_dir
     write_text_atomic(out / "experiments.csv", frame[["experiment", *axes]].to_csv(index=False))
     write_text_atomic(out / "summary.csv", frame.to_csv(index=False, float_format="%.17g"))
-    shown = frame.assign(f64_gap=frame["f64_gap"].map(e), f32_gap=frame["f32_gap"].map(e))
+    shown = frame.assign(**{c: frame[c].map(e) for c in ("f64_gap", "floor", "f32_gap")})
     table = compact(shown.to_markdown(index=False, disable_numparse=True))
     write_text_atomic(out / "summary.md", f"### Sweep {spec['sweep']}\n\n{table}\n")
-    parity_map(frame, axes, spec["sweep"], out / "parity_map.png")
+    if "model" in axes:
+        scale_plot(frame, spec["sweep"], out / "parity_map.png")
+    else:
+        parity_map(frame, axes, spec["sweep"], out / "parity_map.png")
     counts = frame["verdict"].value_counts().to_dict()
     print(f"sweep {spec['sweep']}: {len(frame)} experiments, {counts} -> {out}")
 

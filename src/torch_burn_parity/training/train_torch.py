@@ -41,10 +41,10 @@ from torch_burn_parity.config.parity_config import CLIP_SCOPES, ConfigError
 from torch_burn_parity.config.resolve import read_spec
 from torch_burn_parity.io.parity_io import DTYPES, FormatError, read_dataset, write_run
 from torch_burn_parity.io.run_file import RunBlock
+from torch_burn_parity.io.run_tensors import RunRecorder
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelError
 from torch_burn_parity.models.models import (
     build,
-    flat,
     inputs,
     layer_hyperparameters,
     model_size,
@@ -184,9 +184,13 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, An
         }
 
 
-def train(spec: dict[str, Any], arrays: dict, dtype: str) -> RunBlock:
+def train(
+    spec: dict[str, Any], arrays: dict, dtype: str, out: Path | None = None
+) -> RunBlock:
     """One run: the block of the run file (io/run_file.py) but for the fields main() adds
-    (input_sha256, config_sha256, git)."""
+    (input_sha256, config_sha256, git). With ``out`` (the run file to be) the tensors are
+    written to the tensors file beside it as the steps go (io/run_tensors.py), else kept in
+    the block."""
     torch_dtype = TORCH_DTYPE[dtype]
     model_name = spec.get("model", DEFAULT_MODEL)
     probe_steps = set(spec.get("probe_steps", [1]))
@@ -207,10 +211,17 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> RunBlock:
     batches = n // batch
     losses: list[float] = []
     lrs: list[float] = []  # the lr of each step, as the optimizer step read it
-    traj_params: dict[str, list] = {name: [] for name in param_names}
-    traj_grads: dict[str, list] = {name: [] for name in param_names}
-    traj_buffers: dict[str, list] = {name: [] for name in buffer_names}
-    layers: list[dict] = []
+    shape = lambda name: list(tensors[name].shape)  # noqa: E731
+    recorder = RunRecorder(
+        out,
+        dtype,
+        {name: shape(name) for name in param_names},
+        {name: shape(name) for name in buffer_names},
+        spec["steps"],
+        sorted(p for p in probe_steps if p <= spec["steps"]),
+        len(list(model.stages())),
+    )
+    numpy = lambda t: t.detach().numpy()  # noqa: E731
     for step in range(spec["steps"]):
         i = (step % batches) * batch  # no shuffling: the batches in rotation
         if step + 1 in probe_steps:
@@ -223,9 +234,9 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> RunBlock:
             optimizer.zero_grad()
         loss.backward()
         if record is not None:
-            layers.append(record(step + 1))
+            recorder.layer(record(step + 1))
         for name in param_names:  # the gradients of backward, before any clipping
-            traj_grads[name].append(flat(tensors[name].grad))
+            recorder.row("grads", name, step, numpy(tensors[name].grad))
         clip_gradients(clip, list(model.parameters()))
         lrs.append(optimizers[0].param_groups[0]["lr"])
         for optimizer, (scheduler, _) in zip(optimizers, schedulers, strict=True):
@@ -233,18 +244,19 @@ def train(spec: dict[str, Any], arrays: dict, dtype: str) -> RunBlock:
             if scheduler is not None:
                 scheduler.step()  # after optimizer.step(), as PyTorch documents
         for name in param_names:
-            traj_params[name].append(flat(tensors[name]))
+            recorder.row("params", name, step, numpy(tensors[name]))
         for name in buffer_names:  # running statistics, updated by the forward
-            traj_buffers[name].append(flat(tensors[name]))
+            recorder.row("buffers", name, step, numpy(tensors[name]))
     final = evaluate(model, x, y)
+    recorded = recorder.finish(
+        {name: numpy(tensors[name]) for name in param_names},
+        {name: numpy(tensors[name]) for name in buffer_names},
+    )
     block: RunBlock = {
         "losses": losses,
         "lrs": lrs,
         "final": final,
-        "params": {name: flat(tensors[name]) for name in param_names},
-        "buffers": {name: flat(tensors[name]) for name in buffer_names},
-        "trajectory": {"params": traj_params, "grads": traj_grads, "buffers": traj_buffers},
-        "layers": layers,
+        **recorded,
         "meta": {
             "framework": "torch",
             "framework_version": torch.__version__,
@@ -300,7 +312,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.use_deterministic_algorithms(True)
     started = time.perf_counter()
     try:
-        block = train(spec, arrays, args.dtype)
+        block = train(spec, arrays, args.dtype, args.out)
     except ModelError as exc:  # refused before any step
         sys.exit(f"train_torch: {exc}")
     block["meta"]["input_sha256"] = sha256

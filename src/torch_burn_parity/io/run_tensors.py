@@ -1,0 +1,312 @@
+"""A run's tensors in safetensors, beside its JSON: written row by row, read one tensor at a time.
+
+A run file `results/runs/{experiment}/{framework}-{dtype}.json` keeps the metadata and the
+short series (losses, lrs, final, meta, the layer record's steps and names); every tensor is
+in `{framework}-{dtype}.safetensors` beside it, in the run's own precision (F32 or F64: the
+values as the framework held them, no text encoding), under these keys (PyTorch's names and
+layouts, the model's order):
+
+    params/{name}                  [*shape]      after the last step
+    buffers/{name}                 [*shape]      running statistics after the last step
+    trajectory/params/{name}       [S, *shape]   after each recorded step
+    trajectory/grads/{name}        [S, *shape]   each recorded step's gradients, before clipping
+    trajectory/buffers/{name}      [S, *shape]
+    layers/{step}/outputs/{k}      [numel]       layer k's output at a probe step
+    layers/{step}/input_grads/{k}  [numel]       dLoss/d(layer k's input) there
+
+S is the number of recorded steps (the JSON's `tensors.steps`). The JSON's `tensors` says
+which file, its dtype, those steps and the file's size in bytes (a file that does not match is
+refused). Both trainers write the file the same way: its header first, from the shapes they
+know before step 1, then each row in place as the step ends, so neither holds a trajectory in
+memory (rust/src/tensors.rs is the Burn side). The format is safetensors' own (an 8-byte
+little-endian header length, a JSON header padded with spaces to 8 bytes, the data), which
+the `safetensors` packages read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# The run's precision → safetensors' dtype name and numpy's little-endian type.
+DTYPES = {"f32": ("F32", "<f4"), "f64": ("F64", "<f8")}
+FORMAT = "torch-burn-parity run tensors"
+
+
+class TensorFileError(ValueError):
+    """A tensors file that is missing, not safetensors, or not the one its run file names."""
+
+
+def tensors_path(run_path: str | os.PathLike) -> Path:
+    """The tensors file beside a run file: the same name with `.safetensors`."""
+    return Path(run_path).with_suffix(".safetensors")
+
+
+class TensorWriter:
+    """Writes a safetensors file: the tensors declared up front (``shapes``) filled in any
+    order, a trajectory row by row; the ``late`` ones (whose shapes are known only when they
+    come, the layer record) appended after them. `close()` writes the header and moves the
+    file into place, so a crash leaves no file.
+
+    The header's room is reserved at the start for every key, declared and late, with the
+    largest shape and offsets it could hold; what it does not use is spaces (safetensors pads
+    its header with spaces: any reader takes them)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        shapes: Mapping[str, list[int]],
+        dtype: str,
+        metadata: Mapping[str, str] | None = None,
+        late: list[str] = (),
+    ) -> None:
+        self.path = Path(path)
+        self.name, self.np_type = DTYPES[dtype]
+        self.itemsize = np.dtype(self.np_type).itemsize
+        self.metadata = {"format": FORMAT, **(metadata or {})}
+        self.shapes: dict[str, list[int]] = {}
+        self.offsets: dict[str, tuple[int, int]] = {}
+        self.end = 0
+        for key, shape in shapes.items():
+            self._place(key, list(shape))
+        self.late = list(late)
+        widest = {k: [10**15] * 4 for k in [*shapes, *self.late]}
+        self.reserved = len(self._header(widest, {k: (10**18, 10**18) for k in widest}))
+        self.tmp = self.path.with_name(f".{self.path.name}.tmp")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.file = open(self.tmp, "wb")  # noqa: SIM115 (closed by close() or abort())
+        self.file.truncate(8 + self.reserved + self.end)  # zeros until written
+
+    def _place(self, key: str, shape: list[int]) -> tuple[int, int]:
+        begin, self.end = self.end, self.end + math.prod(shape) * self.itemsize
+        self.shapes[key], self.offsets[key] = shape, (begin, self.end)
+        return begin, self.end
+
+    def _header(self, shapes: Mapping[str, list[int]], offsets: Mapping) -> bytes:
+        header: dict[str, Any] = {"__metadata__": self.metadata}
+        for key, shape in shapes.items():
+            header[key] = {"dtype": self.name, "shape": shape, "data_offsets": list(offsets[key])}
+        text = json.dumps(header, separators=(",", ":")).encode()
+        return text + b" " * (-len(text) % 8)
+
+    def _put(self, begin: int, data: np.ndarray) -> None:
+        self.file.seek(8 + self.reserved + begin)
+        self.file.write(data.tobytes())
+
+    def write(self, key: str, values: Any, row: int | None = None) -> None:
+        """Declared tensor ``key``'s values (any array-like, flattened), or its row ``row``
+        (an index of its first dimension) when given."""
+        data = np.ascontiguousarray(values, dtype=self.np_type).reshape(-1)
+        begin, end = self.offsets[key]
+        if row is not None:
+            width = math.prod(self.shapes[key][1:]) * self.itemsize
+            begin, end = begin + row * width, begin + (row + 1) * width
+        if data.nbytes != end - begin:
+            raise ValueError(f"{key}: {data.size} values do not fill {end - begin} bytes")
+        self._put(begin, data)
+
+    def add(self, key: str, values: Any) -> None:
+        """Late tensor ``key``, flat, after everything placed so far."""
+        if key not in self.late or key in self.shapes:
+            raise ValueError(f"{key}: not a late tensor of this file, or added twice")
+        data = np.ascontiguousarray(values, dtype=self.np_type).reshape(-1)
+        begin, _ = self._place(key, [data.size])
+        self._put(begin, data)
+
+    def close(self) -> int:
+        """Writes the header, moves the file into place; returns its size in bytes."""
+        missing = [k for k in self.late if k not in self.shapes]
+        if missing:
+            self.abort()
+            raise ValueError(f"{self.path}: late tensors never added: {missing[:3]}")
+        text = self._header(self.shapes, self.offsets)
+        text += b" " * (self.reserved - len(text))
+        self.file.seek(0)
+        self.file.write(len(text).to_bytes(8, "little") + text)
+        size = 8 + self.reserved + self.end
+        self.file.truncate(size)
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        self.file.close()
+        os.replace(self.tmp, self.path)
+        return size
+
+    def abort(self) -> None:
+        self.file.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+class TensorFile:
+    """A safetensors file read one tensor at a time (memory-mapped by the safetensors
+    package: reading a tensor reads its bytes only)."""
+
+    def __init__(self, path: str | os.PathLike, size: int | None = None) -> None:
+        from safetensors import SafetensorError, safe_open
+
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise TensorFileError(f"{self.path}: tensors file not found")
+        if size is not None and self.path.stat().st_size != size:
+            raise TensorFileError(
+                f"{self.path}: {self.path.stat().st_size} bytes, its run file says {size}"
+                " (a tensors file from another run, or cut short)"
+            )
+        try:
+            self.handle = safe_open(str(self.path), framework="numpy")
+            self.keys = set(self.handle.keys())
+        except (SafetensorError, OSError) as exc:
+            raise TensorFileError(f"{self.path}: not a safetensors file ({exc})") from None
+
+    def shape(self, key: str) -> list[int]:
+        return list(self.handle.get_slice(key).get_shape())
+
+    def get(self, key: str) -> np.ndarray:
+        """Tensor ``key``, as f64 (exact for F32)."""
+        if key not in self.keys:
+            raise TensorFileError(f"{self.path}: no tensor {key!r}")
+        return self.handle.get_tensor(key).astype(np.float64, copy=False)
+
+
+class Tensors(Mapping):
+    """{name: array} over the tensors whose keys start with ``prefix``, read on access:
+    flat for a single state (`params/…`), one flat row per recorded step for a trajectory."""
+
+    def __init__(self, file: TensorFile, prefix: str, rows: bool) -> None:
+        self.file, self.prefix, self.rows = file, prefix, rows
+        self.names = sorted(k[len(prefix) :] for k in file.keys if k.startswith(prefix))
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        values = self.file.get(self.prefix + name)
+        return values.reshape(values.shape[0], -1) if self.rows else values.reshape(-1)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def steps(self, name: str) -> int:
+        """How many rows the trajectory of ``name`` holds, without reading it."""
+        return self.file.shape(self.prefix + name)[0]
+
+
+class LayerValues(Sequence):
+    """One probe step's per-layer values (outputs or input gradients), read on access."""
+
+    def __init__(self, file: TensorFile, prefix: str, count: int) -> None:
+        self.file, self.prefix, self.count = file, prefix, count
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(self.count)[k]]
+        return self.file.get(f"{self.prefix}{range(self.count)[k]}")
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def attach(block: dict[str, Any], run_path: str | os.PathLike) -> dict[str, Any]:
+    """The block with its tensors in place (`params`, `buffers`, `trajectory`, each layer
+    record's `outputs` and `input_grads`), read from the file its `tensors` names as they are
+    used. A block without `tensors` (the seed's files, a test's inline JSON) is returned as
+    it is."""
+    spec = block.get("tensors")
+    if spec is None:
+        return block
+    file = TensorFile(Path(run_path).parent / spec["file"], spec.get("bytes"))
+    block["params"] = Tensors(file, "params/", rows=False)
+    block["buffers"] = Tensors(file, "buffers/", rows=False)
+    block["trajectory"] = {
+        kind: Tensors(file, f"trajectory/{kind}/", rows=True)
+        for kind in ("params", "grads", "buffers")
+    }
+    for record in block.get("layers", []):
+        for field in ("outputs", "input_grads"):  # one per layer each
+            prefix = f"layers/{record['step']}/{field}/"
+            record[field] = LayerValues(file, prefix, len(record["names"]))
+    return block
+
+
+class RunRecorder:
+    """What a trainer records of its tensors, step by step: into the run's tensors file when
+    given one (the pipeline), else into the run file's JSON lists (a test's inline run).
+
+    ``finish`` returns the run block's tensor fields: `tensors` (the file), or `params`,
+    `buffers`, `trajectory` and the layer record's values inline."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike | None,
+        dtype: str,
+        params: Mapping[str, list[int]],
+        buffers: Mapping[str, list[int]],
+        steps: int,
+        probe_steps: list[int],
+        layer_count: int,
+    ) -> None:
+        self.path, self.dtype, self.steps = path, dtype, steps
+        self.params, self.buffers = dict(params), dict(buffers)
+        kinds = {"params": self.params, "grads": self.params, "buffers": self.buffers}
+        self.inline: dict[str, dict[str, list]] = {k: {n: [] for n in v} for k, v in kinds.items()}
+        self.layers: list[dict[str, Any]] = []
+        self.writer = None
+        if path is not None:
+            shapes = {f"params/{n}": s for n, s in self.params.items()}
+            shapes |= {f"buffers/{n}": s for n, s in self.buffers.items()}
+            for kind, names in kinds.items():
+                shapes |= {f"trajectory/{kind}/{n}": [steps, *s] for n, s in names.items()}
+            late = [
+                f"layers/{step}/{field}/{k}"
+                for step in probe_steps
+                for field in ("outputs", "input_grads")
+                for k in range(layer_count)
+            ]
+            self.writer = TensorWriter(tensors_path(path), shapes, dtype, late=late)
+
+    def row(self, kind: str, name: str, step: int, values: np.ndarray) -> None:
+        """Trajectory ``kind`` (params, grads, buffers) of ``name`` after 0-based ``step``."""
+        if self.writer is None:
+            self.inline[kind][name].append(np.asarray(values).reshape(-1).tolist())
+        else:
+            self.writer.write(f"trajectory/{kind}/{name}", values, row=step)
+
+    def layer(self, record: dict[str, Any]) -> None:
+        """One probe step's layer record ({step, names, outputs, input_grads})."""
+        if self.writer is None:
+            self.layers.append(record)
+            return
+        for field in ("outputs", "input_grads"):
+            for k, values in enumerate(record[field]):
+                self.writer.add(f"layers/{record['step']}/{field}/{k}", values)
+        self.layers.append({"step": record["step"], "names": record["names"]})
+
+    def finish(
+        self, params: Mapping[str, np.ndarray], buffers: Mapping[str, np.ndarray]
+    ) -> dict[str, Any]:
+        """The run block's tensor fields, given the state after the last step."""
+        if self.writer is None:
+            flat = lambda v: np.asarray(v).reshape(-1).tolist()  # noqa: E731
+            return {
+                "params": {n: flat(v) for n, v in params.items()},
+                "buffers": {n: flat(v) for n, v in buffers.items()},
+                "trajectory": self.inline,
+                "layers": self.layers,
+            }
+        for kind, values in (("params", params), ("buffers", buffers)):
+            for name, v in values.items():
+                self.writer.write(f"{kind}/{name}", v)
+        size = self.writer.close()
+        steps = list(range(1, self.steps + 1))
+        tensors = {"file": tensors_path(self.path).name, "dtype": DTYPES[self.dtype][0],
+                   "steps": steps, "bytes": size}  # fmt: skip
+        return {"tensors": tensors, "layers": self.layers}
+
+    def abort(self) -> None:
+        if self.writer is not None:
+            self.writer.abort()
