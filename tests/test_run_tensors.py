@@ -19,7 +19,7 @@ from torch_burn_parity.io.parity_io import (
     experiment_block,
     write_run,
 )
-from torch_burn_parity.io.run_tensors import TensorWriter, tensors_path
+from torch_burn_parity.io.run_tensors import RunRecorder, TensorWriter, tensors_path
 from torch_burn_parity.models import model_specs
 from torch_burn_parity.training import make_data, train_torch
 
@@ -113,3 +113,32 @@ def test_a_tensors_file_that_is_not_the_runs_is_refused(runs, tmp_path):
     tensors_path(copy).write_bytes(b"\x00" * len(blob))
     with pytest.raises(FormatError, match="not a safetensors file"):
         experiment_block(copy)
+
+
+def test_a_five_dimensional_trajectory_round_trips(tmp_path):
+    """A Conv2d weight's trajectory is [steps, out, in, k, k]."""
+    shape = [100, 64, 32, 3, 3]
+    w = TensorWriter(tmp_path / "a.safetensors", {"trajectory/params/c": shape}, "f32")
+    w.write("trajectory/params/c", np.ones(int(np.prod(shape[1:]))), row=99)
+    w.close()
+    assert load_file(tmp_path / "a.safetensors")["trajectory/params/c"][99].min() == 1
+
+
+def test_an_older_run_file_is_removed_before_its_new_tensors_take_its_place(tmp_path):
+    run = tmp_path / "torch-f64.json"
+    run.write_text("{}")
+    recorder = RunRecorder(run, "f64", {"w": [2]}, {}, 1, [], 0)
+    recorder.row("params", "w", 0, [1.0, 2.0])
+    recorder.row("grads", "w", 0, [0.5, 0.5])
+    fields = recorder.finish({"w": np.array([1.0, 2.0])}, {})
+    assert not run.exists() and tensors_path(run).is_file()
+    assert fields["tensors"]["bytes"] == tensors_path(run).stat().st_size
+
+
+def test_a_header_that_outgrows_its_room_is_refused_not_written_over_the_data(tmp_path):
+    w = TensorWriter(tmp_path / "a.safetensors", {"params/w": [2]}, "f32")
+    w.write("params/w", [1.0, 2.0])
+    w.reserved = 8  # as if the room had been reserved too small
+    with pytest.raises(ValueError, match="header overflows its room"):
+        w.close()
+    assert list(tmp_path.iterdir()) == []

@@ -7,8 +7,10 @@ pub mod fault;
 pub mod groups;
 pub mod models;
 pub mod optimizers;
+pub mod record;
 pub mod runfile;
 pub mod schedule;
+pub mod tensors;
 pub mod train;
 
 pub const BURN_VERSION: &str = env!("BURN_VERSION");

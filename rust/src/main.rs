@@ -1,6 +1,6 @@
 //! `parity-train`: trains the experiment's `model` (cnn1d, the default, or cnn_bn) with Burn
 //! for one experiment and dtype, on the experiment's `burn_backend` (Flex, the default, or
-//! NdArray), and writes a run file.
+//! NdArray), and writes a run file and its tensors file beside it (`X.json`, `X.safetensors`).
 //!
 //! ```text
 //! parity-train --experiment adam --dtype f64 --config config.yaml \
@@ -32,7 +32,7 @@ struct Args {
     /// The model's dataset file: inputs and initial weights.
     #[arg(long)]
     data: PathBuf,
-    /// The run file to write.
+    /// The run file to write; its tensors go to the same path with `.safetensors`.
     #[arg(long)]
     out: PathBuf,
 }
@@ -63,7 +63,8 @@ fn run() -> Result<(), String> {
     }
     let device = device.autodiff();
     let started = Instant::now();
-    let mut block = train::train(&spec, &data, &device, fault.as_ref())?;
+    // The tensors go to the tensors file beside the run file as the steps go.
+    let mut block = train::train(&spec, &data, &device, fault.as_ref(), Some(&args.out))?;
     let config_bytes =
         std::fs::read(&args.spec).map_err(|e| format!("{}: {e}", args.spec.display()))?;
     block.meta.provenance = Some(Provenance {

@@ -46,11 +46,9 @@ pub struct RunBlock {
     pub lrs: Floats,
     /// The whole dataset after the last step, in eval mode.
     pub r#final: Final,
-    /// Each parameter after the last step.
-    pub params: Named<Floats>,
-    /// Each buffer (running statistics) after the last step; `{}` for a model without.
-    pub buffers: Named<Floats>,
-    pub trajectory: Trajectory,
+    /// The run's tensors: `tensors` (the file beside), or `params`, `buffers`, `trajectory`.
+    #[serde(flatten)]
+    pub tensors: RunTensors,
     /// The layer record at each probe step (the spec's `probe_steps`), in step order.
     pub layers: Vec<LayerRecord>,
     pub meta: Meta,
@@ -74,6 +72,37 @@ pub struct Final {
     pub predictions: Vec<i64>,
 }
 
+/// The run's tensors: in the tensors file beside the run file (what the binary writes, see
+/// tensors.rs), or inline in the JSON (a run without a file: tests).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum RunTensors {
+    File {
+        tensors: TensorsFile,
+    },
+    Inline {
+        /// Each parameter after the last step.
+        params: Named<Floats>,
+        /// Each buffer (running statistics) after the last step; `{}` for a model without.
+        buffers: Named<Floats>,
+        trajectory: Trajectory,
+    },
+}
+
+/// `tensors`: the tensors file beside the run file, whose keys hold what the inline form's
+/// `params`, `buffers`, `trajectory` and layer records hold (tensors.rs, run_tensors.py).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TensorsFile {
+    /// Its name, in the run file's folder.
+    pub file: String,
+    /// `"F32"` or `"F64"`: the run's precision.
+    pub dtype: &'static str,
+    /// The recorded steps (1-based): the rows of each trajectory.
+    pub steps: Vec<usize>,
+    /// Its size in bytes (a file of another size is not this run's).
+    pub bytes: u64,
+}
+
 /// `trajectory`: the values after each step, one list per step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Trajectory {
@@ -93,6 +122,14 @@ pub struct LayerRecord {
     pub step: usize,
     /// The model's layers in forward order (`ParityModel::layers`).
     pub names: Vec<String>,
+    /// Inline only: in a tensors file, its `layers/{step}/…` tensors.
+    #[serde(flatten)]
+    pub values: Option<LayerValues>,
+}
+
+/// A layer record's values, one flat list per layer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LayerValues {
     pub outputs: Vec<Floats>,
     pub input_grads: Vec<Floats>,
 }
@@ -350,144 +387,4 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::optimizers::SgdHeld;
-    use serde_json::json;
-
-    #[test]
-    fn non_finite_floats_survive_the_trip() {
-        for x in [
-            f64::NAN,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            0.1,
-            -0.0,
-            1e-310,
-        ] {
-            let text = serde_json::to_string(&F64(x)).unwrap();
-            let back = read_float(&serde_json::from_str(&text).unwrap()).unwrap();
-            assert!(
-                back.to_bits() == x.to_bits() || (x.is_nan() && back.is_nan()),
-                "{x} -> {text}"
-            );
-        }
-    }
-
-    /// A two-step block of a model whose parameters' names are not in sorted order.
-    fn block(loss: f64, burn_scalars: Option<BurnScalars>) -> RunBlock {
-        let names = ["fc.weight", "conv.weight", "conv.bias"];
-        let floats = |xs: &[f64]| Floats(xs.to_vec());
-        RunBlock {
-            losses: floats(&[1.5, f64::NAN]),
-            lrs: floats(&[0.1, 0.1]),
-            r#final: Final {
-                loss: F64(loss),
-                correct: 2,
-                predictions: vec![0, 1, 1],
-            },
-            params: names
-                .iter()
-                .map(|&n| (n, floats(&[1.0, f64::INFINITY])))
-                .collect(),
-            buffers: Named(vec![]),
-            trajectory: Trajectory {
-                params: names.iter().map(|&n| (n, vec![floats(&[2.0])])).collect(),
-                grads: names.iter().map(|&n| (n, vec![floats(&[-0.5])])).collect(),
-                buffers: Named(vec![]),
-            },
-            layers: vec![LayerRecord {
-                step: 1,
-                names: vec!["fc".into()],
-                outputs: vec![floats(&[f64::NEG_INFINITY])],
-                input_grads: vec![floats(&[0.25])],
-            }],
-            meta: Meta {
-                model: "cnn1d".into(),
-                model_size: ModelSize::Conv(crate::models::ConvSize {
-                    channels: 4,
-                    kernel: 5,
-                }),
-                layer_hyperparameters: json!({}),
-                optimizer: "sgd".into(),
-                hyperparameters: Hyperparameters::Sgd(SgdHeld {
-                    lr: 0.1,
-                    momentum: 0.0,
-                    dampening: 0.0,
-                    nesterov: false,
-                    weight_decay: 0.0,
-                }),
-                param_groups: vec![],
-                kept_defaults: vec![],
-                schedule: ScheduleMeta {
-                    kind: "constant",
-                    burn: Map::from_iter([("lr".to_string(), json!(0.1))]),
-                },
-                clip_grad: None,
-                clip_scope: None,
-                steps: 2,
-                batch_size: 1,
-                threads: 1,
-                input_sha256: "00".into(),
-                burn_shapes: names.iter().map(|&n| (n, vec![vec![3]])).collect(),
-                fault: None,
-                provenance: None,
-            },
-            adam_factors: None,
-            burn_scalars,
-        }
-    }
-
-    #[test]
-    fn a_block_writes_non_finite_floats_as_strings_and_names_in_order() {
-        let file = RunFile {
-            experiment: "e".into(),
-            block: block(f64::INFINITY, None),
-        };
-        let text = serde_json::to_string(&file).unwrap();
-        let read: Value = serde_json::from_str(&text).unwrap();
-        let b = &read["e"];
-        assert_eq!(b["losses"], json!([1.5, "NaN"]));
-        assert_eq!(b["final"]["loss"], json!("Infinity"));
-        assert_eq!(b["params"]["fc.weight"], json!([1.0, "Infinity"]));
-        assert_eq!(b["layers"][0]["outputs"], json!([["-Infinity"]]));
-        assert_eq!(read_float(&b["final"]["loss"]), Some(f64::INFINITY));
-        // Configured values are plain numbers; SGD has neither per-step series.
-        assert_eq!(b["meta"]["hyperparameters"]["lr"], json!(0.1));
-        assert_eq!(
-            b["meta"]["schedule"],
-            json!({"kind": "constant", "lr": 0.1})
-        );
-        assert_eq!(b["meta"]["clip_grad"], Value::Null);
-        assert_eq!(b["buffers"], json!({}));
-        for absent in ["adam_factors", "burn_scalars"] {
-            assert!(b.get(absent).is_none(), "{absent}");
-        }
-        for absent in ["fault", "framework", "git"] {
-            assert!(b["meta"].get(absent).is_none(), "{absent}");
-        }
-        // Parameters keep the order they were given in, not serde_json's sorted one.
-        let order = r#"{"fc.weight":[1.0,"Infinity"],"conv.weight":[1.0,"Infinity"],"conv.bias":[1.0,"Infinity"]}"#;
-        assert_eq!(serde_json::to_string(&file.block.params).unwrap(), order);
-        let at = |key: &str| text.find(&format!(r#""{key}":[[2.0]]"#)).unwrap();
-        assert!(at("fc.weight") < at("conv.weight") && at("conv.weight") < at("conv.bias"));
-        let at = |key: &str| text.find(&format!(r#""{key}":[[3]]"#)).unwrap();
-        assert!(at("fc.weight") < at("conv.weight") && at("conv.weight") < at("conv.bias"));
-    }
-
-    #[test]
-    fn burn_scalars_are_adamws_corrections_or_empty() {
-        let empty = serde_json::to_value(block(0.5, Some(BurnScalars::None {}))).unwrap();
-        assert_eq!(empty["burn_scalars"], json!({}));
-        let adamw = BurnScalars::AdamW {
-            bias_correction1: Floats(vec![0.1]),
-            bias_correction2: Floats(vec![f64::NAN]),
-        };
-        let adamw = serde_json::to_value(block(0.5, Some(adamw))).unwrap();
-        assert_eq!(
-            adamw["burn_scalars"],
-            json!({"bias_correction1": [0.1], "bias_correction2": ["NaN"]})
-        );
-        assert_eq!(adamw["final"]["loss"], json!(0.5));
-    }
-}
+mod tests;

@@ -9,12 +9,13 @@ use crate::config::Spec;
 use crate::dataset::Dataset;
 use crate::fault::Fault;
 use crate::groups::{Optimizers, burn_shapes};
-use crate::models::{self, Cnn1d, CnnBn, Entry, Model, ParityModel, Probe, Transformer, tensor};
+use crate::models::{self, Cnn1d, CnnBn, Model, ParityModel, Probe, Transformer, tensor};
 use crate::optimizers::{Built, Scalars, optimizer};
-use crate::runfile::{
-    AdamFactors, BurnScalars, F64, Final, Floats, Meta, Named, RunBlock, Trajectory,
-};
+use crate::record::{Kind, Recorder};
+use crate::runfile::{AdamFactors, BurnScalars, F64, Final, Floats, Meta, RunBlock};
 use crate::schedule;
+use crate::tensors::Dtype;
+use std::path::Path;
 
 pub fn inputs(data: &Dataset, device: &Device) -> Result<(Tensor<3>, Tensor<1, Int>), String> {
     let (xs, x) = data.f32("x")?;
@@ -74,17 +75,22 @@ impl ScalarSeries {
 /// dtype), with the spec's model: the run block, without the meta fields the binary adds
 /// (`meta.provenance` is None).
 /// `fault`: a perturbation injected after one step, for tests only (see fault.rs).
+/// `out`: the run file to be. With it, the tensors go to the tensors file beside it as the
+/// steps go (record.rs, tensors.rs) and the block names that file (`tensors`); without it
+/// (tests), the block holds them inline (`params`, `buffers`, `trajectory`, layer values).
 pub fn train(
     spec: &Spec,
     data: &Dataset,
     device: &Device,
     fault: Option<&Fault>,
+    out: Option<&Path>,
 ) -> Result<RunBlock, String> {
-    match spec.model {
-        Model::Cnn1d => run::<Cnn1d>(spec, data, device, fault).map(|(block, _)| block),
-        Model::CnnBn => run::<CnnBn>(spec, data, device, fault).map(|(block, _)| block),
-        Model::Transformer => run::<Transformer>(spec, data, device, fault).map(|(block, _)| block),
-    }
+    let block = match spec.model {
+        Model::Cnn1d => run::<Cnn1d>(spec, data, device, fault, out)?.0,
+        Model::CnnBn => run::<CnnBn>(spec, data, device, fault, out)?.0,
+        Model::Transformer => run::<Transformer>(spec, data, device, fault, out)?.0,
+    };
+    Ok(block)
 }
 
 /// The final loss, correct count and predictions on the whole dataset in eval mode:
@@ -119,6 +125,7 @@ pub fn run<M: ParityModel>(
     data: &Dataset,
     device: &Device,
     fault: Option<&Fault>,
+    out: Option<&Path>,
 ) -> Result<(RunBlock, M), String> {
     // The dataset's arrays must be the model's at the spec's size, before anything else.
     let size = spec.model_size;
@@ -150,11 +157,18 @@ pub fn run<M: ParityModel>(
     let mut optims = Optimizers::new(spec, &model, optim)?;
     let mut losses = Vec::with_capacity(spec.steps);
     let mut lrs = Vec::with_capacity(spec.steps);
-    let mut traj_params = vec![Vec::new(); params.len()];
-    let mut traj_grads = vec![Vec::new(); params.len()];
-    let mut traj_buffers = vec![Vec::new(); buffers.len()];
     let layer_names = M::layers(&size);
-    let mut layers = Vec::with_capacity(spec.probe_steps.len());
+    // The values in the run's precision: the device's float dtype.
+    let dtype = Dtype::of(x.dtype())?;
+    let mut recorder = Recorder::new(
+        out,
+        dtype,
+        &params,
+        &buffers,
+        spec.steps,
+        &spec.probe_steps,
+        layer_names.len(),
+    )?;
     let mut series = ScalarSeries::default();
     for step in 0..spec.steps {
         // As Burn's Learner: one scheduler step per iteration, before the optimizer step,
@@ -173,35 +187,27 @@ pub fn run<M: ParityModel>(
         losses.push(loss.clone().into_scalar::<f64>());
         let grads = loss.backward();
         if spec.probe_steps.contains(&(step + 1)) {
-            layers.push(probe.record(step + 1, &layer_names, &grads)?);
+            recorder.layer(probe.record(step + 1, &layer_names, &grads)?)?;
         }
         let grads = GradientsParams::from_grads(grads, &model);
         for (k, g) in models::grad_values(&model, &grads).into_iter().enumerate() {
-            traj_grads[k].push(Floats(g));
+            recorder.row(Kind::Grads, k, step, g)?;
         }
         model = optims.step(&lr, model, grads);
         if let Some(f) = fault.filter(|f| f.step == step + 1) {
             model = f.apply(model)?;
         }
         for (k, p) in models::param_values(&model).into_iter().enumerate() {
-            traj_params[k].push(Floats(p));
+            recorder.row(Kind::Params, k, step, p)?;
         }
         for (k, b) in models::buffer_values(&model).into_iter().enumerate() {
-            traj_buffers[k].push(Floats(b));
+            recorder.row(Kind::Buffers, k, step, b)?;
         }
         series.push(scalars, step as i32 + 1);
     }
     let (loss, correct, predictions) = evaluate(&model, data, device)?;
-
-    /// Values keyed by the entries' names, in the model's order.
-    fn named<T>(entries: &[Entry], values: impl IntoIterator<Item = T>) -> Named<T> {
-        entries
-            .iter()
-            .map(|e| e.name.as_str())
-            .zip(values)
-            .collect()
-    }
-    let last = |v: Vec<Vec<f64>>| v.into_iter().map(Floats);
+    let (tensors, layers) =
+        recorder.finish(models::param_values(&model), models::buffer_values(&model))?;
     let (adam_factors, burn_scalars) = series.into_block(scalars);
     let block = RunBlock {
         losses: Floats(losses),
@@ -211,13 +217,7 @@ pub fn run<M: ParityModel>(
             correct,
             predictions,
         },
-        params: named(&params, last(models::param_values(&model))),
-        buffers: named(&buffers, last(models::buffer_values(&model))),
-        trajectory: Trajectory {
-            params: named(&params, traj_params),
-            grads: named(&params, traj_grads),
-            buffers: named(&buffers, traj_buffers),
-        },
+        tensors,
         layers,
         meta: Meta {
             model: M::NAME.to_string(),

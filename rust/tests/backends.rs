@@ -73,7 +73,10 @@ fn run(dir: &Path, experiment: &str, dtype: &str) -> Value {
         String::from_utf8_lossy(&status.stderr)
     );
     let text = std::fs::read_to_string(&out).unwrap();
-    serde_json::from_str::<Value>(&text).unwrap()[experiment].take()
+    let block = serde_json::from_str::<Value>(&text).unwrap()[experiment].take();
+    // Its tensors from the tensors file beside it, in the run's precision.
+    assert_eq!(block["tensors"]["dtype"], dtype.to_uppercase());
+    common::attach(block, &out)
 }
 
 fn params(block: &Value) -> Vec<f64> {

@@ -162,11 +162,15 @@ fn conv_models_of_another_size_read_back_their_arrays() {
     assert_eq!(model.fc.weight.val().dims(), [84, 3]);
 }
 
-/// The run block of `experiment`'s spec on `data`, as its run file writes it (keys in order).
+/// The run block of `experiment`'s spec on `data` with its tensors read back from its
+/// tensors file, and the block as its run file writes it (keys in order).
 fn run_text(spec: &Spec, data: &Dataset, fault: Option<&Fault>) -> (Value, String) {
-    let block = train::train(spec, data, &device(), fault).unwrap();
+    let out = common::scratch_run();
+    let block = train::train(spec, data, &device(), fault, Some(&out)).unwrap();
     let text = serde_json::to_string(&block).unwrap();
-    (common::json(block), text)
+    let block = common::attach(common::json(block), &out);
+    std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
+    (block, text)
 }
 
 /// The step-1 layer record's names and each output's length.
@@ -248,7 +252,7 @@ fn a_run_at_another_size_records_its_layers_and_the_size_its_modules_hold() {
 #[test]
 fn a_dataset_of_another_size_is_refused_before_the_model_is_built() {
     let refused = |spec: Spec, data: Dataset| {
-        let error = train::train(&spec, &data, &device(), None).unwrap_err();
+        let error = common::trained(&spec, &data, &device(), None).unwrap_err();
         assert!(!error.contains('\n'), "{error}");
         error
     };

@@ -13,7 +13,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use parity_train::config::{self, Spec};
 use parity_train::dataset::Dataset;
 use parity_train::models::{self, Cnn1d, ModelSize, ParityModel};
-use parity_train::{optimizers, train};
+use parity_train::optimizers;
 use serde_json::{Value, json};
 
 const STEPS: usize = 6;
@@ -38,7 +38,7 @@ fn spec(experiment: &str) -> Result<Spec, String> {
 }
 
 fn try_run(experiment: &str) -> Result<Value, String> {
-    train::train(&spec(experiment).unwrap(), &dataset(), &device(), None).map(common::json)
+    common::trained(&spec(experiment).unwrap(), &dataset(), &device(), None)
 }
 
 fn run(experiment: &str) -> Value {
@@ -134,7 +134,7 @@ fn a_muon_group_holds_what_it_was_given_and_the_meta_names_burns_shapes() {
 fn the_transformers_burn_shapes_show_its_packed_parts() {
     let data = common::dataset(common::transformer_arrays(common::TRANSFORMER));
     let spec = spec(&format!("{SGD}, model: transformer")).unwrap();
-    let block = common::json(train::train(&spec, &data, &device(), None).unwrap());
+    let block = common::trained(&spec, &data, &device(), None).unwrap();
     let shapes = &block["meta"]["burn_shapes"];
     assert_eq!(
         shapes["enc.self_attn.in_proj_weight"],

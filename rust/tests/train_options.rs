@@ -10,7 +10,7 @@ use burn::lr_scheduler::module_lr_scheduler::ModuleLrSchedulerConfig;
 use burn::tensor::Device;
 use parity_train::config::{self, Spec};
 use parity_train::dataset::Dataset;
-use parity_train::{schedule, train};
+use parity_train::schedule;
 use serde_json::{Value, json};
 
 const STEPS: usize = 6;
@@ -38,7 +38,7 @@ fn spec(experiment: &str) -> Result<Spec, String> {
 
 fn run(experiment: &str) -> Value {
     let spec = spec(experiment).unwrap();
-    common::json(train::train(&spec, &dataset(), &device(), None).unwrap())
+    common::trained(&spec, &dataset(), &device(), None).unwrap()
 }
 
 fn widened(x: f64) -> f64 {
@@ -308,7 +308,7 @@ fn no_clipping_is_null() {
 fn refuses_what_burns_schedulers_refuse_before_training() {
     let refuse = |experiment: String| {
         let spec = spec(&experiment).unwrap();
-        let err = train::train(&spec, &dataset(), &device(), None).unwrap_err();
+        let err = common::trained(&spec, &dataset(), &device(), None).unwrap_err();
         assert!(!err.contains('\n'), "{err}");
         err
     };
@@ -329,7 +329,7 @@ fn refuses_what_burns_schedulers_refuse_before_training() {
     // The step and constant schedules take any lr.
     for kind in ["{kind: step, step_size: 2, gamma: 0.5}", "{kind: constant}"] {
         let spec = spec(&format!("{big_lr}, schedule: {kind}")).unwrap();
-        assert!(train::train(&spec, &dataset(), &device(), None).is_ok());
+        assert!(common::trained(&spec, &dataset(), &device(), None).is_ok());
     }
     for (schedule, key) in [
         ("{kind: linear, final_lr: 1.5, num_steps: 4}", "final_lr"),

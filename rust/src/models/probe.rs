@@ -3,7 +3,7 @@
 use burn::tensor::{Gradients, Tensor};
 
 use super::values;
-use crate::runfile::{Floats, LayerRecord};
+use crate::runfile::{Floats, LayerRecord, LayerValues};
 
 /// Records each layer's output and the gradient of the loss with respect to each layer's
 /// input, in a forward pass (when on). The input gradient comes from a zero leaf added to the
@@ -76,8 +76,10 @@ impl Probe {
         Ok(LayerRecord {
             step,
             names: names.to_vec(),
-            outputs: self.outputs.into_iter().map(Floats).collect(),
-            input_grads,
+            values: Some(LayerValues {
+                outputs: self.outputs.into_iter().map(Floats).collect(),
+                input_grads,
+            }),
         })
     }
 }

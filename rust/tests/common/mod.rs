@@ -2,6 +2,10 @@
 //! workflow/scripts/make_data.py's formulas (f64, rounded to f32 once).
 #![allow(dead_code)]
 
+mod run_tensors;
+#[allow(unused_imports)] // each test file uses some of them
+pub use run_tensors::{attach, scratch_run, trained, values};
+
 use burn::tensor::{Device, FloatDType};
 use parity_train::dataset::{Array, Dataset, Values};
 use parity_train::models::{ConvSize, Model, ModelSize, TransformerSize};

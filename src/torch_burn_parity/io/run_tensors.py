@@ -76,7 +76,9 @@ class TensorWriter:
         for key, shape in shapes.items():
             self._place(key, list(shape))
         self.late = list(late)
-        widest = {k: [10**15] * 4 for k in [*shapes, *self.late]}
+        # Each shape as wide as it could be written (at least 4 dimensions: the Burn
+        # writer reserves the same room, so both write the same header).
+        widest = {k: [10**15] * max(4, len(shapes.get(k, []))) for k in [*shapes, *self.late]}
         self.reserved = len(self._header(widest, {k: (10**18, 10**18) for k in widest}))
         self.tmp = self.path.with_name(f".{self.path.name}.tmp")
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,6 +128,9 @@ class TensorWriter:
             self.abort()
             raise ValueError(f"{self.path}: late tensors never added: {missing[:3]}")
         text = self._header(self.shapes, self.offsets)
+        if len(text) > self.reserved:
+            self.abort()
+            raise ValueError(f"{self.path}: a {len(text)}-byte header overflows its room")
         text += b" " * (self.reserved - len(text))
         self.file.seek(0)
         self.file.write(len(text).to_bytes(8, "little") + text)
@@ -301,6 +306,9 @@ class RunRecorder:
         for kind, values in (("params", params), ("buffers", buffers)):
             for name, v in values.items():
                 self.writer.write(f"{kind}/{name}", v)
+        # An older run file goes first: a crash between this rename and the run file's own
+        # never pairs the new tensors with an old run.
+        Path(self.path).unlink(missing_ok=True)
         size = self.writer.close()
         steps = list(range(1, self.steps + 1))
         tensors = {"file": tensors_path(self.path).name, "dtype": DTYPES[self.dtype][0],

@@ -1,0 +1,393 @@
+//! A run's tensors file, written row by row: the Burn side of the Python `TensorWriter`
+//! (src/torch_burn_parity/io/run_tensors.py, whose module docstring is the specification).
+//!
+//! The file is safetensors' own format: an 8-byte little-endian header length, a JSON
+//! header padded with spaces, then the data. The tensors whose shapes are known before
+//! step 1 (the final params and buffers, each trajectory `[S, *shape]`) are *declared* when
+//! the writer is created and placed in that order; each is then filled in place, a
+//! trajectory one row per step, so the trainer never holds a trajectory. The *late* ones
+//! (the layer record, whose sizes come only with it) are named up front and appended, flat,
+//! after everything placed before them, as they come. The header's room is reserved at the
+//! start for every key, with the widest shape and offsets it could hold; [`TensorWriter::close`]
+//! writes the real header there, padded with spaces (any safetensors reader takes them).
+//!
+//! The file is written as `.{name}.tmp` beside its path and renamed into place by `close`,
+//! after an fsync; a writer dropped before that (an error, a panic) removes it, so a failed
+//! run leaves no file.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// The header's `__metadata__.format`.
+pub const FORMAT: &str = "torch-burn-parity run tensors";
+
+/// The run's precision, as the file stores its values (little-endian).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dtype {
+    F32,
+    F64,
+}
+
+impl Dtype {
+    /// The precision of a Burn float tensor; another dtype is refused.
+    pub fn of(dtype: burn::tensor::DType) -> Result<Dtype, String> {
+        match dtype {
+            burn::tensor::DType::F32 => Ok(Dtype::F32),
+            burn::tensor::DType::F64 => Ok(Dtype::F64),
+            other => Err(format!("tensors file: no run precision for {other:?}")),
+        }
+    }
+
+    /// safetensors' name: `F32` or `F64`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "F32",
+            Dtype::F64 => "F64",
+        }
+    }
+
+    fn size(self) -> u64 {
+        match self {
+            Dtype::F32 => 4,
+            Dtype::F64 => 8,
+        }
+    }
+}
+
+/// The tensors file beside a run file: the same name with `.safetensors`.
+pub fn tensors_path(run_path: &Path) -> PathBuf {
+    run_path.with_extension("safetensors")
+}
+
+/// One placed tensor: its key, shape and byte range in the data.
+struct Placed {
+    key: String,
+    shape: Vec<usize>,
+    begin: u64,
+    end: u64,
+}
+
+/// A safetensors file being written: see the module's documentation.
+pub struct TensorWriter {
+    path: PathBuf,
+    tmp: PathBuf,
+    /// Whether `tmp` is this writer's to remove: created by it, not moved into place yet.
+    owns_tmp: bool,
+    /// Open until `close`.
+    file: Option<File>,
+    dtype: Dtype,
+    /// In placement order (the data's and the header's order).
+    placed: Vec<Placed>,
+    index: HashMap<String, usize>,
+    /// Late keys not added yet.
+    pending: HashSet<String>,
+    /// The header's room in bytes (a multiple of 8).
+    reserved: u64,
+    /// The data's end so far.
+    end: u64,
+    /// Reused for each write's bytes.
+    bytes: Vec<u8>,
+}
+
+impl TensorWriter {
+    /// Starts `path`'s file (as `.{name}.tmp` beside it) with the `declared` tensors (key,
+    /// shape), placed in that order, and room in the header for the `late` keys too.
+    pub fn create(
+        path: &Path,
+        declared: &[(String, Vec<usize>)],
+        dtype: Dtype,
+        late: &[String],
+    ) -> Result<TensorWriter, String> {
+        let name = path
+            .file_name()
+            .ok_or_else(|| format!("{}: not a file path", path.display()))?;
+        let tmp = path.with_file_name(format!(".{}.tmp", name.to_string_lossy()));
+        let mut writer = TensorWriter {
+            path: path.to_path_buf(),
+            tmp,
+            owns_tmp: false,
+            file: None,
+            dtype,
+            placed: Vec::new(),
+            index: HashMap::new(),
+            pending: late.iter().cloned().collect(),
+            reserved: 0,
+            end: 0,
+            bytes: Vec::new(),
+        };
+        for (key, shape) in declared {
+            if writer.index.contains_key(key) || writer.pending.contains(key) {
+                return Err(format!("{}: tensor {key} declared twice", path.display()));
+            }
+            writer.place(key, shape.clone());
+        }
+        // The widest header: every key with (at least) 4 dimensions of 10^15 and offsets
+        // of 10^18, as the Python writer reserves it.
+        const DIM: u64 = 10u64.pow(15);
+        const OFFSET: u64 = 10u64.pow(18);
+        let widest = declared
+            .iter()
+            .map(|(key, shape)| (key.as_str(), vec![DIM; shape.len().max(4)]))
+            .chain(late.iter().map(|key| (key.as_str(), vec![DIM; 4])))
+            .map(|(key, shape)| (key, shape, OFFSET, OFFSET));
+        writer.reserved = writer.header(widest).len() as u64;
+        let tmp = writer.tmp.clone();
+        let io = |e: std::io::Error| format!("{}: {e}", tmp.display());
+        if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let file = File::create(&tmp).map_err(io)?;
+        writer.owns_tmp = true; // from here on, dropping the writer removes the file
+        writer.file = Some(file);
+        let size = 8 + writer.reserved + writer.end; // zeros until written
+        let file = writer.file.as_ref().expect("open");
+        file.set_len(size).map_err(io)?;
+        Ok(writer)
+    }
+
+    fn place(&mut self, key: &str, shape: Vec<usize>) -> usize {
+        let numel: u64 = shape.iter().map(|&d| d as u64).product();
+        let begin = self.end;
+        self.end += numel * self.dtype.size();
+        self.index.insert(key.to_string(), self.placed.len());
+        self.placed.push(Placed {
+            key: key.to_string(),
+            shape,
+            begin,
+            end: self.end,
+        });
+        self.placed.len() - 1
+    }
+
+    /// The header of these (key, shape, begin, end), compact, padded with spaces to 8 bytes.
+    fn header<'a, S: AsRef<[T]>, T: std::fmt::Display>(
+        &self,
+        tensors: impl IntoIterator<Item = (&'a str, S, u64, u64)>,
+    ) -> Vec<u8> {
+        let quoted = |s: &str| serde_json::to_string(s).expect("a string");
+        let mut text = format!(r#"{{"__metadata__":{{"format":{}}}"#, quoted(FORMAT));
+        for (key, shape, begin, end) in tensors {
+            let dims: Vec<String> = shape.as_ref().iter().map(|d| d.to_string()).collect();
+            text += &format!(
+                r#",{}:{{"dtype":"{}","shape":[{}],"data_offsets":[{begin},{end}]}}"#,
+                quoted(key),
+                self.dtype.name(),
+                dims.join(",")
+            );
+        }
+        text.push('}');
+        let mut bytes = text.into_bytes();
+        bytes.resize(bytes.len().next_multiple_of(8), b' ');
+        bytes
+    }
+
+    /// Writes `values` over bytes `begin..end` of the data (within placed tensor `k`).
+    fn put(&mut self, k: usize, begin: u64, end: u64, values: &[f64]) -> Result<(), String> {
+        let key = &self.placed[k].key;
+        if values.len() as u64 * self.dtype.size() != end - begin {
+            return Err(format!(
+                "{}: {key}: {} values do not fill {} bytes",
+                self.path.display(),
+                values.len(),
+                end - begin
+            ));
+        }
+        self.bytes.clear();
+        match self.dtype {
+            // The values of an f32 run are f32 widened: narrowing them back is exact.
+            Dtype::F32 => values
+                .iter()
+                .for_each(|&x| self.bytes.extend((x as f32).to_le_bytes())),
+            Dtype::F64 => values
+                .iter()
+                .for_each(|&x| self.bytes.extend(x.to_le_bytes())),
+        }
+        let file = self.file.as_mut().expect("open until closed");
+        file.seek(SeekFrom::Start(8 + self.reserved + begin))
+            .and_then(|_| file.write_all(&self.bytes))
+            .map_err(|e| format!("{}: {e}", self.tmp.display()))
+    }
+
+    fn declared(&self, key: &str) -> Result<usize, String> {
+        self.index
+            .get(key)
+            .copied()
+            .ok_or_else(|| format!("{}: no declared tensor {key}", self.path.display()))
+    }
+
+    /// Declared tensor `key`'s values, flat.
+    pub fn write(&mut self, key: &str, values: &[f64]) -> Result<(), String> {
+        let k = self.declared(key)?;
+        let (begin, end) = (self.placed[k].begin, self.placed[k].end);
+        self.put(k, begin, end, values)
+    }
+
+    /// Row `row` (an index of its first dimension) of declared tensor `key`, flat.
+    pub fn write_row(&mut self, key: &str, row: usize, values: &[f64]) -> Result<(), String> {
+        let k = self.declared(key)?;
+        let Placed { shape, begin, .. } = &self.placed[k];
+        if shape.first().is_none_or(|&rows| row >= rows) {
+            return Err(format!("{}: {key} has no row {row}", self.path.display()));
+        }
+        let width: u64 = shape[1..].iter().map(|&d| d as u64).product::<u64>() * self.dtype.size();
+        let begin = begin + row as u64 * width;
+        self.put(k, begin, begin + width, values)
+    }
+
+    /// Late tensor `key`, flat, after everything placed so far.
+    pub fn add(&mut self, key: &str, values: &[f64]) -> Result<(), String> {
+        if !self.pending.remove(key) {
+            return Err(format!(
+                "{}: {key}: not a late tensor of this file, or added twice",
+                self.path.display()
+            ));
+        }
+        let k = self.place(key, vec![values.len()]);
+        let (begin, end) = (self.placed[k].begin, self.placed[k].end);
+        self.put(k, begin, end, values)
+    }
+
+    /// Writes the header, syncs and moves the file into place; its size in bytes.
+    pub fn close(mut self) -> Result<u64, String> {
+        if !self.pending.is_empty() {
+            let mut missing: Vec<&String> = self.pending.iter().collect();
+            missing.sort();
+            return Err(format!(
+                "{}: late tensors never added: {:?}",
+                self.path.display(),
+                &missing[..missing.len().min(3)]
+            ));
+        }
+        let placed = self.placed.iter();
+        let mut header = self.header(placed.map(|p| (p.key.as_str(), &p.shape, p.begin, p.end)));
+        if header.len() as u64 > self.reserved {
+            return Err(format!(
+                "{}: a header of {} bytes overflows the {} reserved",
+                self.path.display(),
+                header.len(),
+                self.reserved
+            ));
+        }
+        header.resize(self.reserved as usize, b' ');
+        let size = 8 + self.reserved + self.end;
+        let mut file = self.file.take().expect("open until closed");
+        let written = (|| {
+            file.seek(SeekFrom::Start(0))?;
+            file.write_all(&self.reserved.to_le_bytes())?;
+            file.write_all(&header)?;
+            file.set_len(size)?;
+            file.sync_all()?;
+            drop(file);
+            std::fs::rename(&self.tmp, &self.path)
+        })();
+        // On failure, Drop removes the temporary file.
+        written.map_err(|e| format!("{}: {e}", self.path.display()))?;
+        self.owns_tmp = false; // moved into place
+        Ok(size)
+    }
+}
+
+impl Drop for TensorWriter {
+    /// A writer not closed (an error on the way, a panic) removes its temporary file.
+    fn drop(&mut self) {
+        drop(self.file.take());
+        if self.owns_tmp {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(test: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("parity-tensors-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn read(path: &Path) -> (serde_json::Value, Vec<u8>) {
+        let bytes = std::fs::read(path).unwrap();
+        let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        let header = std::str::from_utf8(&bytes[8..8 + n]).unwrap();
+        (
+            serde_json::from_str(header).unwrap(),
+            bytes[8 + n..].to_vec(),
+        )
+    }
+
+    #[test]
+    fn rows_in_place_late_tensors_after_and_a_padded_header() {
+        let dir = scratch("rows");
+        let path = dir.join("run.safetensors");
+        let declared = [
+            ("params/w".to_string(), vec![2, 1]),
+            ("trajectory/params/w".to_string(), vec![3, 2, 1]),
+        ];
+        let late = ["layers/1/outputs/0".to_string()];
+        let mut w = TensorWriter::create(&path, &declared, Dtype::F64, &late).unwrap();
+        assert!(dir.join(".run.safetensors.tmp").is_file() && !path.exists());
+        w.write_row("trajectory/params/w", 2, &[5.0, 6.0]).unwrap();
+        w.add("layers/1/outputs/0", &[7.0, 8.0, 9.0]).unwrap();
+        w.write_row("trajectory/params/w", 0, &[1.0, 2.0]).unwrap();
+        w.write_row("trajectory/params/w", 1, &[3.0, 4.0]).unwrap();
+        w.write("params/w", &[5.0, 6.0]).unwrap();
+        assert!(w.write_row("trajectory/params/w", 3, &[0.0, 0.0]).is_err());
+        assert!(w.write("params/w", &[1.0]).is_err());
+        assert!(w.add("layers/1/outputs/0", &[1.0]).is_err());
+        let size = w.close().unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), size);
+        assert!(!dir.join(".run.safetensors.tmp").exists());
+        let (header, data) = read(&path);
+        assert_eq!(header["__metadata__"]["format"], FORMAT);
+        assert_eq!(
+            header["trajectory/params/w"]["shape"],
+            serde_json::json!([3, 2, 1])
+        );
+        assert_eq!(
+            header["layers/1/outputs/0"]["data_offsets"],
+            serde_json::json!([64, 88])
+        );
+        let values: Vec<f64> = data
+            .chunks(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(values, [5., 6., 1., 2., 3., 4., 5., 6., 7., 8., 9.]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn f32_values_are_four_bytes_each() {
+        let dir = scratch("f32");
+        let path = dir.join("run.safetensors");
+        let mut w = TensorWriter::create(&path, &[("a".into(), vec![2])], Dtype::F32, &[]).unwrap();
+        w.write("a", &[0.1f32 as f64, -2.5]).unwrap();
+        let size = w.close().unwrap();
+        let (header, data) = read(&path);
+        assert_eq!(header["a"]["dtype"], "F32");
+        assert_eq!(data.len() as u64, 8);
+        assert_eq!(size as usize % 8, 0);
+        assert_eq!(f32::from_le_bytes(data[..4].try_into().unwrap()), 0.1f32);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_unfinished_file_leaves_nothing() {
+        let dir = scratch("unfinished");
+        let path = dir.join("run.safetensors");
+        let late = ["x".to_string()];
+        // Dropped on the way (an error in the run): the temporary file goes.
+        let w = TensorWriter::create(&path, &[("a".into(), vec![1])], Dtype::F64, &late).unwrap();
+        drop(w);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        // Closed with a late tensor missing: refused, and nothing left.
+        let w = TensorWriter::create(&path, &[("a".into(), vec![1])], Dtype::F64, &late).unwrap();
+        assert!(w.close().unwrap_err().contains("never added"));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
