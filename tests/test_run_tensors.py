@@ -90,6 +90,8 @@ def test_the_tensors_read_back_as_the_inline_values(runs):
     out, inline = runs
     block = experiment_block(out)
     spec = model_specs.CNN_BN
+    assert tuple(block["params"]) == spec.param_names  # the model's order, not sorted
+    assert tuple(block["trajectory"]["buffers"]) == spec.buffer_names
     for kind in ("params", "grads"):
         for name in spec.param_names:
             assert block["trajectory"][kind][name].tolist() == inline["trajectory"][kind][name]

@@ -39,8 +39,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from torch_burn_parity.analysis.gaps import add_run_arguments, load_runs, run_paths
-from torch_burn_parity.io.parity_io import FormatError, write_text_atomic
-from torch_burn_parity.io.run_tensors import LayerValues
+from torch_burn_parity.io.parity_io import FormatError, row_of, step_count, write_text_atomic
+from torch_burn_parity.io.run_tensors import LayerValues, Tensors
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.models.model_specs import model_of
 
@@ -167,12 +167,14 @@ def quantities(blocks: dict[str, dict], paths: dict[str, Path]) -> list[dict]:
         if what == LOSS:
             return blocks[key]["losses"][step - 1]
         kind = {GRAD: "grads", VALUE: "buffers" if name in buffers[ref_key] else "params"}[what]
-        entries = blocks[key]["trajectory"][kind][name]
-        if not isinstance(entries, list) or len(entries) < step:
+        series = blocks[key]["trajectory"][kind]
+        inline = not isinstance(series, Tensors)  # a test's JSON lists
+        held = name in series and (not inline or isinstance(series[name], list))
+        if not held or step_count(series, name) < step:
             raise FormatError(
                 f"{paths[key]}: trajectory.{kind}.{name} has no entry for step {step}"
             )
-        return entries[step - 1]
+        return row_of(series, name, step - 1)
 
     labels = {OUTPUT: "the output of layer {}", INPUT_GRAD: "the input gradient of layer {}",
               LOSS: "the loss", GRAD: "the gradient of {}", VALUE: "{} after the step"}  # fmt: skip

@@ -266,9 +266,14 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
     return data
 
 
-def rows(series: Any, name: str) -> int:
+def step_count(series: Any, name: str) -> int:
     """How many steps a trajectory holds for ``name``, without reading a tensors file's."""
     return series.steps(name) if isinstance(series, Tensors) else len(series[name])
+
+
+def row_of(series: Any, name: str, index: int) -> Any:
+    """Row ``index`` of the trajectory of ``name`` (a tensors file's: that row only)."""
+    return series.row(name, index) if isinstance(series, Tensors) else series[name][index]
 
 
 def experiment_block(path: str | os.PathLike, experiment: str | None = None) -> dict[str, Any]:
@@ -297,7 +302,7 @@ def experiment_block(path: str | os.PathLike, experiment: str | None = None) -> 
     for kind, names in (("params", params), ("grads", params), ("buffers", buffers)):
         for name in names:
             series = block["trajectory"].get(kind, {})
-            if name not in series or rows(series, name) != steps:
+            if name not in series or step_count(series, name) != steps:
                 raise FormatError(
                     f"{path}: trajectory.{kind}.{name} must hold one entry per step ({steps})"
                 )

@@ -164,9 +164,16 @@ class TensorFile:
             )
         try:
             self.handle = safe_open(str(self.path), framework="numpy")
-            self.keys = set(self.handle.keys())
-        except (SafetensorError, OSError) as exc:
+            # The keys in the order their data lies in the file: the model's (the package's
+            # own keys() sorts them by name).
+            keys = list(self.handle.keys())
+            with open(self.path, "rb") as f:
+                header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+        except (SafetensorError, OSError, ValueError) as exc:
             raise TensorFileError(f"{self.path}: not a safetensors file ({exc})") from None
+        header.pop("__metadata__", None)
+        self.ordered = sorted(keys, key=lambda k: header[k]["data_offsets"][0])
+        self.keys = set(self.ordered)
 
     def shape(self, key: str) -> list[int]:
         return list(self.handle.get_slice(key).get_shape())
@@ -184,7 +191,7 @@ class Tensors(Mapping):
 
     def __init__(self, file: TensorFile, prefix: str, rows: bool) -> None:
         self.file, self.prefix, self.rows = file, prefix, rows
-        self.names = sorted(k[len(prefix) :] for k in file.keys if k.startswith(prefix))
+        self.names = [k[len(prefix) :] for k in file.ordered if k.startswith(prefix)]
 
     def __getitem__(self, name: str) -> np.ndarray:
         values = self.file.get(self.prefix + name)
@@ -199,6 +206,11 @@ class Tensors(Mapping):
     def steps(self, name: str) -> int:
         """How many rows the trajectory of ``name`` holds, without reading it."""
         return self.file.shape(self.prefix + name)[0]
+
+    def row(self, name: str, index: int) -> np.ndarray:
+        """Row ``index`` of the trajectory of ``name``, flat, reading that row only."""
+        values = self.file.handle.get_slice(self.prefix + name)[index]
+        return np.asarray(values, dtype=np.float64).reshape(-1)
 
 
 class LayerValues(Sequence):
