@@ -25,10 +25,11 @@ import pandas as pd  # noqa: E402
 
 from torch_burn_parity.analysis.gaps import (
     add_run_arguments,
-    flat_names,
+    column_of,
+    flat_name,
     load_runs,
-    param_matrix,
     run_paths,
+    state_row,
 )
 from torch_burn_parity.io.parity_io import FormatError, read_dataset, write_text_atomic
 from torch_burn_parity.models.model_specs import ModelSpec, model_of
@@ -109,12 +110,12 @@ def most_inaccurate(g32: np.ndarray, g64: np.ndarray, sizes: list[int] | None = 
 def probe_rows(blocks: dict, initial: np.ndarray, column: int, label: str) -> list[dict]:
     rows = []
     for fw in ("torch", "burn"):
-        g64 = param_matrix(blocks[f"{fw}_f64"], "grads")[0, column]
-        u64 = param_matrix(blocks[f"{fw}_f64"])[0, column] - initial[column]
+        g64 = state_row(blocks[f"{fw}_f64"], 0, "grads")[column]
+        u64 = state_row(blocks[f"{fw}_f64"], 0)[column] - initial[column]
         for dt in ("f32", "f64"):
             block = blocks[f"{fw}_{dt}"]
-            grad = param_matrix(block, "grads")[0, column]
-            update = param_matrix(block)[0, column] - initial[column]
+            grad = state_row(block, 0, "grads")[column]
+            update = state_row(block, 0)[column] - initial[column]
             rows.append({"framework": fw, "dtype": dt, "parameter": label,
                          "initial": initial[column], "grad": grad,
                          "update": update, "grad_rel_err": abs(grad - g64) / abs(g64),
@@ -172,15 +173,16 @@ def main(argv: list[str] | None = None) -> None:
             raise ValueError(f"probe parameter {args.parameter!r} is a buffer: it has no gradient")
         if args.parameter:
             name, flat = parse_parameter(args.parameter, params)
-            column = flat_names(shapes).index(pretty(name, flat, shapes))
+            pretty(name, flat, shapes)  # ValueError past the parameter's last element
+            column = column_of(shapes, name, flat)
         else:
-            g32 = param_matrix(blocks["torch_f32"], "grads")[0]
-            g64 = param_matrix(blocks["torch_f64"], "grads")[0]
+            g32 = state_row(blocks["torch_f32"], 0, "grads")
+            g64 = state_row(blocks["torch_f64"], 0, "grads")
             sizes = [int(np.prod(shapes[name])) for name in params]
             column = most_inaccurate(g32, g64, sizes)
     except (FormatError, ValueError) as exc:
         sys.exit(f"probe: {exc}")
-    label = flat_names(shapes)[column]
+    label = flat_name(shapes, column)
     frame = pd.DataFrame(probe_rows(blocks, initial, column, label), columns=COLUMNS)
     write_text_atomic(args.csv, frame.to_csv(index=False, float_format="%.17g"))
     write_text_atomic(args.md, render_md(frame, args.experiment))

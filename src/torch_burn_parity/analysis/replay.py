@@ -93,7 +93,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,15 +104,14 @@ import torch
 from torch_burn_parity.analysis.burn_rules import BurnUpdate, GroupedUpdate, scalar_sources
 from torch_burn_parity.analysis.gaps import (
     add_run_arguments,
-    flat_names,
+    flat_name,
     load_runs,
-    param_matrix,
     report_steps_of,
     run_paths,
-    step_gaps,
+    state_row,
 )
 from torch_burn_parity.analysis.muon_rules import MuonUpdate
-from torch_burn_parity.io.parity_io import FormatError, read_dataset, write_text_atomic
+from torch_burn_parity.io.parity_io import FormatError, read_dataset, row_of, write_text_atomic
 from torch_burn_parity.models.model_specs import (
     DEFAULT_MODEL,
     ModelError,
@@ -255,16 +254,16 @@ def lrs_of(block: dict) -> list[float]:
     return block.get("lrs") or [block["meta"]["hyperparameters"]["lr"]] * steps
 
 
-def run(
+def replayed(
     arrays: dict,
     variant: Variant,
     steps: int,
     batch: int,
     grads: dict | None = None,
     model: str | ModelSpec = DEFAULT_MODEL,
-) -> tuple[list, np.ndarray]:
-    """Train ``model`` in f64 (train mode) with PyTorch's autograd and Burn's update; the
-    losses and the state (parameters, then buffers) after each step.
+) -> Iterator[tuple[float, np.ndarray]]:
+    """Train ``model`` in f64 (train mode) with PyTorch's autograd and Burn's update; after
+    each step, its loss and the state (parameters, then buffers) as one flat vector.
 
     grads: a run's recorded `trajectory.grads` to use instead of autograd's (a check of the
     update rule alone: it takes the f64 rounding of the two frameworks' backward passes out).
@@ -278,11 +277,9 @@ def run(
     burn_stats = variant.running_stats.install(module) if variant.running_stats else None
     variant.update.state.clear()  # each run starts from the optimizer's empty state
     batches = x.shape[0] // batch
-    losses, snapshots = [], []
     for step in range(steps):
         i = (step % batches) * batch
         loss = torch.nn.functional.cross_entropy(module(x[i : i + batch]), y[i : i + batch])
-        losses.append(loss.item())
         module.zero_grad()
         loss.backward()
         if burn_stats is not None:  # after backward: autograd saved the buffers PyTorch wrote
@@ -290,31 +287,51 @@ def run(
         with torch.no_grad():
             if grads is not None:
                 for name, p in zip(declared.param_names, params, strict=True):
-                    p.grad = torch.tensor(grads[name][step], dtype=torch.float64).reshape(p.shape)
+                    row = np.asarray(row_of(grads, name, step), dtype=np.float64)
+                    p.grad = torch.from_numpy(row).reshape(p.shape)
             if variant.clip is not None:
                 variant.clip(params)
             lr = variant.lrs[step]
             for name, p in zip(declared.param_names, params, strict=True):
                 p.copy_(variant.update.step(name, p.detach().clone(), p.grad, step + 1, lr))
         flat = [tensors[name].detach().flatten().numpy() for name in declared.state_names]
-        snapshots.append(np.concatenate(flat))
-    return losses, np.array(snapshots)
+        yield loss.item(), np.concatenate(flat)
 
 
-def gap_frame(losses, snapshots, reference: dict, names: list[str]) -> pd.DataFrame:
-    ref = param_matrix(reference)
-    diff = np.abs(snapshots - ref)
-    where = []
-    for row in diff:
-        if not np.isfinite(row).all():
+def run(
+    arrays: dict,
+    variant: Variant,
+    steps: int,
+    batch: int,
+    grads: dict | None = None,
+    model: str | ModelSpec = DEFAULT_MODEL,
+) -> tuple[list, np.ndarray]:
+    """`replayed` with every step kept: the losses and a [steps, columns] state matrix (for
+    small models and tests; the pipeline compares step by step, `gap_frame`)."""
+    pairs = list(replayed(arrays, variant, steps, batch, grads, model))
+    return [loss for loss, _ in pairs], np.array([s for _, s in pairs])
+
+
+def gap_frame(
+    steps: Iterator[tuple[float, np.ndarray]], reference: dict, shapes: dict[str, list[int]]
+) -> pd.DataFrame:
+    """Each replayed step against the reference run's same step (read a row at a time):
+    |dloss|, max |dparam| and the column where it is largest."""
+    losses, gaps, where = [], [], []
+    for k, (loss, snapshot) in enumerate(steps):
+        diff = np.abs(snapshot - state_row(reference, k))
+        losses.append(loss)
+        if not np.isfinite(diff).all():
+            gaps.append(np.nan)
             where.append("non-finite")
         else:
-            where.append(names[int(np.argmax(row))] if row.max() > 0 else "-")
+            gaps.append(float(diff.max(initial=0.0)))
+            where.append(flat_name(shapes, int(np.argmax(diff))) if diff.max() > 0 else "-")
     return pd.DataFrame(
         {
             "step": np.arange(1, len(losses) + 1),
             "dloss": np.abs(np.asarray(losses) - np.asarray(reference["losses"], dtype=float)),
-            "dparam": step_gaps(snapshots, ref),
+            "dparam": np.asarray(gaps, dtype=float),
             "where": where,
         }
     )
@@ -451,12 +468,14 @@ def main(argv: list[str] | None = None) -> None:
         chosen = variants(torch_run, burn_run)
     except (FormatError, KeyError, IndexError) as exc:
         sys.exit(f"replay: {args.burn_f64}: cannot replay this run ({exc!r})")
+    shapes = {name: arrays[name][0] for name in model.state_names if name in arrays}
     try:  # the dataset's arrays are refused here unless they are the model's
-        results = {key: run(arrays, v, steps, batch, model=model) for key, (v, _) in chosen.items()}
+        frames = {
+            key: gap_frame(replayed(arrays, v, steps, batch, model=model), ref, shapes)
+            for key, (v, ref) in chosen.items()
+        }
     except ModelError as exc:
         sys.exit(f"replay: {exc}")
-    names = flat_names({name: arrays[name][0] for name in model.state_names})
-    frames = {key: gap_frame(*results[key], ref, names) for key, (_, ref) in chosen.items()}
     replay_frame, counter_frame = frames["replay"], frames["counterfactual"]
     # Further columns of the counterfactual table: each variant's gap to PyTorch's f64 run.
     for key in ("held_f64", *CHAIN):

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from torch_burn_parity.analysis.gaps import buffer_columns, flat_names, param_matrix, step_gaps
+from torch_burn_parity.analysis.gaps import StepMax, column_blocks, flat_name, state_row
 from torch_burn_parity.io.parity_io import (
     RUNS,
     FormatError,
@@ -78,13 +78,11 @@ def state_split(steps: pd.DataFrame, torch_f64: dict, burn_f64: dict) -> vd.Stat
     if not model.buffer_names:
         return None
     floor = vd.rounding_floor(steps["torch_f64"], steps["burn_f64"])
-    torch64, burn64 = param_matrix(torch_f64), param_matrix(burn_f64)
-    buffers = buffer_columns(torch_f64)
-    return vd.split_state(
-        step_gaps(torch64[:, : buffers.start], burn64[:, : buffers.start]),
-        step_gaps(torch64[:, buffers], burn64[:, buffers]),
-        floor,
-    )
+    count = len(torch_f64["losses"])
+    parts = {"params": StepMax(count), "buffers": StepMax(count)}
+    for _, trajectory, column, part in column_blocks({"t": torch_f64, "b": burn_f64}):
+        parts[trajectory].add(part["t"], part["b"], column)
+    return vd.split_state(parts["params"].result(), parts["buffers"].result(), floor)
 
 
 def both_parts(verdict: vd.Verdict) -> bool:
@@ -152,9 +150,9 @@ def where_f64(torch_f64: dict, burn_f64: dict, step: int) -> str:
     """The parameter (or buffer) with the largest torch-f64 vs burn-f64 gap after `step`."""
     model = model_of(torch_f64)
     shapes = model.shapes()
-    names = flat_names({name: shapes[name] for name in model.state_names})
-    diff = np.abs(param_matrix(torch_f64)[step - 1] - param_matrix(burn_f64)[step - 1])
-    return names[int(np.argmax(np.nan_to_num(diff, nan=np.inf)))]
+    diff = np.abs(state_row(torch_f64, step - 1) - state_row(burn_f64, step - 1))
+    column = int(np.argmax(np.nan_to_num(diff, nan=np.inf)))
+    return flat_name({name: shapes[name] for name in model.state_names}, column)
 
 
 def unexplained_start(
@@ -210,7 +208,9 @@ def divergence(runs: dict) -> list[dict]:
     found = []
     for fw, dt in RUNS:
         losses = np.asarray(runs[fw, dt]["losses"], dtype=float)
-        finite = np.isfinite(losses) & np.isfinite(param_matrix(runs[fw, dt])).all(axis=1)
+        finite = np.isfinite(losses)
+        for *_, part in column_blocks({"run": runs[fw, dt]}):
+            finite &= np.isfinite(part["run"]).all(axis=1)
         if not finite.all():
             step = int(np.argmin(finite))
             found.append(
