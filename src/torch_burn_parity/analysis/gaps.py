@@ -79,11 +79,7 @@ def _columns(series, name: str, start: int, stop: int) -> np.ndarray:
     """Rows [:, start:stop] of one trajectory's first dimension (its tensor's), as [steps, m]
     f64: read from a tensors file that block only."""
     if isinstance(series, Tensors):
-        sliced = series.file.handle.get_slice(series.prefix + name)
-        if len(sliced.get_shape()) == 1:  # a scalar's trajectory: [steps]
-            return np.asarray(sliced[:], dtype=np.float64).reshape(-1, 1)
-        block = sliced[:, start:stop]
-        return np.asarray(block, dtype=np.float64).reshape(block.shape[0], -1)
+        return series.columns(name, start, stop)
     values = np.asarray(series[name], dtype=np.float64)
     shape = values.shape[1] // max(1, _first_dim(series, name, values))
     return values[:, start * shape : stop * shape]

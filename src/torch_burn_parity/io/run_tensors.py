@@ -25,6 +25,7 @@ the `safetensors` packages read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -148,41 +149,91 @@ class TensorWriter:
 
 
 class TensorFile:
-    """A safetensors file read one tensor at a time (memory-mapped by the safetensors
-    package: reading a tensor reads its bytes only)."""
+    """A safetensors file read a tensor, a row or a block of columns at a time, with plain
+    reads at the header's offsets (no memory map: a map's pages count as the reader's memory
+    once touched, and an analysis touches every byte of four runs)."""
 
     def __init__(self, path: str | os.PathLike, size: int | None = None) -> None:
-        from safetensors import SafetensorError, safe_open
-
         self.path = Path(path)
         if not self.path.is_file():
             raise TensorFileError(f"{self.path}: tensors file not found")
-        if size is not None and self.path.stat().st_size != size:
+        found = self.path.stat().st_size
+        if size is not None and found != size:
             raise TensorFileError(
-                f"{self.path}: {self.path.stat().st_size} bytes, its run file says {size}"
+                f"{self.path}: {found} bytes, its run file says {size}"
                 " (a tensors file from another run, or cut short)"
             )
+        self.fd = os.open(self.path, os.O_RDONLY)
         try:
-            self.handle = safe_open(str(self.path), framework="numpy")
-            # The keys in the order their data lies in the file: the model's (the package's
-            # own keys() sorts them by name).
-            keys = list(self.handle.keys())
-            with open(self.path, "rb") as f:
-                header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
-        except (SafetensorError, OSError, ValueError) as exc:
+            length = int.from_bytes(os.pread(self.fd, 8, 0), "little")
+            if not 0 < length <= found - 8:
+                raise ValueError(f"header length {length} in a file of {found} bytes")
+            header = json.loads(os.pread(self.fd, length, 8))
+            header.pop("__metadata__", None)
+            self.entries = {
+                key: self._entry(key, e, found - 8 - length) for key, e in header.items()
+            }
+        except (ValueError, TypeError, KeyError, UnicodeDecodeError) as exc:
+            os.close(self.fd)
             raise TensorFileError(f"{self.path}: not a safetensors file ({exc})") from None
-        header.pop("__metadata__", None)
-        self.ordered = sorted(keys, key=lambda k: header[k]["data_offsets"][0])
+        self.start = 8 + length
+        # The keys in the order their data lies in the file: the model's.
+        self.ordered = sorted(self.entries, key=lambda k: self.entries[k][2])
         self.keys = set(self.ordered)
 
+    @staticmethod
+    def _entry(key: str, entry: dict, data_bytes: int) -> tuple[np.dtype, list[int], int]:
+        """(numpy dtype, shape, data offset) of one header entry, checked."""
+        types = {name: np.dtype(code) for name, code in DTYPES.values()}
+        dtype, shape = types[entry["dtype"]], [int(n) for n in entry["shape"]]
+        begin, end = (int(x) for x in entry["data_offsets"])
+        if end - begin != math.prod(shape) * dtype.itemsize or not 0 <= begin <= end <= data_bytes:
+            raise ValueError(f"{key}: offsets {begin}..{end} do not hold shape {shape}")
+        return dtype, shape, begin
+
+    def __del__(self) -> None:
+        with contextlib.suppress(AttributeError, OSError):
+            os.close(self.fd)
+
     def shape(self, key: str) -> list[int]:
-        return list(self.handle.get_slice(key).get_shape())
+        return list(self._lookup(key)[1])
+
+    def _lookup(self, key: str) -> tuple[np.dtype, list[int], int]:
+        if key not in self.entries:
+            raise TensorFileError(f"{self.path}: no tensor {key!r}")
+        return self.entries[key]
+
+    def _read(self, dtype: np.dtype, offset: int, count: int) -> np.ndarray:
+        data = os.pread(self.fd, count * dtype.itemsize, self.start + offset)
+        return np.frombuffer(data, dtype=dtype, count=count).astype(np.float64)
 
     def get(self, key: str) -> np.ndarray:
-        """Tensor ``key``, as f64 (exact for F32)."""
-        if key not in self.keys:
-            raise TensorFileError(f"{self.path}: no tensor {key!r}")
-        return self.handle.get_tensor(key).astype(np.float64, copy=False)
+        """Tensor ``key``, as f64 (exact for F32), in its shape."""
+        dtype, shape, begin = self._lookup(key)
+        return self._read(dtype, begin, math.prod(shape)).reshape(shape)
+
+    def row(self, key: str, index: int) -> np.ndarray:
+        """Row ``index`` of tensor ``key``'s first dimension, flat, as f64."""
+        dtype, shape, begin = self._lookup(key)
+        width = math.prod(shape[1:])
+        if not 0 <= index < shape[0]:
+            raise IndexError(f"{key}: row {index} of {shape[0]}")
+        return self._read(dtype, begin + index * width * dtype.itemsize, width)
+
+    def columns(self, key: str, start: int, stop: int) -> np.ndarray:
+        """[:, start:stop] of tensor ``key`` (its second dimension: a trajectory's tensor's
+        first), as [rows, m] f64: one read per row of just those bytes."""
+        dtype, shape, begin = self._lookup(key)
+        if len(shape) == 1:  # a scalar's trajectory: [steps]
+            return self.get(key).reshape(-1, 1)
+        inner = math.prod(shape[2:])
+        width, size = math.prod(shape[1:]), dtype.itemsize
+        count = (stop - start) * inner
+        rows = [
+            self._read(dtype, begin + (r * width + start * inner) * size, count)
+            for r in range(shape[0])
+        ]
+        return np.stack(rows) if rows else np.zeros((0, count))
 
 
 class Tensors(Mapping):
@@ -209,8 +260,12 @@ class Tensors(Mapping):
 
     def row(self, name: str, index: int) -> np.ndarray:
         """Row ``index`` of the trajectory of ``name``, flat, reading that row only."""
-        values = self.file.handle.get_slice(self.prefix + name)[index]
-        return np.asarray(values, dtype=np.float64).reshape(-1)
+        return self.file.row(self.prefix + name, index)
+
+    def columns(self, name: str, start: int, stop: int) -> np.ndarray:
+        """[:, start:stop] of the trajectory of ``name`` (its tensor's first dimension), as
+        [steps, m], reading those values only."""
+        return self.file.columns(self.prefix + name, start, stop)
 
 
 class LayerValues(Sequence):
