@@ -235,7 +235,7 @@ def test_a_table_with_rows_missing_is_refused(pipeline, tmp_path):
     )  # fmt: skip
     assert proc.returncode != 0
     assert re.fullmatch(
-        rf"judge: {steps}: (\d+) rows, but the runs have (\d+) steps\n", proc.stderr
+        rf"judge: {steps}: (\d+) rows, but the runs record (\d+) steps\n", proc.stderr
     ), proc.stderr
 
 

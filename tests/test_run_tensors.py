@@ -129,7 +129,7 @@ def test_a_five_dimensional_trajectory_round_trips(tmp_path):
 def test_an_older_run_file_is_removed_before_its_new_tensors_take_its_place(tmp_path):
     run = tmp_path / "torch-f64.json"
     run.write_text("{}")
-    recorder = RunRecorder(run, "f64", {"w": [2]}, {}, 1, [], 0)
+    recorder = RunRecorder(run, "f64", {"w": [2]}, {}, [1], [], 0)
     recorder.row("params", "w", 0, [1.0, 2.0])
     recorder.row("grads", "w", 0, [0.5, 0.5])
     fields = recorder.finish({"w": np.array([1.0, 2.0])}, {})
@@ -144,3 +144,15 @@ def test_a_header_that_outgrows_its_room_is_refused_not_written_over_the_data(tm
     with pytest.raises(ValueError, match="header overflows its room"):
         w.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_only_the_recorded_steps_are_rows_and_the_json_names_them(tmp_path):
+    run = tmp_path / "torch-f64.json"
+    recorder = RunRecorder(run, "f64", {"w": [2]}, {}, [1, 3], [], 0)
+    for step in range(4):
+        if recorder.records(step):
+            recorder.row("params", "w", step, [step, step])
+            recorder.row("grads", "w", step, [0.0, 0.0])
+    fields = recorder.finish({"w": np.array([9.0, 9.0])}, {})
+    assert fields["tensors"]["steps"] == [1, 3]
+    assert load_file(tensors_path(run))["trajectory/params/w"].tolist() == [[0, 0], [2, 2]]

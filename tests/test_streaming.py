@@ -98,3 +98,34 @@ def test_the_replay_compared_step_by_step_is_the_replay_compared_whole(runs):
     assert streamed["dloss"].tolist() == list(
         np.abs(np.asarray(losses) - np.asarray(reference["losses"]))
     )
+
+
+def test_runs_that_record_some_steps_give_the_full_runs_rows_at_those_steps(runs, tmp_path):
+    """record_steps [1, 2, 4, 5] of 5: the steps table, the replay's comparison and the
+    layers' rows are the every-step runs' at those steps."""
+    from torch_burn_parity.analysis.steps_table import steps_frame
+
+    full, arrays, spec = runs
+    kept = [1, 2, 4, 5]
+    blocks = {}
+    for dtype in ("f32", "f64"):
+        out = tmp_path / f"torch-{dtype}.json"
+        block = train_torch.train(spec | {"record_steps": kept}, arrays, dtype, out)
+        write_run(out, {"e": block})
+        blocks[dtype] = experiment_block(out)
+    assert gaps.recorded_steps(blocks["f64"]) == kept
+    strided = {"torch_f32": blocks["f32"], "burn_f32": blocks["f64"],
+               "torch_f64": blocks["f64"], "burn_f64": blocks["f32"]}  # fmt: skip
+    whole, part = steps_frame(full), steps_frame(strided)
+    assert part["step"].tolist() == kept
+    rows = whole[whole["step"].isin(kept)].reset_index(drop=True)
+    assert part.equals(rows)
+    # the norms are every step's
+    assert len(blocks["f64"]["norms"]["grads"]["fc.weight"]) == STEPS
+    variant = rp.variants(full["torch_f64"], full["torch_f64"])["counterfactual"][0]
+    shapes = model_specs.CNN_BN.shapes()
+    replayed = rp.replayed(arrays, variant, STEPS, 16, model="cnn_bn")
+    frame = rp.gap_frame(replayed, strided["torch_f64"], shapes)
+    replayed = rp.replayed(arrays, variant, STEPS, 16, model="cnn_bn")
+    every = rp.gap_frame(replayed, full["torch_f64"], shapes)
+    assert frame.equals(every[every["step"].isin(kept)].reset_index(drop=True))

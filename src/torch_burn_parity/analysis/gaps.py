@@ -97,11 +97,12 @@ def _first_dim(series, name: str, values: np.ndarray | None = None) -> int:
 def column_blocks(
     blocks: dict[str, dict], kind: str = "params"
 ) -> Iterator[tuple[str, str, int, dict[str, np.ndarray]]]:
+    # The rows are the recorded steps (recorded_steps), the same in every run (load_runs).
     """(name, trajectory, first column, {run: [steps, m]}) for each block of columns of the
     runs' matrices (`param_matrix`'s columns, in its order), read one block at a time from
     every run: a tensor whole when it is small, else cut along its first dimension."""
     ref = next(iter(blocks.values()))
-    steps = len(ref["losses"])
+    steps = len(recorded_steps(ref))
     column = 0
     for name, trajectory in state_names(ref, kind):
         series = {key: block["trajectory"][trajectory] for key, block in blocks.items()}
@@ -121,6 +122,14 @@ def step_width(series, name: str) -> int:
     if isinstance(series, Tensors):
         return math.prod(series.file.shape(series.prefix + name)[1:])
     return len(series[name][0])
+
+
+def recorded_steps(block: dict) -> list[int]:
+    """The 1-based steps a run's trajectories hold, in row order: its tensors file's
+    `steps` (config/record.py chose them), else every step (inline trajectories)."""
+    if "tensors" in block:
+        return [int(s) for s in block["tensors"]["steps"]]
+    return list(range(1, len(block["losses"]) + 1))
 
 
 def state_row(block: dict, index: int, kind: str = "params") -> np.ndarray:
@@ -239,11 +248,16 @@ def load_runs(paths: dict[str, str | Path]) -> dict[str, dict]:
                 f"{paths[key]}: {len(block['losses'])} steps, but {paths[first_key]} has"
                 f" {len(first['losses'])}"
             )
+        if recorded_steps(block) != recorded_steps(first):
+            raise FormatError(
+                f"{paths[key]}: records other steps than {paths[first_key]}"
+                " (their runs were made from different specs)"
+            )
     return blocks
 
 
 def ladder(blocks: dict[str, dict]) -> dict[str, np.ndarray]:
-    """The precision ladder of one experiment, one value per step.
+    """The precision ladder of one experiment, one value per recorded step.
 
     dparam:    f32 torch vs f32 burn (what a port sees)
     torch_f64: torch f32 vs torch f64 (PyTorch's own f32 rounding)
@@ -256,7 +270,7 @@ def ladder(blocks: dict[str, dict]) -> dict[str, np.ndarray]:
         "burn_f64": ("burn_f32", "burn_f64"),
         "f64_f64": ("torch_f64", "burn_f64"),
     }
-    steps = len(next(iter(blocks.values()))["losses"])
+    steps = len(recorded_steps(next(iter(blocks.values()))))
     found = {label: StepMax(steps) for label in pairs}
     for _, _, column, part in column_blocks(blocks):
         for label, (a, b) in pairs.items():

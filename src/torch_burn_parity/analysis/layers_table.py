@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from torch_burn_parity.analysis.gaps import add_run_arguments, load_runs, run_paths
+from torch_burn_parity.analysis.gaps import add_run_arguments, load_runs, recorded_steps, run_paths
 from torch_burn_parity.io.parity_io import FormatError, row_of, step_count, write_text_atomic
 from torch_burn_parity.io.run_tensors import LayerValues, Tensors
 from torch_burn_parity.judgement import verdict as vd
@@ -170,11 +170,12 @@ def quantities(blocks: dict[str, dict], paths: dict[str, Path]) -> list[dict]:
         series = blocks[key]["trajectory"][kind]
         inline = not isinstance(series, Tensors)  # a test's JSON lists
         held = name in series and (not inline or isinstance(series[name], list))
-        if not held or step_count(series, name) < step:
+        recorded = recorded_steps(blocks[key])  # the probe steps are always among them
+        if not held or step not in recorded or step_count(series, name) < len(recorded):
             raise FormatError(
                 f"{paths[key]}: trajectory.{kind}.{name} has no entry for step {step}"
             )
-        return row_of(series, name, step - 1)
+        return row_of(series, name, recorded.index(step))
 
     labels = {OUTPUT: "the output of layer {}", INPUT_GRAD: "the input gradient of layer {}",
               LOSS: "the loss", GRAD: "the gradient of {}", VALUE: "{} after the step"}  # fmt: skip

@@ -106,6 +106,7 @@ from torch_burn_parity.analysis.gaps import (
     add_run_arguments,
     flat_name,
     load_runs,
+    recorded_steps,
     report_steps_of,
     run_paths,
     state_row,
@@ -315,11 +316,14 @@ def run(
 def gap_frame(
     steps: Iterator[tuple[float, np.ndarray]], reference: dict, shapes: dict[str, list[int]]
 ) -> pd.DataFrame:
-    """Each replayed step against the reference run's same step (read a row at a time):
-    |dloss|, max |dparam| and the column where it is largest."""
+    """Each replayed step the reference run recorded against that step's row (read a row at a
+    time): |dloss|, max |dparam| and the column where it is largest."""
+    rows = {step - 1: row for row, step in enumerate(recorded_steps(reference))}
     losses, gaps, where = [], [], []
     for k, (loss, snapshot) in enumerate(steps):
-        diff = np.abs(snapshot - state_row(reference, k))
+        if k not in rows:
+            continue
+        diff = np.abs(snapshot - state_row(reference, rows[k]))
         losses.append(loss)
         if not np.isfinite(diff).all():
             gaps.append(np.nan)
@@ -327,10 +331,12 @@ def gap_frame(
         else:
             gaps.append(float(diff.max(initial=0.0)))
             where.append(flat_name(shapes, int(np.argmax(diff))) if diff.max() > 0 else "-")
+    steps_kept = np.asarray(sorted(rows)) + 1
+    reference_losses = np.asarray(reference["losses"], dtype=float)[steps_kept - 1]
     return pd.DataFrame(
         {
-            "step": np.arange(1, len(losses) + 1),
-            "dloss": np.abs(np.asarray(losses) - np.asarray(reference["losses"], dtype=float)),
+            "step": steps_kept,
+            "dloss": np.abs(np.asarray(losses) - reference_losses),
             "dparam": np.asarray(gaps, dtype=float),
             "where": where,
         }

@@ -20,6 +20,7 @@ from torch_burn_parity.analysis.gaps import (
     add_run_arguments,
     ladder,
     load_runs,
+    recorded_steps,
     report_steps_of,
     run_paths,
 )
@@ -29,12 +30,15 @@ HEADER = "step  torch loss  burn loss   |dloss|   max|dparam|  torch-f64  burn-f
 
 
 def steps_frame(blocks: dict[str, dict]) -> pd.DataFrame:
+    """One row per recorded step (every step, unless the experiment's `record` or its size
+    chose fewer: config/record.py)."""
     gaps = ladder(blocks)
-    torch_loss = np.asarray(blocks["torch_f32"]["losses"], dtype=np.float64)
-    burn_loss = np.asarray(blocks["burn_f32"]["losses"], dtype=np.float64)
+    steps = np.asarray(recorded_steps(blocks["torch_f32"]))
+    torch_loss = np.asarray(blocks["torch_f32"]["losses"], dtype=np.float64)[steps - 1]
+    burn_loss = np.asarray(blocks["burn_f32"]["losses"], dtype=np.float64)[steps - 1]
     return pd.DataFrame(
         {
-            "step": np.arange(1, len(torch_loss) + 1),
+            "step": steps,
             "torch_loss": torch_loss,
             "burn_loss": burn_loss,
             "dloss": np.abs(torch_loss - burn_loss),

@@ -33,6 +33,7 @@ import yaml
 
 from torch_burn_parity.config import cpu_path
 from torch_burn_parity.config.param_groups import group_experiment, group_problems
+from torch_burn_parity.config.record import record_problems
 from torch_burn_parity.config.suggest import closest_key
 from torch_burn_parity.io.parity_io import FRAMEWORKS
 from torch_burn_parity.models.model_specs import (
@@ -455,6 +456,7 @@ def experiment_problems(name: str, exp: Any, steps: Any = None) -> list[Problem]
     problems += choice_problems(at, exp, "burn_backend", "Burn backend", BURN_BACKENDS)
     problems += model_problems(at, exp)
     problems += probe_steps_problems(at, exp, steps)
+    problems += [Problem(path, message) for path, message in record_problems(at, exp, steps)]
     problems += [Problem(path, message) for path, message in group_problems(name, exp)]
     groups = exp.get("param_groups")
     for i, group in enumerate(groups if isinstance(groups, list) else []):

@@ -36,14 +36,15 @@ from torch_burn_parity.config.parity_config import (
     load_config,
     run_problems,
 )
+from torch_burn_parity.config.record import DEFAULT_BUDGET_MB, record_steps
 from torch_burn_parity.io.parity_io import FRAMEWORKS, write_text_atomic
 from torch_burn_parity.models.model_specs import spec_of_config
 from torch_burn_parity.optimizers import REGISTRY
 
 # The keys of a resolved spec, as experiment_spec writes them.
 SPEC_KEYS = ("name", "optimizer", "hyperparameters", "keep_defaults", "schedule", "clip_grad",
-             "burn_backend", "model", "model_size", "probe_steps", "steps", "batch_size", "threads",
-             "cpu_path", "requested", "param_groups")  # fmt: skip
+             "burn_backend", "model", "model_size", "probe_steps", "record_steps", "steps",
+             "batch_size", "threads", "cpu_path", "requested", "param_groups")  # fmt: skip
 
 
 def probe_steps_of(exp: dict[str, Any]) -> list[int]:
@@ -90,6 +91,14 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
         "model": model.name,
         "model_size": model.size,  # every size key, the defaults filled in
         "probe_steps": probe_steps_of(exp),
+        # the steps whose tensors both trainers record (config/record.py)
+        "record_steps": record_steps(
+            config["steps"],
+            probe_steps_of(exp),
+            exp.get("record"),
+            model,
+            config.get("record_budget_mb", DEFAULT_BUDGET_MB),
+        )[0],
         "steps": config["steps"],
         "batch_size": config["batch_size"],
         "threads": config.get("threads", 1),

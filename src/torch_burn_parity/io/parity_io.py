@@ -279,8 +279,9 @@ def row_of(series: Any, name: str, index: int) -> Any:
 def experiment_block(path: str | os.PathLike, experiment: str | None = None) -> dict[str, Any]:
     """The one experiment block of a pipeline run file, checked for the fields analyses use.
 
-    The trajectory must hold one entry per step for every parameter (params and grads) and
-    every buffer (buffers) of the block's model (`meta.model`, absent: cnn1d).
+    The trajectory must hold one entry per recorded step (its tensors file's `steps`; inline,
+    every step) for every parameter (params and grads) and every buffer (buffers) of the
+    block's model (`meta.model`, absent: cnn1d).
     """
     data = read_run(path)
     if experiment is None:
@@ -297,13 +298,14 @@ def experiment_block(path: str | os.PathLike, experiment: str | None = None) -> 
         model = model_of(block)
     except ModelError as exc:
         raise FormatError(f"{path}: experiment {experiment!r}: {exc}") from None
-    steps = len(block["losses"])
+    steps = len(block["tensors"]["steps"]) if "tensors" in block else len(block["losses"])
     params, buffers = model.param_names, model.buffer_names
     for kind, names in (("params", params), ("grads", params), ("buffers", buffers)):
         for name in names:
             series = block["trajectory"].get(kind, {})
             if name not in series or step_count(series, name) != steps:
                 raise FormatError(
-                    f"{path}: trajectory.{kind}.{name} must hold one entry per step ({steps})"
+                    f"{path}: trajectory.{kind}.{name} must hold one entry per recorded step"
+                    f" ({steps})"
                 )
     return block

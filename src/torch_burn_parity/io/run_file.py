@@ -77,10 +77,16 @@ class RunBlock(TypedDict):
 
     losses: Floats  # the training loss of each step's batch
     lrs: Floats  # the lr each step used
+    # The L2 norm of each parameter ("params", after the step) and of its gradient ("grads",
+    # before clipping) after every step, in f64. Absent from a bare run (--bare).
+    norms: NotRequired[dict[str, dict[str, Floats]]]
     final: Final
-    params: dict[str, Floats]  # after the last step
-    buffers: dict[str, Floats]
-    trajectory: Trajectory
+    # The run's tensors: in the tensors file `tensors` names (io/run_tensors.py; the
+    # pipeline's), or inline as the three fields below (a test's in-memory run, the seed's).
+    tensors: NotRequired[dict[str, Any]]  # file, dtype, steps (the recorded), bytes
+    params: NotRequired[dict[str, Floats]]  # after the last step
+    buffers: NotRequired[dict[str, Floats]]
+    trajectory: NotRequired[Trajectory]  # one entry per recorded step
     layers: list[dict[str, Any]]  # the layer record at each probe step (models.py)
     meta: Meta
     # Burn only: the per-step scalars its update evaluates in f32 (Adam; AdamW's bias

@@ -14,7 +14,8 @@ layouts, the model's order):
     layers/{step}/outputs/{k}      [numel]       layer k's output at a probe step
     layers/{step}/input_grads/{k}  [numel]       dLoss/d(layer k's input) there
 
-S is the number of recorded steps (the JSON's `tensors.steps`). The JSON's `tensors` says
+S is the number of recorded steps, the spec's `record_steps` (the JSON's `tensors.steps`;
+config/record.py). The JSON's `tensors` says
 which file, its dtype, those steps and the file's size in bytes (a file that does not match is
 refused). Both trainers write the file the same way: its header first, from the shapes they
 know before step 1, then each row in place as the step ends, so neither holds a trajectory in
@@ -318,11 +319,13 @@ class RunRecorder:
         dtype: str,
         params: Mapping[str, list[int]],
         buffers: Mapping[str, list[int]],
-        steps: int,
+        record_steps: list[int],
         probe_steps: list[int],
         layer_count: int,
     ) -> None:
-        self.path, self.dtype, self.steps = path, dtype, steps
+        self.path, self.dtype, self.record_steps = path, dtype, list(record_steps)
+        self.rows = {step - 1: row for row, step in enumerate(self.record_steps)}
+        steps = len(self.record_steps)
         self.params, self.buffers = dict(params), dict(buffers)
         kinds = {"params": self.params, "grads": self.params, "buffers": self.buffers}
         self.inline: dict[str, dict[str, list]] = {k: {n: [] for n in v} for k, v in kinds.items()}
@@ -341,12 +344,17 @@ class RunRecorder:
             ]
             self.writer = TensorWriter(tensors_path(path), shapes, dtype, late=late)
 
+    def records(self, step: int) -> bool:
+        """Whether 0-based ``step`` is one of the recorded steps."""
+        return step in self.rows
+
     def row(self, kind: str, name: str, step: int, values: np.ndarray) -> None:
-        """Trajectory ``kind`` (params, grads, buffers) of ``name`` after 0-based ``step``."""
+        """Trajectory ``kind`` (params, grads, buffers) of ``name`` after 0-based ``step``,
+        a recorded one."""
         if self.writer is None:
             self.inline[kind][name].append(np.asarray(values).reshape(-1).tolist())
         else:
-            self.writer.write(f"trajectory/{kind}/{name}", values, row=step)
+            self.writer.write(f"trajectory/{kind}/{name}", values, row=self.rows[step])
 
     def layer(self, record: dict[str, Any]) -> None:
         """One probe step's layer record ({step, names, outputs, input_grads})."""
@@ -377,9 +385,8 @@ class RunRecorder:
         # never pairs the new tensors with an old run.
         Path(self.path).unlink(missing_ok=True)
         size = self.writer.close()
-        steps = list(range(1, self.steps + 1))
         tensors = {"file": tensors_path(self.path).name, "dtype": DTYPES[self.dtype][0],
-                   "steps": steps, "bytes": size}  # fmt: skip
+                   "steps": self.record_steps, "bytes": size}  # fmt: skip
         return {"tensors": tensors, "layers": self.layers}
 
     def abort(self) -> None:

@@ -26,7 +26,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from torch_burn_parity.analysis.gaps import StepMax, column_blocks, flat_name, state_row
+from torch_burn_parity.analysis.gaps import (
+    StepMax,
+    column_blocks,
+    flat_name,
+    recorded_steps,
+    state_row,
+)
 from torch_burn_parity.io.parity_io import (
     RUNS,
     FormatError,
@@ -78,11 +84,11 @@ def state_split(steps: pd.DataFrame, torch_f64: dict, burn_f64: dict) -> vd.Stat
     if not model.buffer_names:
         return None
     floor = vd.rounding_floor(steps["torch_f64"], steps["burn_f64"])
-    count = len(torch_f64["losses"])
+    count = len(recorded_steps(torch_f64))
     parts = {"params": StepMax(count), "buffers": StepMax(count)}
     for _, trajectory, column, part in column_blocks({"t": torch_f64, "b": burn_f64}):
         parts[trajectory].add(part["t"], part["b"], column)
-    return vd.split_state(parts["params"].result(), parts["buffers"].result(), floor)
+    return vd.split_state(parts["params"].result(), parts["buffers"].result(), floor, steps["step"])
 
 
 def both_parts(verdict: vd.Verdict) -> bool:
@@ -125,6 +131,7 @@ def judge(
         steps["burn_f64"],
         [replay["dparam"], counterfactual["dparam"]],
         vd.cause_text(causes),
+        steps["step"],
     )
     if steps[["dparam", "f64_f64"]].isna().any().any():
         verdict.label = vd.DIVERGED
@@ -150,7 +157,8 @@ def where_f64(torch_f64: dict, burn_f64: dict, step: int) -> str:
     """The parameter (or buffer) with the largest torch-f64 vs burn-f64 gap after `step`."""
     model = model_of(torch_f64)
     shapes = model.shapes()
-    diff = np.abs(state_row(torch_f64, step - 1) - state_row(burn_f64, step - 1))
+    row = recorded_steps(torch_f64).index(step)  # a recorded step: the verdict's
+    diff = np.abs(state_row(torch_f64, row) - state_row(burn_f64, row))
     column = int(np.argmax(np.nan_to_num(diff, nan=np.inf)))
     return flat_name({name: shapes[name] for name in model.state_names}, column)
 
@@ -163,12 +171,10 @@ def unexplained_start(
     with the largest gap there. Before that step the replays account for every gap."""
     floor = vd.rounding_floor(steps["torch_f64"], steps["burn_f64"])
     for label, frame in (("Burn's run", replay), ("PyTorch's run", counterfactual)):
-        step = vd.first_step_above(frame["dparam"], floor)
+        step = vd.first_step_above(frame["dparam"], floor, frame["step"])
         if step is not None:
-            return (
-                f"the replay of {label} leaves the rounding floor at step {step}"
-                f" (`{frame['where'].iloc[step - 1]}`)"
-            )
+            where = frame.loc[frame["step"] == step, "where"].iloc[0]
+            return f"the replay of {label} leaves the rounding floor at step {step} (`{where}`)"
     return None
 
 
@@ -209,8 +215,11 @@ def divergence(runs: dict) -> list[dict]:
     for fw, dt in RUNS:
         losses = np.asarray(runs[fw, dt]["losses"], dtype=float)
         finite = np.isfinite(losses)
+        rows = np.asarray(recorded_steps(runs[fw, dt])) - 1  # the steps with a state
+        state = np.ones(len(rows), dtype=bool)
         for *_, part in column_blocks({"run": runs[fw, dt]}):
-            finite &= np.isfinite(part["run"]).all(axis=1)
+            state &= np.isfinite(part["run"]).all(axis=1)
+        finite[rows[~state]] = False
         if not finite.all():
             step = int(np.argmin(finite))
             found.append(
@@ -267,7 +276,7 @@ def judge_experiment(
     if diverged:
         verdict.label = vd.DIVERGED
     first = verdict.first_above_floor
-    first32 = vd.first_step_above(steps["dparam"], tol_f32)
+    first32 = vd.first_step_above(steps["dparam"], tol_f32, steps["step"])
     f32_gap = float(np.nanmax(steps["dparam"], initial=0.0))
     own = max(float(steps["torch_f64"].max()), float(steps["burn_f64"].max()))
     floor = vd.rounding_floor(steps["torch_f64"], steps["burn_f64"])
@@ -355,7 +364,7 @@ def read_tables(
         rows = len(found[kind])
         if steps is not None and rows != steps:
             path = tables / f"{kind}_{name}.csv"
-            raise FormatError(f"{path}: {rows} rows, but the runs have {steps} steps")
+            raise FormatError(f"{path}: {rows} rows, but the runs record {steps} steps")
     return found
 
 
@@ -386,7 +395,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         runs = {(fw, dt): experiment_block(args.runs / f"{fw}-{dt}.json", name) for fw, dt in RUNS}
         has_layers = all("layers" in run for run in runs.values())
-        steps = len(runs["torch", "f64"]["losses"])
+        steps = len(recorded_steps(runs["torch", "f64"]))  # the per-step tables' rows
         record = judge_experiment(
             name, read_tables(args.tables, name, has_layers, steps), runs, args.tol_f32
         )

@@ -14,6 +14,7 @@ import pandas as pd
 
 from torch_burn_parity.analysis import probe
 from torch_burn_parity.analysis.gaps import flat_names
+from torch_burn_parity.io.parity_io import row_of
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.models.model_specs import model_of
 
@@ -33,10 +34,10 @@ def gradient_noise(torch_f64: dict, label: str) -> float:
     (probe.rounding_noise: at most NOISE_ULPS f64 ulps of its tensor's largest |gradient|),
     that largest |gradient|; else 0."""
     tensor = label.split("[")[0]
-    grads = torch_f64["trajectory"]["grads"].get(tensor)
-    if grads is None:
+    grads = torch_f64["trajectory"]["grads"]
+    if tensor not in grads:
         return 0.0
-    g = np.abs(np.asarray(grads[0], dtype=np.float64).ravel())
+    g = np.abs(np.asarray(row_of(grads, tensor, 0), dtype=np.float64).ravel())  # step 1
     shape = model_of(torch_f64).shapes()[tensor]
     column = flat_names({tensor: shape}).index(label)
     return float(g.max()) if probe.rounding_noise(g)[column] else 0.0

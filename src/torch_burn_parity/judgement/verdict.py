@@ -44,11 +44,18 @@ def rounding_floor(torch_f64: np.ndarray, burn_f64: np.ndarray) -> np.ndarray:
     return np.maximum(noise * EPS_RATIO * SAFETY, ABSOLUTE_FLOOR)
 
 
-def first_step_above(gaps: np.ndarray, limit: np.ndarray | float) -> int | None:
-    """1-based first step whose gap exceeds limit (a NaN gap counts as exceeding)."""
+def first_step_above(
+    gaps: np.ndarray, limit: np.ndarray | float, steps: np.ndarray | None = None
+) -> int | None:
+    """1-based first step whose gap exceeds limit (a NaN gap counts as exceeding). steps:
+    the step of each entry, when the series holds the recorded steps only (config/record.py;
+    absent: entry i is step i + 1)."""
     gaps = np.asarray(gaps, float)
     above = ~(gaps <= limit)
-    return int(np.argmax(above)) + 1 if above.any() else None
+    if not above.any():
+        return None
+    position = int(np.argmax(above))
+    return int(np.asarray(steps)[position]) if steps is not None else position + 1
 
 
 def growth(gaps: np.ndarray) -> float:
@@ -86,9 +93,12 @@ class StateSplit:
         return None
 
 
-def split_state(params: np.ndarray, buffers: np.ndarray, floor: np.ndarray) -> StateSplit:
-    """The parameter and buffer gap series (f64 torch vs burn, per step) against the floor
-    of the whole state (rounding_floor of the steps table, which covers both)."""
+def split_state(
+    params: np.ndarray, buffers: np.ndarray, floor: np.ndarray, steps: np.ndarray | None = None
+) -> StateSplit:
+    """The parameter and buffer gap series (f64 torch vs burn, per recorded step: ``steps``)
+    against the floor of the whole state (rounding_floor of the steps table, which covers
+    both)."""
     params, buffers = np.asarray(params, float), np.asarray(buffers, float)
 
     def worst(gaps: np.ndarray) -> float:
@@ -96,9 +106,9 @@ def split_state(params: np.ndarray, buffers: np.ndarray, floor: np.ndarray) -> S
 
     return StateSplit(
         worst(params),
-        first_step_above(params, floor),
+        first_step_above(params, floor, steps),
         worst(buffers),
-        first_step_above(buffers, floor),
+        first_step_above(buffers, floor, steps),
     )
 
 
@@ -127,8 +137,10 @@ def classify(
     burn_f64: np.ndarray,
     replay_gaps: np.ndarray | list[np.ndarray] | None = None,
     cause: str | None = None,
+    steps: np.ndarray | None = None,
 ) -> Verdict:
-    """Classify one experiment from its gap series.
+    """Classify one experiment from its gap series (one entry per recorded step: ``steps``,
+    absent: every step).
 
     replay_gaps: the gap series left by the replays (each against the run it reproduces);
     the difference counts as explained only if every one of them stays under the floor.
@@ -136,7 +148,7 @@ def classify(
     f64_f64 = np.asarray(f64_f64, float)
     floor = rounding_floor(torch_f64, burn_f64)
     worst = int(np.nanargmax(f64_f64)) if np.isfinite(f64_f64).any() else 0
-    first = first_step_above(f64_f64, floor)
+    first = first_step_above(f64_f64, floor, steps)
     verdict = Verdict(
         EQUIVALENT, float(np.nanmax(f64_f64, initial=0.0)), float(floor[worst]), first
     )

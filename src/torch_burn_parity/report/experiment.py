@@ -195,9 +195,20 @@ class Experiment:
     def optimizer(self) -> str:
         return self.runs["torch", "f32"]["meta"]["optimizer"]
 
+    @property
+    def step_count(self) -> int:
+        """How many steps the runs trained (the tables hold the recorded ones)."""
+        return len(self.runs["torch", "f32"]["losses"])
+
+    def over(self) -> str:
+        """The steps the per-step tables cover, in words: '100 steps', or 'the 12 recorded
+        steps of 100'."""
+        n, rows = self.step_count, len(self.steps)
+        return f"{n} steps" if rows == n else f"the {rows} recorded steps of {n}"
+
     def evidence(self) -> list[str]:
         s, v = self.steps, self.verdict
-        n = len(s)
+        n = self.step_count
         out = []
         if v.label == vd.DIVERGED:
             out.append(
@@ -227,25 +238,26 @@ class Experiment:
         replay_worst = int(np.nanargmax(r["dparam"])) if r["dparam"].notna().any() else 0
         factors = " and the per-step factors it recorded" if self.has_factors else ""
         floor = vd.rounding_floor(s["torch_f64"], s["burn_f64"])
-        replay_left = vd.first_step_above(r["dparam"], floor)
+        replay_left = vd.first_step_above(r["dparam"], floor, r["step"])
         worst = f"(step {r['step'].iloc[replay_worst]}, `{r['where'].iloc[replay_worst]}`)"
         out.append(
             f"Replay: Burn's update rule run on the PyTorch side in f64, with the values Burn"
             f" held{factors}, "
             + (
-                f"misses Burn's f64 run by up to {e(r['dparam'].max())} over {n} steps {worst},"
+                f"misses Burn's f64 run by up to {e(r['dparam'].max())} over {self.over()}"
+                f" {worst},"
                 f" above the rounding floor (which it leaves at step {replay_left},"
-                f" `{r['where'].iloc[replay_left - 1]}`)."
+                f" `{r.loc[r['step'] == replay_left, 'where'].iloc[0]}`)."
                 if replay_left is not None
-                else f"reproduces Burn's f64 run to {e(r['dparam'].max())} at worst over {n}"
-                f" steps {worst}."
+                else f"reproduces Burn's f64 run to {e(r['dparam'].max())} at worst over"
+                f" {self.over()} {worst}."
             )
         )
         held, counter = c["dparam_held_f64"].max(), c["dparam"].max()
         held_step = int(c["step"].iloc[int(np.nanargmax(c["dparam_held_f64"]))]) if n else 0
         reproduces = (
             f"misses PyTorch's f64 run by up to {e(counter)}, above the rounding floor"
-            if vd.first_step_above(c["dparam"], floor) is not None
+            if vd.first_step_above(c["dparam"], floor, c["step"]) is not None
             else f"reproduces PyTorch's f64 run to {e(counter)}"
         )
         muon = (
@@ -365,7 +377,7 @@ class Experiment:
         rows = []
         for column, (label, dtype) in labels.items():
             gaps, tol = self.steps[column], self.tolerances[dtype]
-            first = vd.first_step_above(gaps, tol)
+            first = vd.first_step_above(gaps, tol, self.steps["step"])
             rows.append({"gap": label, "max": e(gaps.max()), "tolerance": f"{tol:g} ({dtype})",
                          "first step above tolerance": str(first) if first else "never",
                          "growth (last / step 1)": f"{vd.growth(gaps):.3g}"})  # fmt: skip
@@ -402,8 +414,9 @@ class Experiment:
 
     def section(self, shown: dict[str, str]) -> str:
         """This experiment's section. shown: table text -> experiment that printed it first."""
-        n, name = len(self.steps), self.name
-        model = "" if self.model == DEFAULT_MODEL else f", model: {self.model}"
+        n, name = self.step_count, self.name
+        tag = model_of(self.runs["torch", "f32"]).tag
+        model = "" if tag == DEFAULT_MODEL else f", model: {tag}"
         groups = "".join(
             f"; param_groups[{i}]: {g['optimizer']} on {len(g['params'])} parameters"
             for i, g in enumerate(self.runs["torch", "f32"]["meta"].get("param_groups") or [])
@@ -425,7 +438,14 @@ class Experiment:
         parts.append("### Gaps step by step\n")
         parts.append(self.gap_table() + "\n")
         shown_steps = int(report_steps_of(self.steps["step"], self.report_steps).sum())
-        parts.append(f"{shown_steps} of {n} steps; every step: `tables/steps_{name}.csv`.\n")
+        if len(self.steps) < n:
+            parts.append(
+                f"The runs recorded their tensors at {len(self.steps)} of the {n} steps"
+                f" (`record`, or the `record_budget_mb` its size left); the tables, replay,"
+                " verdict and plots cover those steps, the losses and lrs every step.\n"
+            )
+        every = "every step" if len(self.steps) == n else "every recorded step"
+        parts.append(f"{shown_steps} of {n} steps; {every}: `tables/steps_{name}.csv`.\n")
         parts.append(body(self.md["steps"]) + "\n")
         parts.append(f"![parameter gaps of {name}](plots/gaps_{name}.png)\n")
         parts.append(f"![loss difference of {name}](plots/losses_{name}.png)\n")
@@ -439,7 +459,9 @@ class Experiment:
             frame, table = getattr(self, key), body(self.md[key])
             if frame["dparam"].eq(0).all() and frame["dloss"].eq(0).all():
                 # Named: two experiments' all-zero tables would otherwise read the same.
-                parts.append(f"{label}: 0 at every one of `{name}`'s {n} steps (bit-identical).\n")
+                parts.append(
+                    f"{label}: 0 at every one of `{name}`'s {self.over()} (bit-identical).\n"
+                )
             elif table in shown:
                 parts.append(f"{label}: the same table as `{shown[table]}`'s.\n")
             else:

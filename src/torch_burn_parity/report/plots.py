@@ -74,23 +74,26 @@ def plural(n: int, noun: str) -> str:
 # ------------------------------------------------------------------------------ titles
 
 
-def first_nonfinite_step(*series: np.ndarray) -> int | None:
-    """1-based first step at which any of the series is NaN or infinite."""
+def first_nonfinite_row(*series: np.ndarray) -> int | None:
+    """The first row (0-based) at which any of the series is NaN or infinite."""
     bad = ~np.isfinite(np.column_stack([np.asarray(s, float) for s in series]))
     rows = bad.any(axis=1)
-    return int(np.argmax(rows)) + 1 if rows.any() else None
+    return int(np.argmax(rows)) if rows.any() else None
 
 
-def back_within(f64: np.ndarray, floor: np.ndarray) -> str:
+def back_within(f64: np.ndarray, floor: np.ndarray, steps: np.ndarray | None = None) -> str:
     """What the f64 gap does after it first leaves the floor, true over the whole curve:
     '' (above it from then to the last step), ', back within it from step k' (above it
-    last at step k − 1), and '(above it at n of N steps)' when it goes in and out."""
+    last at the recorded step before k), and '(above it at n of N steps)' when it goes in
+    and out. steps: each row's step (the recorded steps; absent: row i is step i + 1)."""
     above = ~(np.asarray(f64, float) <= floor)
-    steps = np.flatnonzero(above)
-    first, last = int(steps[0]), int(steps[-1])
-    text = f", back within it from step {last + 2}" if last < len(above) - 1 else ""
-    if len(steps) < last - first + 1:
-        text += f" (above it at {len(steps)} of {len(above)} steps)"
+    steps = np.arange(1, len(above) + 1) if steps is None else np.asarray(steps)
+    rows = np.flatnonzero(above)
+    first, last = int(rows[0]), int(rows[-1])
+    text = f", back within it from step {steps[last + 1]}" if last < len(above) - 1 else ""
+    recorded = "steps" if steps[-1] == len(steps) else "recorded steps"
+    if len(rows) < last - first + 1:
+        text += f" (above it at {len(rows)} of {len(above)} {recorded})"
     return text
 
 
@@ -105,12 +108,14 @@ def gap_title(experiment: str, frame: pd.DataFrame, record: dict | None = None) 
     """
     f64 = frame["f64_f64"].to_numpy(float)
     floor = verdict.rounding_floor(frame["torch_f64"], frame["burn_f64"])
-    bad = first_nonfinite_step(*(frame[c] for c in ("torch_loss", "burn_loss", *GAPS)))
+    steps = frame["step"].to_numpy()
+    bad = first_nonfinite_row(*(frame[c] for c in ("torch_loss", "burn_loss", *GAPS)))
     if bad is not None:
         title = (
-            f"{experiment}: a run went non-finite at step {bad} — gaps from there on say nothing"
+            f"{experiment}: a run went non-finite at step {steps[bad]}"
+            " — gaps from there on say nothing"
         )
-    elif (step := verdict.first_step_above(f64, floor)) is None:
+    elif (step := verdict.first_step_above(f64, floor, steps)) is None:
         title = f"{experiment}: f64 gap stays under the rounding floor — rounding only"
     elif record is not None and record.get("scope") == verdict.EVALUATION:
         title = (
@@ -120,11 +125,11 @@ def gap_title(experiment: str, frame: pd.DataFrame, record: dict | None = None) 
     else:
         title = (
             f"{experiment}: f64 gap leaves the rounding floor at step {step}"
-            f"{back_within(f64, floor)}"
+            f"{back_within(f64, floor, steps)}"
             " — an algorithmic difference"
         )
     # the sizes behind it, over the steps before a run went non-finite
-    shown = slice(0, len(f64) if bad is None else bad - 1)
+    shown = slice(0, len(f64) if bad is None else bad)
     f64, floor, f32 = f64[shown], floor[shown], frame["dparam"].to_numpy(float)[shown]
     if not len(f64):
         return title, "non-finite from the first step"
@@ -133,7 +138,7 @@ def gap_title(experiment: str, frame: pd.DataFrame, record: dict | None = None) 
         f"max f64 gap {e(f64[worst])}, rounding floor at that step {e(floor[worst])}"
         f" · max f32 gap {e(f32.max())}"
     )
-    return title, subtitle if bad is None else f"before step {bad}: {subtitle}"
+    return title, subtitle if bad is None else f"before step {steps[bad]}: {subtitle}"
 
 
 def loss_title(experiment: str, frame: pd.DataFrame) -> tuple[str, str]:
@@ -141,15 +146,15 @@ def loss_title(experiment: str, frame: pd.DataFrame) -> tuple[str, str]:
     f32 ulps of the loss there (1-2 ulps: the last bit; thousands: a different trajectory)."""
     dloss = frame["dloss"].to_numpy(float)
     head = f"{experiment}: |Δloss| torch vs burn (f32)"
-    bad = first_nonfinite_step(dloss)
+    bad = first_nonfinite_row(dloss)
     if bad is not None:
-        head = f"{head}: non-finite from step {bad}"
-        dloss = dloss[: bad - 1]
+        head = f"{head}: non-finite from step {int(frame['step'].iloc[bad])}"
+        dloss = dloss[:bad]
     if not len(dloss):
         return head, ""
     worst = int(np.argmax(dloss))
     if dloss[worst] == 0:
-        tail = "0 at every step" + ("" if bad else " — identical losses")
+        tail = "0 at every step" + ("" if bad is not None else " — identical losses")
     else:
         tail = f"max {e(dloss[worst])} at step {int(frame['step'].iloc[worst])}"
     if bad is not None:
@@ -216,9 +221,9 @@ def gap_plot(
     floor = verdict.rounding_floor(frame["torch_f64"], frame["burn_f64"])
     # After a non-finite f32-vs-f64 gap the floor is a huge stand-in for infinity: not drawn.
     drawn = floor.copy()
-    bad = first_nonfinite_step(frame["torch_f64"], frame["burn_f64"])
+    bad = first_nonfinite_row(frame["torch_f64"], frame["burn_f64"])
     if bad is not None:
-        drawn[bad - 1 :] = np.nan
+        drawn[bad:] = np.nan
     series = {column: frame[column].to_numpy(float) for column in GAPS}
     bottom = bottom_edge(*series.values(), drawn, tol, tol_f64)
     top = 10.0 ** (np.ceil(np.log10(top_of(*series.values(), drawn, tol, tol_f64))) + 0.5)
@@ -246,15 +251,16 @@ def gap_plot(
     )
 
     f64 = series["f64_f64"]
-    step = verdict.first_step_above(f64, floor)
-    if step is not None and np.isfinite(f64[step - 1]):
+    step = verdict.first_step_above(f64, floor, steps)
+    row = int(np.searchsorted(steps, step)) if step is not None else None
+    if row is not None and np.isfinite(f64[row]):
         # the text on the side with room: right of the point in the first half of the steps,
         # below it in the upper half of the axis
-        y = max(f64[step - 1], bottom)
-        left = step - 1 < len(steps) / 2
+        y = max(f64[row], bottom)
+        left = row < len(steps) / 2
         low = np.log(y / bottom) < np.log(top / bottom) / 2
         ax.annotate(
-            f"f64 gap leaves\nthe floor at step {step}", xy=(steps[step - 1], y),
+            f"f64 gap leaves\nthe floor at step {step}", xy=(steps[row], y),
             xytext=(30 if left else -30, 35 if low else -35), textcoords="offset points",
             ha="left" if left else "right", va="bottom" if low else "top", fontsize=8,
             color="tab:red", arrowprops={"arrowstyle": "->", "color": "tab:red"}, zorder=10,
@@ -304,8 +310,8 @@ def loss_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
             label=f"exactly 0 at {plural(int(zeros.sum()), 'step')}, on the bottom edge",
         )  # fmt: skip
     ax.plot(steps, ulp, color="0.5", linestyle="--", linewidth=1, label="1 f32 ulp of the loss")
-    bad = first_nonfinite_step(dloss)
-    before = dloss if bad is None else dloss[: bad - 1]  # the steps the title's max is over
+    bad = first_nonfinite_row(dloss)
+    before = dloss if bad is None else dloss[:bad]  # the steps the title's max is over
     if len(before) and before.max() > 0:
         worst = int(np.argmax(before))
         ax.plot(

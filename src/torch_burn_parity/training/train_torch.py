@@ -185,15 +185,16 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, An
 
 
 def train(
-    spec: dict[str, Any], arrays: dict, dtype: str, out: Path | None = None
+    spec: dict[str, Any], arrays: dict, dtype: str, out: Path | None = None, bare: bool = False
 ) -> RunBlock:
     """One run: the block of the run file (io/run_file.py) but for the fields main() adds
-    (input_sha256, config_sha256, git). With ``out`` (the run file to be) the tensors are
-    written to the tensors file beside it as the steps go (io/run_tensors.py), else kept in
-    the block."""
+    (input_sha256, config_sha256, git). With ``out`` (the run file to be) the tensors of the
+    spec's `record_steps` are written to the tensors file beside it as the steps go
+    (io/run_tensors.py), else kept in the block. ``bare``: nothing recorded per step (no
+    tensors, layer record or norms): the training alone, for timing it."""
     torch_dtype = TORCH_DTYPE[dtype]
     model_name = spec.get("model", DEFAULT_MODEL)
-    probe_steps = set(spec.get("probe_steps", [1]))
+    probe_steps = set() if bare else set(spec.get("probe_steps", [1]))
     x, y = inputs(arrays, torch_dtype)
     model = build(model_name, arrays, torch_dtype, spec.get("model_size"))
     model.train()
@@ -212,16 +213,24 @@ def train(
     losses: list[float] = []
     lrs: list[float] = []  # the lr of each step, as the optimizer step read it
     shape = lambda name: list(tensors[name].shape)  # noqa: E731
-    recorder = RunRecorder(
-        out,
-        dtype,
-        {name: shape(name) for name in param_names},
-        {name: shape(name) for name in buffer_names},
-        spec["steps"],
-        sorted(p for p in probe_steps if p <= spec["steps"]),
-        len(list(model.stages())),
-    )
+    recorder = None
+    if not bare:
+        recorder = RunRecorder(
+            out,
+            dtype,
+            {name: shape(name) for name in param_names},
+            {name: shape(name) for name in buffer_names},
+            spec.get("record_steps", list(range(1, spec["steps"] + 1))),
+            sorted(p for p in probe_steps if p <= spec["steps"]),
+            len(list(model.stages())),
+        )
     numpy = lambda t: t.detach().numpy()  # noqa: E731
+    # The L2 norm of each parameter and gradient after every step, in f64 (an f32 tensor
+    # widened exactly first): the trend at the steps the trajectories leave out.
+    norm = lambda t: torch.linalg.vector_norm(t.detach().to(torch.float64)).item()  # noqa: E731
+    norms: dict[str, dict[str, list[float]]] = {
+        kind: {name: [] for name in param_names} for kind in ("params", "grads")
+    }
     for step in range(spec["steps"]):
         i = (step % batches) * batch  # no shuffling: the batches in rotation
         if step + 1 in probe_steps:
@@ -235,23 +244,30 @@ def train(
         loss.backward()
         if record is not None:
             recorder.layer(record(step + 1))
-        for name in param_names:  # the gradients of backward, before any clipping
-            recorder.row("grads", name, step, numpy(tensors[name].grad))
+        kept = recorder is not None and recorder.records(step)
+        for name in param_names if recorder else ():  # backward's, before any clipping
+            norms["grads"][name].append(norm(tensors[name].grad))
+            if kept:
+                recorder.row("grads", name, step, numpy(tensors[name].grad))
         clip_gradients(clip, list(model.parameters()))
         lrs.append(optimizers[0].param_groups[0]["lr"])
         for optimizer, (scheduler, _) in zip(optimizers, schedulers, strict=True):
             optimizer.step()
             if scheduler is not None:
                 scheduler.step()  # after optimizer.step(), as PyTorch documents
-        for name in param_names:
-            recorder.row("params", name, step, numpy(tensors[name]))
-        for name in buffer_names:  # running statistics, updated by the forward
+        for name in param_names if recorder else ():
+            norms["params"][name].append(norm(tensors[name]))
+            if kept:
+                recorder.row("params", name, step, numpy(tensors[name]))
+        for name in buffer_names if kept else ():  # running statistics, from the forward
             recorder.row("buffers", name, step, numpy(tensors[name]))
     final = evaluate(model, x, y)
-    recorded = recorder.finish(
-        {name: numpy(tensors[name]) for name in param_names},
-        {name: numpy(tensors[name]) for name in buffer_names},
-    )
+    recorded = {}
+    if recorder is not None:
+        recorded = {"norms": norms} | recorder.finish(
+            {name: numpy(tensors[name]) for name in param_names},
+            {name: numpy(tensors[name]) for name in buffer_names},
+        )
     block: RunBlock = {
         "losses": losses,
         "lrs": lrs,
@@ -294,6 +310,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dtype", required=True, choices=DTYPES)
     parser.add_argument("--data", required=True, type=Path)
     parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument(
+        "--bare",
+        action="store_true",
+        help="record nothing per step (no tensors file, layer record or norms): to time"
+        " the training alone",
+    )
     args = parser.parse_args(argv)
     try:
         spec = read_spec(args.spec)
@@ -312,7 +334,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.use_deterministic_algorithms(True)
     started = time.perf_counter()
     try:
-        block = train(spec, arrays, args.dtype, args.out)
+        block = train(spec, arrays, args.dtype, args.out, args.bare)
     except ModelError as exc:  # refused before any step
         sys.exit(f"train_torch: {exc}")
     block["meta"]["input_sha256"] = sha256
