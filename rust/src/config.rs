@@ -221,6 +221,9 @@ struct ResolvedSpec {
     /// Checked against `model` in [`parse`].
     model_size: serde_json::Map<String, serde_json::Value>,
     probe_steps: Vec<usize>,
+    /// Checked against `steps` in [`parse`] ([`record_steps`]): read as any JSON so that a
+    /// step that is not a positive integer is refused naming the key.
+    record_steps: serde_json::Value,
     steps: usize,
     batch_size: usize,
     threads: usize,
@@ -254,6 +257,9 @@ pub struct Spec {
     pub model_size: ModelSize,
     /// 1-based steps with a layer record: sorted, without repeats, 1 included, ≤ `steps`.
     pub probe_steps: Vec<usize>,
+    /// 1-based steps whose parameters, gradients and buffers are recorded (the rows of the
+    /// trajectories): sorted, without repeats, each in 1..=`steps`; possibly none.
+    pub record_steps: Vec<usize>,
     pub steps: usize,
     pub batch_size: usize,
     pub threads: usize,
@@ -276,10 +282,36 @@ impl Spec {
     }
 }
 
+/// The spec's `record_steps`: a list of steps of 1..=`steps`, sorted, without repeats; one
+/// line naming the key and what is wrong otherwise.
+fn record_steps(value: &serde_json::Value, steps: usize) -> Result<Vec<usize>, String> {
+    let list = value
+        .as_array()
+        .ok_or_else(|| format!("record_steps: {value} is not a list of steps"))?;
+    let mut record = Vec::with_capacity(list.len());
+    for v in list {
+        let step = v
+            .as_u64()
+            .and_then(|s| usize::try_from(s).ok())
+            .filter(|s| (1..=steps).contains(s))
+            .ok_or_else(|| format!("record_steps: {v} is not a step of 1..={steps}"))?;
+        if let Some(&last) = record.last()
+            && step <= last
+        {
+            return Err(format!(
+                "record_steps: {step} after {last} (the steps must be sorted, without repeats)"
+            ));
+        }
+        record.push(step);
+    }
+    Ok(record)
+}
+
 /// The spec in a resolved spec's JSON text; one line naming what is wrong otherwise.
 pub fn parse(text: &str) -> Result<Spec, String> {
     let raw: ResolvedSpec = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let model_size = ModelSize::parse(raw.model, &raw.model_size)?;
+    let record_steps = record_steps(&raw.record_steps, raw.steps)?;
     let optimizer = Optimizer::tagged(&raw.optimizer, raw.hyperparameters)?;
     let param_groups = raw
         .param_groups
@@ -304,6 +336,7 @@ pub fn parse(text: &str) -> Result<Spec, String> {
         model: raw.model,
         model_size,
         probe_steps: raw.probe_steps,
+        record_steps,
         steps: raw.steps,
         batch_size: raw.batch_size,
         threads: raw.threads,
@@ -321,8 +354,18 @@ pub fn load(path: &Path) -> Result<Spec, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::LazyLock;
 
-    const ADAM: &str = r#"{"name": "adam", "optimizer": "adam",
+    /// An Adam experiment of 100 steps, each recorded (`record_steps` 1..=100).
+    static ADAM: LazyLock<String> = LazyLock::new(|| {
+        let every: Vec<String> = (1..=100).map(|s| s.to_string()).collect();
+        ADAM_WITHOUT_RECORD_STEPS.replace(
+            r#""steps": 100"#,
+            &format!(r#""record_steps": [{}], "steps": 100"#, every.join(", ")),
+        )
+    });
+
+    const ADAM_WITHOUT_RECORD_STEPS: &str = r#"{"name": "adam", "optimizer": "adam",
         "hyperparameters": {"lr": 0.01, "betas": [0.9, 0.999], "eps": 1e-08,
                             "weight_decay": 0, "amsgrad": false},
         "keep_defaults": {"torch": [], "burn": ["eps"]},
@@ -349,7 +392,7 @@ mod tests {
 
     #[test]
     fn reads_every_field_of_a_resolved_spec() {
-        let spec = parse(ADAM).unwrap();
+        let spec = parse(&ADAM).unwrap();
         assert_eq!(spec.name, "adam");
         assert_eq!(
             spec.optimizer,
@@ -374,6 +417,7 @@ mod tests {
         assert_eq!(spec.model, Model::CnnBn);
         assert_eq!(spec.model_size, ModelSize::default_for(Model::CnnBn));
         assert_eq!(spec.probe_steps, vec![1, 100]);
+        assert_eq!(spec.record_steps, (1..=100).collect::<Vec<_>>());
         assert_eq!((spec.steps, spec.batch_size, spec.threads), (100, 16, 1));
         assert_eq!(spec.lr(), 0.01);
         assert_eq!(spec.param_groups, vec![]);
@@ -507,6 +551,46 @@ mod tests {
             parse(&without)
                 .unwrap_err()
                 .starts_with("missing field `model_size`")
+        );
+    }
+
+    #[test]
+    fn reads_record_steps_and_refuses_any_not_sorted_distinct_steps_of_the_run() {
+        let with = |list: &str| {
+            parse(&ADAM_WITHOUT_RECORD_STEPS.replace(
+                r#""steps": 100"#,
+                &format!(r#""record_steps": {list}, "steps": 100"#),
+            ))
+        };
+        assert_eq!(
+            with("[1, 2, 50, 100]").unwrap().record_steps,
+            [1, 2, 50, 100]
+        );
+        assert_eq!(with("[]").unwrap().record_steps, Vec::<usize>::new());
+        for (list, error) in [
+            ("[0, 1]", "record_steps: 0 is not a step of 1..=100"),
+            ("[1, 101]", "record_steps: 101 is not a step of 1..=100"),
+            ("[1, -2]", "record_steps: -2 is not a step of 1..=100"),
+            ("[1, 2.5]", "record_steps: 2.5 is not a step of 1..=100"),
+            ("[1, \"2\"]", "record_steps: \"2\" is not a step of 1..=100"),
+            (
+                "[1, 5, 3]",
+                "record_steps: 3 after 5 (the steps must be sorted, without repeats)",
+            ),
+            (
+                "[1, 2, 2]",
+                "record_steps: 2 after 2 (the steps must be sorted, without repeats)",
+            ),
+            ("7", "record_steps: 7 is not a list of steps"),
+            ("null", "record_steps: null is not a list of steps"),
+        ] {
+            assert_eq!(with(list).unwrap_err(), error, "{list}");
+        }
+        // `record_steps` is always written.
+        assert!(
+            parse(ADAM_WITHOUT_RECORD_STEPS)
+                .unwrap_err()
+                .starts_with("missing field `record_steps`")
         );
     }
 }

@@ -3,17 +3,23 @@
 //! NdArray), and writes a run file and its tensors file beside it (`X.json`, `X.safetensors`).
 //!
 //! ```text
-//! parity-train --experiment adam --dtype f64 --config config.yaml \
+//! parity-train --spec results/specs/adam.json --dtype f64 \
 //!     --data results/data/cnn1d.bin --out results/runs/adam/burn-f64.json
 //! ```
+//!
+//! With `--bare`, the run records nothing per step (no trajectory, no layer record, no norms,
+//! no tensors file): its run file holds `losses`, `lrs`, `final`, `layers` (always `[]`) and
+//! `meta` only, to time the training alone; the spec is otherwise honoured. A tensors file
+//! left beside `--out` by an earlier run is removed (the run file no longer names it).
 
 use burn::tensor::{Device, FloatDType};
 use clap::Parser;
 use parity_train::config::Backend;
+use parity_train::record::Output;
 use parity_train::runfile::{CpuPath, Provenance, RunFile};
 use parity_train::{
     BURN_VERSION, RUSTC_VERSION, config, cpu, cpu_path, dataset, fault, git_state, hex_sha256,
-    runfile, train,
+    runfile, tensors, train,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +41,10 @@ struct Args {
     /// The run file to write; its tensors go to the same path with `.safetensors`.
     #[arg(long)]
     out: PathBuf,
+    /// Record nothing per step (no trajectory, layer record, norms or tensors file): the
+    /// run file keeps `losses`, `lrs`, `final`, `layers` (`[]`) and `meta`; for timing.
+    #[arg(long)]
+    bare: bool,
 }
 
 fn run() -> Result<(), String> {
@@ -64,7 +74,22 @@ fn run() -> Result<(), String> {
     let device = device.autodiff();
     let started = Instant::now();
     // The tensors go to the tensors file beside the run file as the steps go.
-    let mut block = train::train(&spec, &data, &device, fault.as_ref(), Some(&args.out))?;
+    let output = if args.bare {
+        Output::Bare
+    } else {
+        Output::File(&args.out)
+    };
+    let mut block = train::train_into(&spec, &data, &device, fault.as_ref(), output)?;
+    if args.bare {
+        // An earlier run's tensors file would sit beside a run file that does not name it.
+        let stale = tensors::tensors_path(&args.out);
+        match std::fs::remove_file(&stale) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("{}: {e}", stale.display()));
+            }
+            _ => {}
+        }
+    }
     let config_bytes =
         std::fs::read(&args.spec).map_err(|e| format!("{}: {e}", args.spec.display()))?;
     block.meta.provenance = Some(Provenance {
@@ -90,9 +115,10 @@ fn run() -> Result<(), String> {
     runfile::write_atomic(&args.out, text.as_bytes())
         .map_err(|e| format!("{}: {e}", args.out.display()))?;
     println!(
-        "burn {} {}: {} steps in {:.2}s, final loss {:.8}, correct {}/{} -> {}",
+        "burn {} {}{}: {} steps in {:.2}s, final loss {:.8}, correct {}/{} -> {}",
         spec.name,
         args.dtype,
+        if args.bare { " (bare)" } else { "" },
         spec.steps,
         started.elapsed().as_secs_f64(),
         loss,

@@ -44,12 +44,17 @@ pub struct RunBlock {
     pub losses: Floats,
     /// The lr each step used, as Burn's scheduler gave it.
     pub lrs: Floats,
+    /// Each parameter's and gradient's L2 norm at every step; absent from a bare run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub norms: Option<Norms>,
     /// The whole dataset after the last step, in eval mode.
     pub r#final: Final,
-    /// The run's tensors: `tensors` (the file beside), or `params`, `buffers`, `trajectory`.
+    /// The run's tensors: `tensors` (the file beside), or `params`, `buffers`, `trajectory`
+    /// inline; nothing in a bare run.
     #[serde(flatten)]
     pub tensors: RunTensors,
-    /// The layer record at each probe step (the spec's `probe_steps`), in step order.
+    /// The layer record at each probe step (the spec's `probe_steps`), in step order; `[]` in
+    /// a bare run.
     pub layers: Vec<LayerRecord>,
     pub meta: Meta,
     /// Burn only, Adam only: the per-step f32 factors of its update (adam_factors.rs).
@@ -59,6 +64,17 @@ pub struct RunBlock {
     /// (their per-step scalars are f64 or constants); absent for SGD and Adam.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub burn_scalars: Option<BurnScalars>,
+}
+
+/// `norms`: at every step (1..=steps, whatever `record_steps` says), the L2 norm sqrt(Σx²)
+/// of each parameter and of its gradient, computed in f64 from the values (an f32 run's
+/// widened exactly), keyed by PyTorch's names in the model's order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Norms {
+    /// Each parameter after each step's update.
+    pub params: Named<Floats>,
+    /// Each parameter's gradient of each step's backward, before any clipping.
+    pub grads: Named<Floats>,
 }
 
 /// `final`: the whole dataset after training, in eval mode (no autodiff, running statistics).
@@ -73,7 +89,8 @@ pub struct Final {
 }
 
 /// The run's tensors: in the tensors file beside the run file (what the binary writes, see
-/// tensors.rs), or inline in the JSON (a run without a file: tests).
+/// tensors.rs), inline in the JSON (a run without a file: tests), or none at all (a bare
+/// run, `parity-train --bare`: the training alone, timed).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum RunTensors {
@@ -87,6 +104,8 @@ pub enum RunTensors {
         buffers: Named<Floats>,
         trajectory: Trajectory,
     },
+    /// A bare run: no field at all.
+    Bare {},
 }
 
 /// `tensors`: the tensors file beside the run file, whose keys hold what the inline form's
@@ -97,13 +116,14 @@ pub struct TensorsFile {
     pub file: String,
     /// `"F32"` or `"F64"`: the run's precision.
     pub dtype: &'static str,
-    /// The recorded steps (1-based): the rows of each trajectory.
+    /// The recorded steps (1-based, the spec's `record_steps`): the rows of each trajectory.
     pub steps: Vec<usize>,
     /// Its size in bytes (a file of another size is not this run's).
     pub bytes: u64,
 }
 
-/// `trajectory`: the values after each step, one list per step.
+/// `trajectory`: the values after each recorded step (the spec's `record_steps`), one list
+/// per recorded step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Trajectory {
     /// Each parameter after each step's update.

@@ -11,7 +11,7 @@ use crate::fault::Fault;
 use crate::groups::{Optimizers, burn_shapes};
 use crate::models::{self, Cnn1d, CnnBn, Model, ParityModel, Probe, Transformer, tensor};
 use crate::optimizers::{Built, Scalars, optimizer};
-use crate::record::{Kind, Recorder};
+use crate::record::{Kind, Output, Recorded, Recorder};
 use crate::runfile::{AdamFactors, BurnScalars, F64, Final, Floats, Meta, RunBlock};
 use crate::schedule;
 use crate::tensors::Dtype;
@@ -85,10 +85,23 @@ pub fn train(
     fault: Option<&Fault>,
     out: Option<&Path>,
 ) -> Result<RunBlock, String> {
+    train_into(spec, data, device, fault, out.into())
+}
+
+/// [`train`] into `output`: also [`Output::Bare`], a run that records nothing per step (no
+/// trajectory, no layer record, no norms): a block of `losses`, `lrs`, `final`, `layers`
+/// (`[]`) and `meta` only (no `adam_factors` or `burn_scalars` either).
+pub fn train_into(
+    spec: &Spec,
+    data: &Dataset,
+    device: &Device,
+    fault: Option<&Fault>,
+    output: Output,
+) -> Result<RunBlock, String> {
     let block = match spec.model {
-        Model::Cnn1d => run::<Cnn1d>(spec, data, device, fault, out)?.0,
-        Model::CnnBn => run::<CnnBn>(spec, data, device, fault, out)?.0,
-        Model::Transformer => run::<Transformer>(spec, data, device, fault, out)?.0,
+        Model::Cnn1d => run_into::<Cnn1d>(spec, data, device, fault, output)?.0,
+        Model::CnnBn => run_into::<CnnBn>(spec, data, device, fault, output)?.0,
+        Model::Transformer => run_into::<Transformer>(spec, data, device, fault, output)?.0,
     };
     Ok(block)
 }
@@ -127,6 +140,17 @@ pub fn run<M: ParityModel>(
     fault: Option<&Fault>,
     out: Option<&Path>,
 ) -> Result<(RunBlock, M), String> {
+    run_into(spec, data, device, fault, out.into())
+}
+
+/// [`train_into`] for model `M`; also returns the trained model.
+pub fn run_into<M: ParityModel>(
+    spec: &Spec,
+    data: &Dataset,
+    device: &Device,
+    fault: Option<&Fault>,
+    output: Output,
+) -> Result<(RunBlock, M), String> {
     // The dataset's arrays must be the model's at the spec's size, before anything else.
     let size = spec.model_size;
     let mut model: M = models::build(&size, data, device)?;
@@ -161,57 +185,83 @@ pub fn run<M: ParityModel>(
     // The values in the run's precision: the device's float dtype.
     let dtype = Dtype::of(x.dtype())?;
     let mut recorder = Recorder::new(
-        out,
+        output,
         dtype,
         &params,
         &buffers,
         spec.steps,
+        &spec.record_steps,
         &spec.probe_steps,
         layer_names.len(),
     )?;
+    let norms = recorder.keeps_norms();
     let mut series = ScalarSeries::default();
-    for step in 0..spec.steps {
+    for step in 1..=spec.steps {
         // As Burn's Learner: one scheduler step per iteration, before the optimizer step,
         // whose result that step uses (the first call gives the initial lr).
         let lr = scheduler.step();
         lrs.push(lr.base());
-        let i = (step % batches) * spec.batch_size; // no shuffling: the batches in rotation
+        let i = ((step - 1) % batches) * spec.batch_size; // no shuffling: the batches in rotation
         let xb = x.clone().slice(s![i..i + spec.batch_size]);
         let yb = y.clone().slice(s![i..i + spec.batch_size]);
-        let mut probe = if spec.probe_steps.contains(&(step + 1)) {
-            Probe::on()
-        } else {
-            Probe::off()
-        };
+        let probed = recorder.probes(step);
+        let mut probe = if probed { Probe::on() } else { Probe::off() };
         let loss = ce.forward(model.forward(xb, &mut probe), yb);
         losses.push(loss.clone().into_scalar::<f64>());
         let grads = loss.backward();
-        if spec.probe_steps.contains(&(step + 1)) {
-            recorder.layer(probe.record(step + 1, &layer_names, &grads)?)?;
+        if probed {
+            recorder.layer(probe.record(step, &layer_names, &grads)?)?;
         }
         let grads = GradientsParams::from_grads(grads, &model);
-        for (k, g) in models::grad_values(&model, &grads).into_iter().enumerate() {
-            recorder.row(Kind::Grads, k, step, g)?;
+        // Read back from the device only what is recorded: the norms at every step, the
+        // tensors at the recorded steps.
+        let recorded = recorder.records(step);
+        if norms {
+            recorder.norms(Kind::Grads, models::grad_norms(&model, &grads));
+        }
+        if recorded {
+            for (k, g) in models::grad_values(&model, &grads).into_iter().enumerate() {
+                recorder.row(Kind::Grads, k, step, g)?;
+            }
         }
         model = optims.step(&lr, model, grads);
-        if let Some(f) = fault.filter(|f| f.step == step + 1) {
+        if let Some(f) = fault.filter(|f| f.step == step) {
             model = f.apply(model)?;
         }
-        for (k, p) in models::param_values(&model).into_iter().enumerate() {
-            recorder.row(Kind::Params, k, step, p)?;
+        if norms {
+            recorder.norms(Kind::Params, models::param_norms(&model));
         }
-        for (k, b) in models::buffer_values(&model).into_iter().enumerate() {
-            recorder.row(Kind::Buffers, k, step, b)?;
+        if recorded {
+            for (k, p) in models::param_values(&model).into_iter().enumerate() {
+                recorder.row(Kind::Params, k, step, p)?;
+            }
+            for (k, b) in models::buffer_values(&model).into_iter().enumerate() {
+                recorder.row(Kind::Buffers, k, step, b)?;
+            }
         }
-        series.push(scalars, step as i32 + 1);
+        series.push(scalars, step as i32);
     }
     let (loss, correct, predictions) = evaluate(&model, data, device)?;
-    let (tensors, layers) =
-        recorder.finish(models::param_values(&model), models::buffer_values(&model))?;
-    let (adam_factors, burn_scalars) = series.into_block(scalars);
+    let bare = output == Output::Bare;
+    let (final_params, final_buffers) = if bare {
+        (Vec::new(), Vec::new())
+    } else {
+        (models::param_values(&model), models::buffer_values(&model))
+    };
+    let Recorded {
+        tensors,
+        layers,
+        norms,
+    } = recorder.finish(final_params, final_buffers)?;
+    let (adam_factors, burn_scalars) = if bare {
+        (None, None)
+    } else {
+        series.into_block(scalars)
+    };
     let block = RunBlock {
         losses: Floats(losses),
         lrs: Floats(lrs),
+        norms,
         r#final: Final {
             loss: F64(loss),
             correct,

@@ -144,6 +144,8 @@ fn writes_what_it_held<M: ParityModel>(experiment: &str, data: &Dataset) {
     }
     // Everything else: as the same run holds it inline (each row, each layer record).
     let attached = common::attach(common::json(block), &out);
+    // The norms of this f32 run: summed in f64 from its values (an f32 sum would miss 1e-12).
+    common::check_norms(&attached, &[1, 2, 3]);
     assert!(
         attached == common::json(inline),
         "{experiment}: the file and the inline run differ"
@@ -206,10 +208,11 @@ fn the_binary_writes_its_run_file_with_the_tensors_file_beside_it() {
         String::from_utf8_lossy(&run.stderr)
     );
     let text = std::fs::read_to_string(dir.join("burn-f64.json")).unwrap();
-    // The Python side's order: losses, lrs, final, tensors, layers, meta.
+    // The Python side's order: losses, lrs, norms, final, tensors, layers, meta.
     let fields = [
         "{\"e\":{\"losses\":",
         ",\"lrs\":",
+        ",\"norms\":",
         ",\"final\":",
         ",\"tensors\":",
         ",\"layers\":",

@@ -15,7 +15,7 @@ pub use arrays::{Arrays, build};
 pub use cnn_bn::CnnBn;
 pub use cnn1d::Cnn1d;
 pub use probe::Probe;
-pub use reader::{add_to_param, buffer_values, grad_values, param_values};
+pub use reader::{add_to_param, buffer_values, grad_norms, grad_values, param_norms, param_values};
 pub use size::{ConvSize, ModelSize, TransformerSize};
 pub use transformer::Transformer;
 

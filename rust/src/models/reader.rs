@@ -41,11 +41,11 @@ fn by_id<M: ParityModel>(model: &M, params: &[Entry]) -> HashMap<ParamId, Slot> 
     ids.into_iter().zip(slots).collect()
 }
 
-/// Collects, per declared parameter, the flat values `read` gives for it in PyTorch's layout
-/// (a packed one's parts joined in order).
-struct Reader<'a, F> {
+/// Collects, per declared parameter, what `T` makes of each of its parts as `read` gives
+/// them.
+struct Reader<'a, F, T: Take> {
     slots: HashMap<ParamId, Slot>,
-    out: Vec<Vec<Option<Vec<f64>>>>,
+    out: Vec<Vec<Option<T::Part>>>,
     read: &'a F,
 }
 
@@ -70,45 +70,109 @@ impl Read for ParamGrad<'_> {
     }
 }
 
-impl<F: Read> ModuleVisitor for Reader<'_, F> {
+/// What a [`Reader`] makes of a parameter's parts: their flat values, or their norm.
+trait Take {
+    /// Of one part (one Burn tensor, in `layout`).
+    type Part;
+    /// Of the whole parameter, from its parts in order.
+    type Whole;
+    fn part<const D: usize>(t: Tensor<D>, layout: Layout) -> Self::Part;
+    fn whole(parts: Vec<Self::Part>) -> Self::Whole;
+}
+
+/// The flat values in PyTorch's layout: a packed parameter's parts joined along PyTorch's
+/// first dimension, which concatenates their flat values.
+enum Values {}
+
+impl Take for Values {
+    type Part = Vec<f64>;
+    type Whole = Vec<f64>;
+    fn part<const D: usize>(t: Tensor<D>, layout: Layout) -> Vec<f64> {
+        values(layout.convert(t))
+    }
+    fn whole(parts: Vec<Vec<f64>>) -> Vec<f64> {
+        parts.concat()
+    }
+}
+
+/// The L2 norm sqrt(Σx²), summed in f64 (an f32 run's values widened exactly), over the
+/// parts in Burn's layout: a sum of squares does not depend on the layout but for rounding.
+enum Norm {}
+
+impl Take for Norm {
+    type Part = f64;
+    type Whole = f64;
+    fn part<const D: usize>(t: Tensor<D>, _: Layout) -> f64 {
+        sum_of_squares(&t.into_data())
+    }
+    fn whole(parts: Vec<f64>) -> f64 {
+        parts.into_iter().sum::<f64>().sqrt()
+    }
+}
+
+/// Σx² of a float tensor's values, in f64, in their order.
+fn sum_of_squares(data: &TensorData) -> f64 {
+    if let Ok(xs) = data.as_slice::<f64>() {
+        xs.iter().map(|&x| x * x).sum()
+    } else if let Ok(xs) = data.as_slice::<f32>() {
+        xs.iter().map(|&x| f64::from(x) * f64::from(x)).sum()
+    } else {
+        data.iter::<f64>().map(|x| x * x).sum()
+    }
+}
+
+impl<F: Read, T: Take> ModuleVisitor for Reader<'_, F, T> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         if let Some(&Slot { k, part, layout }) = self.slots.get(&param.id) {
-            self.out[k][part] = Some(values(layout.convert(self.read.read(param))));
+            self.out[k][part] = Some(T::part(self.read.read(param), layout));
         }
     }
 }
 
-fn read<M: ParityModel, F: Read>(model: &M, read: &F) -> Vec<Vec<f64>> {
+fn read<M: ParityModel, F: Read, T: Take>(model: &M, read: &F) -> Vec<T::Whole> {
     let params = M::params(&model.size());
-    let mut reader = Reader {
+    let mut reader = Reader::<F, T> {
         slots: by_id(model, &params),
-        out: params.iter().map(|e| vec![None; e.parts]).collect(),
+        out: params
+            .iter()
+            .map(|e| (0..e.parts).map(|_| None).collect())
+            .collect(),
         read,
     };
     model.visit(&mut reader);
-    // Joining the parts along PyTorch's first dimension concatenates their flat values.
     reader
         .out
         .into_iter()
         .zip(&params)
         .map(|(parts, e)| {
-            parts
-                .into_iter()
-                .map(|v| v.unwrap_or_else(|| panic!("{}: {} not visited", M::NAME, e.name)))
-                .collect::<Vec<_>>()
-                .concat()
+            T::whole(
+                parts
+                    .into_iter()
+                    .map(|v| v.unwrap_or_else(|| panic!("{}: {} not visited", M::NAME, e.name)))
+                    .collect(),
+            )
         })
         .collect()
 }
 
 /// Parameters in PyTorch's layouts, flattened, in `params` order.
 pub fn param_values<M: ParityModel>(model: &M) -> Vec<Vec<f64>> {
-    read(model, &ParamValue)
+    read::<M, _, Values>(model, &ParamValue)
 }
 
 /// The gradient of each parameter in PyTorch's layouts, flattened, in `params` order.
 pub fn grad_values<M: ParityModel>(model: &M, grads: &GradientsParams) -> Vec<Vec<f64>> {
-    read(model, &ParamGrad(grads))
+    read::<M, _, Values>(model, &ParamGrad(grads))
+}
+
+/// The L2 norm of each parameter (sqrt(Σx²) in f64 of all its values), in `params` order.
+pub fn param_norms<M: ParityModel>(model: &M) -> Vec<f64> {
+    read::<M, _, Norm>(model, &ParamValue)
+}
+
+/// The L2 norm of each parameter's gradient (sqrt(Σx²) in f64), in `params` order.
+pub fn grad_norms<M: ParityModel>(model: &M, grads: &GradientsParams) -> Vec<f64> {
+    read::<M, _, Norm>(model, &ParamGrad(grads))
 }
 
 /// Buffers in PyTorch's layouts, flattened, in `buffers` order.

@@ -30,6 +30,13 @@ fn block(loss: f64, burn_scalars: Option<BurnScalars>) -> RunBlock {
     RunBlock {
         losses: floats(&[1.5, f64::NAN]),
         lrs: floats(&[0.1, 0.1]),
+        norms: Some(Norms {
+            params: names.iter().map(|&n| (n, floats(&[1.0, 2.0]))).collect(),
+            grads: names
+                .iter()
+                .map(|&n| (n, floats(&[0.5, f64::NAN])))
+                .collect(),
+        }),
         r#final: Final {
             loss: F64(loss),
             correct: 2,
@@ -163,6 +170,7 @@ fn a_block_with_a_tensors_file_names_it_after_final_and_keeps_the_layers_names()
     let fields = [
         r#"{"losses":"#,
         r#","lrs":"#,
+        r#","norms":{"params":{"fc.weight":[1.0,2.0],"conv.weight":[1.0,2.0],"conv.bias":[1.0,2.0]},"grads":{"fc.weight":[0.5,"NaN"],"#,
         r#","final":"#,
         r#","tensors":{"file":"burn-f32.safetensors","dtype":"F32","steps":[1,2],"bytes":4096}"#,
         r#","layers":[{"step":1,"names":["fc"]}]"#,
@@ -170,7 +178,32 @@ fn a_block_with_a_tensors_file_names_it_after_final_and_keeps_the_layers_names()
     ];
     let at: Vec<usize> = fields.iter().map(|f| text.find(f).expect(f)).collect();
     assert!(at.is_sorted(), "{text}");
-    for absent in ["params", "buffers", "trajectory", "outputs", "input_grads"] {
+    // No tensor inline (`norms` has a `params` of its own: the block's keys, then the text).
+    let read: Value = serde_json::from_str(&text).unwrap();
+    for absent in ["params", "buffers", "trajectory"] {
+        assert!(read.get(absent).is_none(), "{absent}");
+    }
+    for absent in ["trajectory", "outputs", "input_grads"] {
         assert!(!text.contains(&format!(r#""{absent}":"#)), "{absent}");
     }
+}
+
+#[test]
+fn a_bare_block_has_losses_lrs_final_layers_and_meta_only() {
+    let mut block = block(0.5, None);
+    block.norms = None;
+    block.tensors = RunTensors::Bare {};
+    block.layers = vec![];
+    let text = serde_json::to_string(&block).unwrap();
+    let read: Value = serde_json::from_str(&text).unwrap();
+    let keys: Vec<&String> = read.as_object().unwrap().keys().collect();
+    let mut want = ["losses", "lrs", "final", "layers", "meta"];
+    want.sort();
+    assert_eq!(keys, want, "{text}");
+    assert_eq!(read["layers"], json!([]));
+    let at: Vec<usize> = ["losses", "lrs", "final", "layers", "meta"]
+        .iter()
+        .map(|f| text.find(&format!(r#""{f}":"#)).unwrap())
+        .collect();
+    assert!(at.is_sorted(), "{text}");
 }

@@ -247,13 +247,15 @@ pub fn encode(arrays: &[(String, Array)]) -> Vec<u8> {
 /// (src/torch_burn_parity/config/resolve.py): every default filled in. Its `param_groups`
 /// (none by default) are written with `params`, `optimizer` and every hyperparameter in
 /// `hyperparameters`; their `keep_defaults` and `requested` are filled in when left out. Its
-/// `model_size` is written as given, the model's seed sizes when left out.
+/// `model_size` is written as given, the model's seed sizes when left out; its
+/// `record_steps` as given, every step (1..=`steps`) when left out.
 pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
     let exp: serde_yaml::Mapping = serde_yaml::from_str(&format!("{{{experiment}}}")).unwrap();
     let exp: serde_json::Map<String, serde_json::Value> =
         serde_json::from_value(serde_json::to_value(exp).unwrap()).unwrap();
-    const NOT_HYPERPARAMETERS: [&str; 10] = [
+    const NOT_HYPERPARAMETERS: [&str; 11] = [
         "optimizer",
+        "record_steps",
         "keep_defaults",
         "schedule",
         "clip_grad",
@@ -312,6 +314,10 @@ pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
         "model": model,
         "model_size": model_size,
         "probe_steps": probe_steps,
+        "record_steps": exp
+            .get("record_steps")
+            .cloned()
+            .unwrap_or_else(|| (1..=steps).collect()),
         "steps": steps,
         "batch_size": batch_size,
         "threads": 1,
@@ -320,4 +326,52 @@ pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
         "param_groups": groups,
     })
     .to_string()
+}
+
+/// A float of a run file's list (a number, or a non-finite one as a string).
+pub fn float(v: &serde_json::Value) -> f64 {
+    parity_train::runfile::read_float(v).expect("a float")
+}
+
+/// Checks a run block's `norms` (the block in the inline form, as [`attach`] reads it): for
+/// the parameters and for their gradients, one norm per step (`meta.steps`) per parameter,
+/// in the trajectory's order (the model's), each at a recorded step (`record_steps`, the
+/// trajectory's rows) sqrt(Σx²) in f64 of that step's recorded values, to 1e-12 relative.
+pub fn check_norms(block: &serde_json::Value, record_steps: &[usize]) {
+    let steps = block["meta"]["steps"].as_u64().unwrap() as usize;
+    for kind in ["params", "grads"] {
+        let norms = block["norms"][kind]
+            .as_object()
+            .expect("norms of each kind");
+        let rows = block["trajectory"][kind].as_object().unwrap();
+        let names: Vec<&String> = norms.keys().collect();
+        assert_eq!(
+            names,
+            rows.keys().collect::<Vec<_>>(),
+            "{kind}: the model's order"
+        );
+        for (name, series) in norms {
+            let series: Vec<f64> = series.as_array().unwrap().iter().map(float).collect();
+            assert_eq!(series.len(), steps, "{kind}/{name}: a norm per step");
+            let rows = rows[name].as_array().unwrap();
+            assert_eq!(
+                rows.len(),
+                record_steps.len(),
+                "{kind}/{name}: recorded rows"
+            );
+            for (row, &step) in rows.iter().zip(record_steps) {
+                let sum: f64 = row
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| float(x).powi(2))
+                    .sum();
+                let (norm, want) = (series[step - 1], sum.sqrt());
+                assert!(
+                    (norm - want).abs() <= 1e-12 * want.abs() || norm == want,
+                    "{kind}/{name} at step {step}: {norm} against {want}"
+                );
+            }
+        }
+    }
 }
