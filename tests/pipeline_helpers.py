@@ -29,7 +29,7 @@ PROJECT_FILES = (
 EXPERIMENTS = ("sgd", "adam", "momentum", "pitfall")  # those of small_pipeline_config()
 TABLES = ("steps", "config_diff", "replay", "counterfactual", "probe", "lrs", "layers")
 EXPECTED = [
-    "results/data/cnn1d.bin",
+    "results/data/cnn1d.safetensors",
     "results/bin/parity-train",
     *[
         f"results/runs/{e}/{fw}-{dt}.json"

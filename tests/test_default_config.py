@@ -192,7 +192,7 @@ def test_the_ndarray_gap_is_in_the_gradients_not_the_update(default_run):
     runs = default_run / "results/runs/cnn_bn_sgd_ndarray"
     torch_run = experiment_block(runs / "torch-f64.json")
     burn_run = experiment_block(runs / "burn-f64.json")
-    arrays, _ = read_dataset(default_run / "results/data/cnn_bn.bin")
+    arrays, _ = read_dataset(default_run / "results/data/cnn_bn.safetensors")
     variant = rp.variants(torch_run, burn_run)["replay"][0]
     steps, batch = len(burn_run["losses"]), burn_run["meta"]["batch_size"]
     grads = burn_run["trajectory"]["grads"]

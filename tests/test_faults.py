@@ -107,7 +107,7 @@ def test_two_runs_give_byte_identical_results(pipeline, recovered):
     differ = [name for name, path in ours.items() if theirs[name].read_bytes() != path.read_bytes()]
     assert not differ, f"differ between two runs: {differ}"
     kinds = {Path(name).suffix for name in ours}
-    assert {".json", ".txt", ".csv", ".md", ".png", ".html", ".bin"} <= kinds
+    assert {".json", ".txt", ".csv", ".md", ".png", ".html", ".safetensors"} <= kinds
     for name in ("report.md", "report.html", "provenance.json", "verdicts.html"):
         assert name in ours
     assert len(ours) >= len(EXPECTED) - 1  # all but bin/parity-train
@@ -335,9 +335,9 @@ SGD_RUNS = {f"{fw}_{dt}": f"runs/sgd/{fw}-{dt}.json" for fw in FRAMEWORKS for dt
 SCRIPT_INPUTS = {
     "compare": {"torch": "runs/sgd/torch-f32.json", "burn": "runs/sgd/burn-f32.json"},
     "steps_table": SGD_RUNS,
-    "probe": {"data": "data/cnn1d.bin", **SGD_RUNS},
+    "probe": {"data": "data/cnn1d.safetensors", **SGD_RUNS},
     "replay": {
-        "data": "data/cnn1d.bin",
+        "data": "data/cnn1d.safetensors",
         "torch_f64": "runs/sgd/torch-f64.json",
         "burn_f64": "runs/sgd/burn-f64.json",
     },
@@ -350,14 +350,14 @@ SCRIPT_INPUTS = {
         "table": "tables/steps_sgd.csv",
     },
     "config_diff": {"spec": "specs/sgd.json"},
-    "train_torch": {"spec": "specs/sgd.json", "data": "data/cnn1d.bin"},
+    "train_torch": {"spec": "specs/sgd.json", "data": "data/cnn1d.safetensors"},
     "report": {
         "config": "specs/report/config.json",
         "run": "runs/sgd/burn-f32.json",
         "provenance": "provenance.json",
         "verdicts": "verdicts.json",
         "table": "tables/probe_adam.csv",
-        "data": "data/cnn1d.bin",
+        "data": "data/cnn1d.safetensors",
     },
     "judge": {
         "steps": "tables/steps_sgd.csv",

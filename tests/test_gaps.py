@@ -12,8 +12,6 @@ import pytest
 
 from torch_burn_parity.analysis import gaps
 from torch_burn_parity.io.parity_io import (
-    DTYPE_F32,
-    DTYPE_I64,
     FormatError,
     encode_dataset,
     experiment_block,
@@ -155,10 +153,10 @@ def test_flat_names_follow_pytorch_indices_in_row_major_order():
 
 
 def test_dataset_shapes_reads_the_parameter_shapes(tmp_path):
-    arrays = {"x": ([2, 16], DTYPE_F32, [0.0] * 32), "y": ([2], DTYPE_I64, [0, 1])}
-    arrays |= {n: (s, DTYPE_F32, [0.5] * math.prod(s)) for n, s in SHAPES.items()}
-    path = tmp_path / "dataset.bin"
-    write_atomic(path, encode_dataset(arrays))
+    arrays = {"x": ([2, 16], [0.0] * 32), "y": ([2], [0, 1])}
+    arrays |= {n: (s, [0.5] * math.prod(s)) for n, s in SHAPES.items()}
+    path = tmp_path / "dataset.safetensors"
+    write_atomic(path, encode_dataset(arrays, "cnn1d"))
     assert gaps.dataset_shapes(path) == SHAPES
     assert list(gaps.dataset_shapes(str(path))) == list(PARAM_NAMES)
 
@@ -277,7 +275,7 @@ def test_runs_of_different_models_are_refused(tmp_path):
 
 
 def test_dataset_shapes_of_a_cnn_bn_file_in_the_models_order(tmp_path):
-    path = tmp_path / "cnn_bn.bin"
+    path = tmp_path / "cnn_bn.safetensors"
     write_atomic(path, make_data.dataset_bytes("cnn_bn"))
     assert gaps.dataset_shapes(path) == model_specs.CNN_BN.shapes()
     assert list(gaps.dataset_shapes(path)) == [*BN_PARAMS, *BN_BUFFERS]

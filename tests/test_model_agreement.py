@@ -54,7 +54,7 @@ def both_runs(burn_binary, config, data, root) -> dict:
 
 def model_dataset(model: str, root: Path) -> Path:
     """The dataset file of ``model``, written under ``root``."""
-    data = root / f"{model}.bin"
+    data = root / f"{model}.safetensors"
     write_atomic(data, make_data.dataset_bytes(model))
     return data
 
@@ -102,17 +102,14 @@ def test_both_sides_hold_the_declared_state(first_steps):
 def with_array_renamed(model: str, old: str, new: str) -> bytes:
     arrays = decode_dataset(make_data.dataset_bytes(model))
     return encode_dataset(
-        {(new if name == old else name): (shape, 2 if name == "y" else 1, values)
-         for name, (shape, values) in arrays.items()}
-    )  # fmt: skip
+        {(new if name == old else name): array for name, array in arrays.items()}, model
+    )
 
 
 def with_array_reshaped(model: str, name: str, size: int) -> bytes:
     arrays = decode_dataset(make_data.dataset_bytes(model))
     arrays[name] = ([size], [0.5] * size)
-    return encode_dataset(
-        {n: (shape, 2 if n == "y" else 1, values) for n, (shape, values) in arrays.items()}
-    )
+    return encode_dataset(arrays, model)
 
 
 def last_state_array(model: str) -> tuple[str, list[int]]:
@@ -128,7 +125,7 @@ def test_a_name_one_side_does_not_declare_is_refused(
     model, framework, burn_binary, write_config, tmp_path
 ):
     name, shape = last_state_array(model)
-    data = tmp_path / "renamed.bin"
+    data = tmp_path / "renamed.safetensors"
     write_atomic(data, with_array_renamed(model, name, name + "_renamed"))
     out = tmp_path / "run.json"
     proc = train(framework, burn_binary, write_config(small_config(1, m=dict(SGD, model=model))),
@@ -147,7 +144,7 @@ def test_a_shape_one_side_does_not_declare_is_refused(
 ):
     name, shape = last_state_array(model)
     size = int(np.prod(shape)) + 1
-    data = tmp_path / "reshaped.bin"
+    data = tmp_path / "reshaped.safetensors"
     write_atomic(data, with_array_reshaped(model, name, size))
     out = tmp_path / "run.json"
     proc = train(framework, burn_binary, write_config(small_config(1, m=dict(SGD, model=model))),
@@ -167,7 +164,7 @@ def test_the_burn_binary_knows_exactly_the_registered_models(burn_binary, write_
     spec = spec_of(config, "m")  # resolved, then given a model no side has
     spec.write_text(spec.read_text().replace('"model": "cnn1d"', '"model": "no_such_model"'))
     out = tmp_path / "run.json"
-    proc = train("burn", burn_binary, config, tmp_path / "unused.bin", out)
+    proc = train("burn", burn_binary, config, tmp_path / "unused.safetensors", out)
     assert proc.returncode != 0
     assert f"(known: {', '.join(MODELS)})" in proc.stderr, proc.stderr
 

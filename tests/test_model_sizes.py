@@ -4,13 +4,13 @@ sweep points get."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 
 import pytest
 import torch
 
 from conftest import SGD, small_config
+from test_dataset import VALUES_SHA256, values_sha256
 from torch_burn_parity.config.parity_config import semantic_problems
 from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.config.sweeps import point_name
@@ -21,19 +21,13 @@ from torch_burn_parity.training import make_data
 
 SIZED = {"d_model": 12, "heads": 3, "layers": 2, "d_ff": 20}
 
-# sha256 of each default model's dataset file as written before sizes were configurable
-# (cnn1d's is also the seed's): a model named without sizes is exactly the one it was.
-DEFAULT_DATASETS = {
-    "cnn1d": "1327c65938b4d1749af12d549b5920d1e993722a89fd94faa7d7ba94dfc67ef1",
-    "cnn_bn": "6e8eca9f0c81c8170c8e7e9668c8c100c7f4fe964056782e67d402e565fc5a88",
-    "transformer": "1c3e4d7d67f8918756fa9c64cd8306b3ca9d2cb5035d0486e48fd2111af2c45c",
-}
 
-
-@pytest.mark.parametrize("name", list(DEFAULT_DATASETS))
-def test_a_model_named_without_sizes_is_byte_for_byte_the_one_it_was(name):
-    blob = make_data.dataset_bytes(name)
-    assert hashlib.sha256(blob).hexdigest() == DEFAULT_DATASETS[name]
+@pytest.mark.parametrize("name", list(VALUES_SHA256))
+def test_a_model_named_without_sizes_is_value_for_value_the_one_it_was(name):
+    """The default models' arrays, each value bit for bit as written before sizes were
+    configurable (test_dataset.VALUES_SHA256; cnn1d's are also the seed's)."""
+    arrays = decode_dataset(make_data.dataset_bytes(name), name)
+    assert {n: values_sha256(n, v) for n, (_, v) in arrays.items()} == VALUES_SHA256[name]
     assert spec(name) is model_specs.SPECS[name] and spec(name).tag == name
 
 

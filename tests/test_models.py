@@ -16,8 +16,6 @@ from conftest import ADAM, SGD, small_config
 from torch_burn_parity.analysis import probe
 from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.io.parity_io import (
-    DTYPE_F32,
-    DTYPE_I64,
     decode_dataset,
     encode_dataset,
     write_atomic,
@@ -32,11 +30,6 @@ from torch_burn_parity.models import (
 )
 from torch_burn_parity.models.model_specs import ModelError
 from torch_burn_parity.training import make_data, train_torch
-
-# sha256 of the cnn1d dataset file as make_data.py wrote it before the registry existed
-# (computed by the old code, commit dbf0dff, and equal to the pipeline's dataset.bin then):
-# a regression guard that the seed's inputs and initial weights have not moved by one bit.
-CNN1D_DATASET_SHA256 = "1327c65938b4d1749af12d549b5920d1e993722a89fd94faa7d7ba94dfc67ef1"
 
 CNN_BN_SHAPES = {
     "conv.weight": [4, 1, 5], "bn.weight": [4], "bn.bias": [4],
@@ -180,7 +173,7 @@ def test_an_extra_array_is_refused():
 
 
 def test_train_torch_refuses_a_dataset_of_another_model(tmp_path, write_config):
-    data = tmp_path / "cnn1d.bin"
+    data = tmp_path / "cnn1d.safetensors"
     write_atomic(data, make_data.dataset_bytes("cnn1d"))
     config = write_config(small_config(2, e=dict(SGD, model="cnn_bn")))
     out = tmp_path / "run.json"
@@ -196,12 +189,6 @@ def test_train_torch_refuses_a_dataset_of_another_model(tmp_path, write_config):
 
 
 # --- the dataset files ----------------------------------------------------------------------
-
-
-def test_the_cnn1d_dataset_is_byte_identical_to_the_old_one():
-    blob = make_data.dataset_bytes("cnn1d")
-    assert hashlib.sha256(blob).hexdigest() == CNN1D_DATASET_SHA256
-    assert make_data.dataset_bytes() == blob  # cnn1d is the default
 
 
 def test_the_cnn_bn_dataset_holds_x_y_then_the_state_in_model_order():
@@ -329,8 +316,7 @@ def test_a_cnn_bn_run_records_buffers_per_step_and_evaluates_in_eval_mode():
 def test_an_encoded_cnn_bn_dataset_round_trips_through_the_trainer(tmp_path):
     """A dataset file written with encode_dataset (not make_data) trains the same."""
     arrays = arrays_of("cnn_bn")
-    typed = {n: (s, DTYPE_I64 if n == "y" else DTYPE_F32, v) for n, (s, v) in arrays.items()}
-    again = decode_dataset(encode_dataset(typed), "again")
+    again = decode_dataset(encode_dataset(arrays, "cnn_bn"), "again")
     spec = spec_of("cnn_bn", SGD, 2)
     assert (
         train_torch.train(spec, again, "f32")["losses"]
@@ -342,7 +328,7 @@ def test_an_encoded_cnn_bn_dataset_round_trips_through_the_trainer(tmp_path):
 
 
 def test_the_probe_takes_the_runs_model_and_refuses_a_buffer(tmp_path):
-    data = tmp_path / "cnn_bn.bin"
+    data = tmp_path / "cnn_bn.safetensors"
     write_atomic(data, make_data.dataset_bytes("cnn_bn"))
     argv = ["--experiment", "e", "--data", str(data)]
     for framework in ("torch", "burn"):

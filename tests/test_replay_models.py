@@ -187,7 +187,7 @@ def within_rounding(new: str, gold: str) -> bool:
 
 def test_the_cnn1d_tables_are_the_old_ones(tmp_path):
     blob = make_data.dataset_bytes("cnn1d")
-    write_atomic(tmp_path / "data.bin", blob)
+    write_atomic(tmp_path / "data.safetensors", blob)
     config = {"steps": 8, "batch_size": 16, "threads": 1, "experiments": {"sgd": GOLDEN_SGD}}
     block = train_torch.train(experiment_spec(config, "sgd"), decode_dataset(blob), "f64")
     block["meta"]["input_sha256"] = hashlib.sha256(blob).hexdigest()
@@ -196,7 +196,7 @@ def test_the_cnn1d_tables_are_the_old_ones(tmp_path):
     write_run(tmp_path / "t.json", {"sgd": block})
     write_run(tmp_path / "b.json", {"sgd": burn})
     out = {k: tmp_path / f"{k}.csv" for k in ("replay", "counterfactual")}
-    rp.main(["--experiment", "sgd", "--data", str(tmp_path / "data.bin"),
+    rp.main(["--experiment", "sgd", "--data", str(tmp_path / "data.safetensors"),
              "--torch-f64", str(tmp_path / "t.json"), "--burn-f64", str(tmp_path / "b.json"),
              "--replay-csv", str(out["replay"]), "--replay-md", str(tmp_path / "r.md"),
              "--counterfactual-csv", str(out["counterfactual"]),

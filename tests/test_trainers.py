@@ -199,7 +199,7 @@ def test_kept_default_is_recorded(train, write_config):
 def cnn_bn_runs(burn_binary, write_config, tmp_path_factory):
     """Both trainers, both precisions, 4 steps of SGD on cnn_bn, the layer record at 1 and 4."""
     root = tmp_path_factory.mktemp("cnn_bn")
-    data = root / "cnn_bn.bin"
+    data = root / "cnn_bn.safetensors"
     write_atomic(data, make_data.dataset_bytes("cnn_bn"))
     config = write_config(small_config(4, bn=dict(SGD, model="cnn_bn", probe_steps=[1, 4])))
     runs = {}

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! parity-train --spec results/specs/adam.json --dtype f64 \
-//!     --data results/data/cnn1d.bin --out results/runs/adam/burn-f64.json
+//!     --data results/data/cnn1d.safetensors --out results/runs/adam/burn-f64.json
 //! ```
 //!
 //! With `--bare`, the run records nothing per step (no trajectory, no layer record, no norms,
@@ -123,7 +123,7 @@ fn run() -> Result<(), String> {
         started.elapsed().as_secs_f64(),
         loss,
         correct,
-        data.arrays["y"].shape[0],
+        data.arrays()["y"].shape[0],
         args.out.display()
     );
     Ok(())

@@ -284,7 +284,7 @@ pub fn run_into<M: ParityModel>(
             steps: spec.steps,
             batch_size: spec.batch_size,
             threads: spec.threads,
-            input_sha256: data.sha256.clone(),
+            input_sha256: data.sha256().to_string(),
             burn_shapes: burn_shapes(&model),
             fault: fault.cloned(),
             provenance: None,

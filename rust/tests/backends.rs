@@ -22,12 +22,12 @@ fn scratch(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("parity-backends-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
-        dir.join("cnn1d.bin"),
+        dir.join("cnn1d.safetensors"),
         common::encode(&common::cnn1d_arrays(common::CONV)),
     )
     .unwrap();
     std::fs::write(
-        dir.join("cnn_bn.bin"),
+        dir.join("cnn_bn.safetensors"),
         common::encode(&common::cnn_bn_arrays(common::CONV)),
     )
     .unwrap();
@@ -52,9 +52,9 @@ fn scratch(test: &str) -> PathBuf {
 /// Runs the binary for one experiment and dtype; the run block of its run file.
 fn run(dir: &Path, experiment: &str, dtype: &str) -> Value {
     let data = if experiment.starts_with("bn_") {
-        "cnn_bn.bin"
+        "cnn_bn.safetensors"
     } else {
-        "cnn1d.bin"
+        "cnn1d.safetensors"
     };
     let out = dir.join(format!("{experiment}-{dtype}.json"));
     let status = Command::new(env!("CARGO_BIN_EXE_parity-train"))

@@ -327,7 +327,7 @@ fn a_spec_with_a_wrong_size_is_refused_on_one_line() {
         .arg("--spec")
         .arg(dir.join("e.json"))
         .args(["--dtype", "f64", "--data"])
-        .arg(dir.join("absent.bin"))
+        .arg(dir.join("absent.safetensors"))
         .arg("--out")
         .arg(dir.join("run.json"))
         .output()

@@ -39,6 +39,14 @@ fn cnn_bn() -> Dataset {
     common::dataset(common::cnn_bn_arrays(common::CONV))
 }
 
+/// cnn_bn's dataset with array `name` replaced by `array` (added if it has none), or removed.
+fn cnn_bn_with(name: &str, array: Option<Array>) -> Dataset {
+    let mut arrays = common::cnn_bn_arrays(common::CONV);
+    arrays.retain(|(n, _)| n != name);
+    arrays.extend(array.map(|a| (name.to_string(), a)));
+    common::dataset(arrays)
+}
+
 fn transformer() -> Dataset {
     common::dataset(common::transformer_arrays(common::TRANSFORMER))
 }
@@ -73,29 +81,24 @@ fn cnn_bn_refuses_a_missing_a_misshaped_and_an_extra_array() {
         assert!(!err.contains('\n'), "{err}");
         err
     };
-    let mut data = cnn_bn();
-    data.arrays.remove("bn.weight");
     assert_eq!(
-        refuse(data),
+        refuse(cnn_bn_with("bn.weight", None)),
         "model cnn_bn: the dataset has no array 'bn.weight' (the Burn module needs it, shape [4])"
     );
-    let mut data = cnn_bn();
-    data.arrays.insert(
-        "ln.weight".into(),
-        Array {
+    let data = cnn_bn_with(
+        "ln.weight",
+        Some(Array {
             shape: vec![16],
             values: Values::F32(vec![1.0; 16]),
-        },
+        }),
     );
     assert_eq!(
         refuse(data),
         "model cnn_bn: array 'ln.weight' has shape [16] in the dataset, the Burn module's is [12]"
     );
-    let mut data = cnn_bn();
-    let extra = data.arrays["bn.weight"].clone();
-    data.arrays.insert("norm.weight".into(), extra);
+    let extra = cnn_bn().arrays()["bn.weight"].clone();
     assert_eq!(
-        refuse(data),
+        refuse(cnn_bn_with("norm.weight", Some(extra))),
         "model cnn_bn: the dataset holds 'norm.weight', which the Burn module does not have"
     );
     // The other model's file: cnn1d's lacks the norms, cnn_bn's has arrays cnn1d lacks.
@@ -109,22 +112,19 @@ fn cnn_bn_refuses_a_missing_a_misshaped_and_an_extra_array() {
         "model cnn1d: the dataset has no array 'conv.bias' (the Burn module needs it, shape [4])"
     );
     // Inputs the module cannot take.
-    let mut data = cnn_bn();
-    data.arrays.insert(
-        "x".into(),
-        Array {
+    let data = cnn_bn_with(
+        "x",
+        Some(Array {
             shape: vec![96, 1, 8],
             values: Values::F32(vec![0.0; 96 * 8]),
-        },
+        }),
     );
     assert_eq!(
         refuse(data),
         "model cnn_bn: array 'x' has shape [96, 1, 8] in the dataset, the Burn module takes [N, 1, 16]"
     );
     // A buffer is required like a parameter.
-    let mut data = cnn_bn();
-    data.arrays.remove("bn.running_var");
-    assert!(refuse(data).contains("no array 'bn.running_var'"));
+    assert!(refuse(cnn_bn_with("bn.running_var", None)).contains("no array 'bn.running_var'"));
 }
 
 #[test]
@@ -132,7 +132,7 @@ fn the_binary_refuses_a_dataset_of_the_other_model_on_one_line() {
     let dir = std::env::temp_dir().join(format!("parity-models-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
-        dir.join("cnn1d.bin"),
+        dir.join("cnn1d.safetensors"),
         common::encode(&common::cnn1d_arrays(common::CONV)),
     )
     .unwrap();
@@ -143,7 +143,7 @@ fn the_binary_refuses_a_dataset_of_the_other_model_on_one_line() {
         .arg(dir.join("e.json"))
         .args(["--dtype", "f64"])
         .arg("--data")
-        .arg(dir.join("cnn1d.bin"))
+        .arg(dir.join("cnn1d.safetensors"))
         .arg("--out")
         .arg(dir.join("run.json"))
         .output()

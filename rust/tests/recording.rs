@@ -250,14 +250,14 @@ fn a_bare_run_records_nothing_per_step_and_trains_the_same() {
     }
 }
 
-/// `parity-train` on the spec `spec.json` and dataset `data.bin` in `dir`, into `out`.
+/// `parity-train` on the spec `spec.json` and dataset `data.safetensors` in `dir`, into `out`.
 fn parity_train(dir: &Path, out: &str, bare: bool) -> std::process::Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_parity-train"));
     command
         .args(["--dtype", "f64", "--spec"])
         .arg(dir.join("spec.json"))
         .arg("--data")
-        .arg(dir.join("data.bin"))
+        .arg(dir.join("data.safetensors"))
         .arg("--out")
         .arg(dir.join(out));
     if bare {
@@ -286,7 +286,7 @@ fn the_binarys_bare_run_writes_no_tensors_file_and_the_same_losses() {
     let dir = common::scratch_run().parent().unwrap().to_path_buf();
     std::fs::create_dir_all(&dir).unwrap();
     let arrays = common::cnn_bn_arrays(common::CONV);
-    std::fs::write(dir.join("data.bin"), common::encode(&arrays)).unwrap();
+    std::fs::write(dir.join("data.safetensors"), common::encode(&arrays)).unwrap();
     let experiment = format!("{ADAM}, model: cnn_bn, probe_steps: [5], record_steps: [2, 6]");
     let text = common::resolved(&experiment, STEPS, BATCH);
     std::fs::write(dir.join("spec.json"), text).unwrap();
@@ -306,7 +306,7 @@ fn the_binarys_bare_run_writes_no_tensors_file_and_the_same_losses() {
         listing(&dir),
         [
             "bare.json",
-            "data.bin",
+            "data.safetensors",
             "recorded.json",
             "recorded.safetensors",
             "spec.json"

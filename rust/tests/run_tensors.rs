@@ -182,7 +182,7 @@ fn the_binary_writes_its_run_file_with_the_tensors_file_beside_it() {
     let dir = out.parent().unwrap();
     std::fs::create_dir_all(dir).unwrap();
     let data = common::encode(&common::cnn_bn_arrays(common::CONV));
-    std::fs::write(dir.join("cnn_bn.bin"), data).unwrap();
+    std::fs::write(dir.join("cnn_bn.safetensors"), data).unwrap();
     let experiment = format!("{ADAM}, model: cnn_bn, probe_steps: [3]");
     std::fs::write(
         dir.join("spec.json"),
@@ -194,7 +194,7 @@ fn the_binary_writes_its_run_file_with_the_tensors_file_beside_it() {
             .args(["--dtype", "f64", "--spec"])
             .arg(dir.join("spec.json"))
             .arg("--data")
-            .arg(dir.join("cnn_bn.bin"))
+            .arg(dir.join("cnn_bn.safetensors"))
             .arg("--out")
             .arg(dir.join(out))
             .env(parity_train::fault::VARIABLE, fault)
@@ -246,7 +246,7 @@ fn the_binary_writes_its_run_file_with_the_tensors_file_beside_it() {
     let files = [
         "burn-f64.json",
         "burn-f64.safetensors",
-        "cnn_bn.bin",
+        "cnn_bn.safetensors",
         "spec.json",
     ];
     assert_eq!(listing(dir), files);

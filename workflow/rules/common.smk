@@ -107,7 +107,7 @@ def trainer_spec(experiment):
 def dataset(experiment):
     """The dataset file of the experiment's model at its size: its inputs and initial
     weights (named by the model's tag: `transformer`, `transformer-d_model256-…`)."""
-    return f"results/data/{spec_of_config(settings(experiment).get('model')).tag}.bin"
+    return f"results/data/{spec_of_config(settings(experiment).get('model')).tag}.safetensors"
 
 
 def datasets():

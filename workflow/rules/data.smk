@@ -4,7 +4,7 @@ rule make_data:
     input:
         code=code("training.make_data"),
     output:
-        "results/data/{model}.bin",
+        "results/data/{model}.safetensors",
     log:
         "results/logs/make_data/{model}.log",
     shell:

@@ -31,7 +31,7 @@ impl<'a> Arrays<'a> {
             .chain(M::buffers(size))
             .collect();
         for e in &entries {
-            let Some(Array { shape, values }) = data.arrays.get(&e.name) else {
+            let Some(Array { shape, values }) = data.arrays().get(&e.name) else {
                 return Err(format!(
                     "model {model}: the dataset has no array '{}' (the Burn module needs it, shape {:?})",
                     e.name, e.shape
@@ -52,12 +52,12 @@ impl<'a> Arrays<'a> {
         }
         let known =
             |name: &str| name == "x" || name == "y" || entries.iter().any(|e| e.name == name);
-        if let Some(extra) = data.arrays.keys().find(|name| !known(name)) {
+        if let Some(extra) = data.arrays().keys().find(|name| !known(name)) {
             return Err(format!(
                 "model {model}: the dataset holds '{extra}', which the Burn module does not have"
             ));
         }
-        let x = data.arrays.get("x").map_or(&[][..], |a| &a.shape[..]);
+        let x = data.arrays().get("x").map_or(&[][..], |a| &a.shape[..]);
         if x.len() != 3 || x[1..] != M::SAMPLE {
             return Err(format!(
                 "model {model}: array 'x' has shape {x:?} in the dataset, the Burn module takes [N, {}, {}]",
@@ -118,8 +118,9 @@ impl<'a> Arrays<'a> {
     }
 }
 
-/// The model at `size` built from the dataset, after the arrays are checked.
-pub fn build<M: ParityModel>(
+/// The model at `size` built wholly from the dataset's arrays, after they are checked; the
+/// trainer loads it through burn-store instead ([`build`](super::build)).
+pub fn build_from_arrays<M: ParityModel>(
     size: &ModelSize,
     data: &Dataset,
     device: &Device,

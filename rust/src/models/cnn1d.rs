@@ -4,7 +4,7 @@
 use burn::module::{Module, ParamId};
 use burn::nn::conv::{Conv1d, Conv1dConfig};
 use burn::nn::{Linear, LinearConfig, Relu};
-use burn::tensor::Tensor;
+use burn::tensor::{Device, Tensor};
 use serde_json::{Value, json};
 
 use super::{Arrays, CLASSES, ConvSize, Entry, LENGTH, ModelSize, ParityModel, Probe};
@@ -39,14 +39,22 @@ impl ParityModel for Cnn1d {
         ["conv", "relu", "fc"].map(String::from).to_vec()
     }
 
-    fn build(arrays: &Arrays) -> Self {
-        let device = arrays.device();
-        let s = arrays.size().conv();
-        let mut m = Cnn1d {
+    fn init(size: &ModelSize, device: &Device) -> Self {
+        let s = size.conv();
+        Cnn1d {
             conv: Conv1dConfig::new(1, s.channels, s.kernel).init(device),
             fc: LinearConfig::new(s.channels * s.positions(), CLASSES).init(device),
             relu: Relu::new(),
-        };
+        }
+    }
+
+    /// The Burn paths are PyTorch's names.
+    fn pytorch_keys(_: &ModelSize) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    fn build(arrays: &Arrays) -> Self {
+        let mut m = Self::init(&arrays.size(), arrays.device());
         m.conv.weight = arrays.param("conv.weight");
         m.conv.bias = Some(arrays.param("conv.bias"));
         m.fc.weight = arrays.param("fc.weight");

@@ -15,7 +15,7 @@ use burn::nn::conv::{Conv1d, Conv1dConfig};
 use burn::nn::{
     BatchNorm, BatchNormConfig, Gelu, LayerNorm, LayerNormConfig, Linear, LinearConfig,
 };
-use burn::tensor::Tensor;
+use burn::tensor::{Device, Tensor};
 use serde_json::{Value, json};
 
 use super::{Arrays, CLASSES, ConvSize, Entry, LENGTH, ModelSize, ParityModel, Probe};
@@ -67,11 +67,10 @@ impl ParityModel for CnnBn {
             .to_vec()
     }
 
-    fn build(arrays: &Arrays) -> Self {
-        let device = arrays.device();
-        let s = arrays.size().conv();
+    fn init(size: &ModelSize, device: &Device) -> Self {
+        let s = size.conv();
         let (c, p) = (s.channels, s.positions());
-        let mut m = CnnBn {
+        CnnBn {
             conv: Conv1dConfig::new(1, c, s.kernel)
                 .with_bias(false)
                 .init(device),
@@ -82,7 +81,18 @@ impl ParityModel for CnnBn {
             gelu: Gelu::new(),
             ln: LayerNormConfig::new(p).with_epsilon(LN_EPS).init(device),
             fc: LinearConfig::new(c * p, CLASSES).init(device),
-        };
+        }
+    }
+
+    /// The Burn paths are PyTorch's names, but for the norms' gamma/beta, which
+    /// `PyTorchToBurnAdapter` takes from PyTorch's weight/bias (the running statistics have
+    /// the same names on both sides).
+    fn pytorch_keys(_: &ModelSize) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    fn build(arrays: &Arrays) -> Self {
+        let mut m = Self::init(&arrays.size(), arrays.device());
         m.conv.weight = arrays.param("conv.weight");
         m.bn.gamma = arrays.param("bn.weight");
         m.bn.beta = arrays.param("bn.bias");

@@ -1,7 +1,8 @@
 //! The models the trainer can run, as plug-ins: each declares, as functions of its size (the
 //! spec's `model_size`), its parameters and buffers in PyTorch's names, order, shapes and
-//! layouts, builds itself from the dataset file, and runs a forward that can record each
-//! layer.
+//! layouts, is loaded from the dataset file (burn-store, [`build`], the packed arrays and by
+//! default the Linear weights from the arrays; or wholly from the arrays,
+//! [`build_from_arrays`]), and runs a forward that can record each layer.
 
 mod arrays;
 mod cnn1d;
@@ -9,14 +10,16 @@ mod cnn_bn;
 mod probe;
 mod reader;
 mod size;
+mod store;
 mod transformer;
 
-pub use arrays::{Arrays, build};
+pub use arrays::{Arrays, build_from_arrays};
 pub use cnn_bn::CnnBn;
 pub use cnn1d::Cnn1d;
 pub use probe::Probe;
 pub use reader::{add_to_param, buffer_values, grad_norms, grad_values, param_norms, param_values};
 pub use size::{ConvSize, ModelSize, TransformerSize};
+pub use store::{LinearWeights, load as build, load_with as build_with};
 pub use transformer::Transformer;
 
 use burn::module::{Module, ParamId};
@@ -174,8 +177,21 @@ pub trait ParityModel: Module + Sized {
     /// The recorded layers at `size`, in forward order.
     fn layers(size: &ModelSize) -> Vec<String>;
 
-    /// The model with the arrays' values (already checked by [`Arrays::new`] against the
-    /// declarations at [`Arrays::size`]).
+    /// The model at `size`, every tensor at Burn's initializer's values (the dataset's
+    /// replace them all).
+    fn init(size: &ModelSize, device: &Device) -> Self;
+
+    /// burn-store's key remapping of the dataset's names (PyTorch's) to the model's Burn
+    /// module paths at `size`: (regex, replacement) pairs, each applied in turn to every
+    /// name (`KeyRemapper`). The adapter already takes a norm's `weight`/`bias` for its
+    /// `gamma`/`beta`; names the same on both sides need no pair. A packed array
+    /// ([`Entry::parts`] > 1) has no Burn path: it is loaded from the arrays, by part and
+    /// parameter id (models/store.rs), like the Linear weights by default.
+    fn pytorch_keys(size: &ModelSize) -> Vec<(String, String)>;
+
+    /// The model with every value from the arrays (already checked by [`Arrays::new`]
+    /// against the declarations at [`Arrays::size`]), none through burn-store: the path the
+    /// burn-store load is checked against, bit for bit (tests/burn_store.rs).
     fn build(arrays: &Arrays) -> Self;
 
     /// The size as the built modules hold it (`meta.model_size`): the size it was built at.

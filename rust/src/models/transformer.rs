@@ -23,7 +23,15 @@
 //! several. PyTorch packs each layer's query, key and value projections into
 //! `in_proj_weight` [3d, d] (rows 0..d, d..2d, 2d..3d, each [out, in]) and `in_proj_bias`
 //! [3d]; Burn holds three Linear layers (`mha.query`, `mha.key`, `mha.value`, each weight
-//! [in, out]): packed-rows entries of three parts. The scores are divided by sqrt(d/h) (mha.rs
+//! [in, out]): packed-rows entries of three parts.
+//!
+//! The model is loaded from the dataset through burn-store (models/store.rs) with
+//! [`ParityModel::pytorch_keys`]: PyTorch's `enc.…` (`enc.layers.{i}.…`) to Burn's `enc.0.…`
+//! (`enc.{i}.…`), `self_attn.out_proj` to `mha.output`, `linear1`/`linear2` to
+//! `pwff.linear_inner`/`pwff.linear_outer`, `norm1`/`norm2` to `norm_1`/`norm_2`. The packed
+//! `in_proj_weight`/`in_proj_bias` cannot be: burn-store loads one array into one Burn
+//! tensor, and these are three (`mha.query`, `mha.key`, `mha.value`), so they are loaded from
+//! the arrays, by part (models/store.rs). The scores are divided by sqrt(d/h) (mha.rs
 //! `attn_scores`, an f32 square root, also in f64 runs) where PyTorch scales by 1/sqrt(d/h):
 //! both are exact when sqrt(d/h) is a power of two (the seed's d/h = 4: 2 and 0.5), and
 //! round differently otherwise.
@@ -32,7 +40,7 @@ use burn::module::{Module, Param, ParamId};
 use burn::nn::attention::MhaInput;
 use burn::nn::transformer::{TransformerEncoderConfig, TransformerEncoderLayer};
 use burn::nn::{LayerNorm, Linear, LinearConfig};
-use burn::tensor::Tensor;
+use burn::tensor::{Device, Tensor};
 use serde_json::{Value, json};
 
 use super::{
@@ -232,16 +240,41 @@ impl ParityModel for Transformer {
         names
     }
 
-    fn build(arrays: &Arrays) -> Self {
-        let device = arrays.device();
-        let s = arrays.size().transformer();
-        let mut m = Transformer {
+    fn init(size: &ModelSize, device: &Device) -> Self {
+        let s = size.transformer();
+        Transformer {
             embed: LinearConfig::new(1, s.d_model).init(device),
             enc: (0..s.layers)
                 .map(|_| TransformerEncoderLayer::new(&encoder_config(s), device))
                 .collect(),
             fc: LinearConfig::new(LENGTH * s.d_model, CLASSES).init(device),
+        }
+    }
+
+    /// PyTorch's layer prefix to the index in `enc`, then each submodule's name to Burn's
+    /// (the norms' weight/bias are gamma/beta through the adapter). The packed
+    /// `…self_attn.in_proj_weight`/`in_proj_bias` come out as `enc.{i}.self_attn.…`, which
+    /// is no Burn path: burn-store leaves them unused.
+    fn pytorch_keys(size: &ModelSize) -> Vec<(String, String)> {
+        let layer = match size.transformer().layers {
+            1 => (r"^enc\.", "enc.0."),
+            _ => (r"^enc\.layers\.(\d+)\.", "enc.${1}."),
         };
+        [
+            layer,
+            (r"\.self_attn\.out_proj\.", ".mha.output."),
+            (r"\.linear1\.", ".pwff.linear_inner."),
+            (r"\.linear2\.", ".pwff.linear_outer."),
+            (r"\.norm1\.", ".norm_1."),
+            (r"\.norm2\.", ".norm_2."),
+        ]
+        .map(|(from, to)| (from.to_string(), to.to_string()))
+        .to_vec()
+    }
+
+    fn build(arrays: &Arrays) -> Self {
+        let s = arrays.size().transformer();
+        let mut m = Self::init(&arrays.size(), arrays.device());
         m.embed.weight = arrays.param("embed.weight");
         m.embed.bias = Some(arrays.param("embed.bias"));
         for (i, layer) in m.enc.iter_mut().enumerate() {

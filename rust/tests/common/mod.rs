@@ -1,8 +1,9 @@
 //! Shared by the integration tests: the F64 device and the models' dataset files, built with
-//! workflow/scripts/make_data.py's formulas (f64, rounded to f32 once).
+//! src/torch_burn_parity/training/make_data.py's formulas (f64, rounded to f32 once).
 #![allow(dead_code)]
 
 mod run_tensors;
+pub mod store;
 #[allow(unused_imports)] // each test file uses some of them
 pub use run_tensors::{attach, scratch_run, trained, values};
 
@@ -211,35 +212,16 @@ fn named<const K: usize>(arrays: [(&str, Array); K]) -> [(String, Array); K] {
     arrays.map(|(name, a)| (name.to_string(), a))
 }
 
+/// The arrays as a dataset read from its file: their dataset file's bytes ([`encode`])
+/// decoded, so that the bytes burn-store loads from are those of the arrays checked.
 pub fn dataset(arrays: Vec<(String, Array)>) -> Dataset {
-    Dataset {
-        arrays: arrays.into_iter().collect(),
-        sha256: "test".into(),
-    }
+    parity_train::dataset::decode(encode(&arrays)).expect("a dataset file")
 }
 
-/// The arrays in the dataset file format (workflow/scripts/parity_io.py).
+/// The arrays as a dataset file (src/torch_burn_parity/io/parity_io.py), as make_data.py
+/// writes it but for the model tag in its metadata, which the Burn side does not read.
 pub fn encode(arrays: &[(String, Array)]) -> Vec<u8> {
-    let mut out = b"PARITYDS".to_vec();
-    out.extend(1u32.to_le_bytes());
-    out.extend((arrays.len() as u32).to_le_bytes());
-    for (name, array) in arrays {
-        out.extend((name.len() as u32).to_le_bytes());
-        out.extend(name.as_bytes());
-        let code = match array.values {
-            Values::F32(_) => 1u8,
-            Values::I64(_) => 2u8,
-        };
-        out.extend([code, array.shape.len() as u8]);
-        for &d in &array.shape {
-            out.extend((d as u32).to_le_bytes());
-        }
-        match &array.values {
-            Values::F32(v) => v.iter().for_each(|x| out.extend(x.to_le_bytes())),
-            Values::I64(v) => v.iter().for_each(|x| out.extend(x.to_le_bytes())),
-        }
-    }
-    out
+    parity_train::dataset::encode(arrays, "rust-test")
 }
 
 /// An experiment `e` written as a short YAML flow mapping (the optimizer, its

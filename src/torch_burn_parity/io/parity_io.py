@@ -5,19 +5,17 @@ this module as an input too, so that editing a format reruns everything that rea
 
 Dataset file (written by make_data.py, read by both trainers; one per model)
 -----------------------------------------------------------------------------
-Little-endian binary, so that both languages read exactly the same bits::
+A safetensors file (https://huggingface.co/docs/safetensors), so that both languages read
+exactly the same bits and Burn loads the weights as its users load PyTorch's, through
+burn-store's SafetensorsStore::
 
-    magic   b"PARITYDS"                      8 bytes
-    version u32 (= 1)
-    count   u32                              number of arrays
-    count × array:
-        name_len u32, name (UTF-8)
-        dtype    u8   (1 = f32, 2 = i64)
-        ndim     u8,  dims u32 × ndim
-        payload  prod(dims) elements
+    x  [N, 1, 16] F32,  y  [N] I64,  then the model's parameters and buffers (F32, PyTorch
+    names and shapes; model_specs.py)
+    __metadata__  {"format": "torch-burn-parity dataset", "model": <model tag>}
 
-Arrays: x (f32), y (i64), then the model's parameters and buffers in its order (f32, PyTorch
-names and layouts; model_specs.py). Only x and y are checked here; each model checks its own.
+safetensors lays the arrays out by dtype and name; read_dataset gives them back as x, y, then
+the model's order (that of the tag in the metadata). Only x and y are checked here; each
+model checks its own.
 
 Run files (results/runs/{experiment}/{framework}-{dtype}.json)
 ---------------------------------------------------------------
@@ -34,29 +32,24 @@ import io
 import json
 import math
 import os
-import struct
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import safetensors
+import safetensors.numpy
 
 # model_specs is torch-free (names, shapes, formulas): importing it keeps this module light.
 from torch_burn_parity.io.run_file import REQUIRED
 from torch_burn_parity.io.run_tensors import TensorFileError, Tensors, attach
-from torch_burn_parity.models.model_specs import ModelError, model_of
+from torch_burn_parity.models.model_specs import ModelError, model_of, parse_tag
 
 # An experiment's four runs: each framework at each precision, in this order.
 FRAMEWORKS = ("torch", "burn")
 DTYPES = ("f32", "f64")
 RUNS = [(framework, dtype) for framework in FRAMEWORKS for dtype in DTYPES]
 FRAMEWORK_NAMES = {"torch": "PyTorch", "burn": "Burn"}
-
-MAGIC = b"PARITYDS"
-VERSION = 1
-DTYPE_F32 = 1
-DTYPE_I64 = 2
-_ELEMENT = {DTYPE_F32: ("f4", 4), DTYPE_I64: ("i8", 8)}
 
 # The arrays every dataset file holds, first; a model's parameters and buffers follow, and
 # each model checks its own (model_specs.py, models.py).
@@ -147,59 +140,90 @@ def read_table(path: str | os.PathLike, **options):
 # --------------------------------------------------------------------------- dataset file
 
 
-def encode_dataset(arrays: dict[str, tuple[list[int], int, list]]) -> bytes:
-    """Encode ``{name: (shape, dtype_code, flat_values)}`` in the dataset format."""
-    out = [MAGIC, struct.pack("<II", VERSION, len(arrays))]
-    for name, (shape, dtype, values) in arrays.items():
-        code, _ = _ELEMENT[dtype]
-        if math.prod(shape) != len(values):
-            raise ValueError(f"{name}: shape {shape} does not hold {len(values)} values")
-        raw = name.encode()
-        out.append(struct.pack("<I", len(raw)) + raw)
-        out.append(struct.pack(f"<BB{len(shape)}I", dtype, len(shape), *shape))
-        # numpy rounds f64 to f32 to nearest even, as struct's "f" does: the same bytes.
-        out.append(np.asarray(values, dtype=f"<{code}").tobytes())
-    return b"".join(out)
+DATASET_FORMAT = "torch-burn-parity dataset"
+# Each array's dtype (safetensors' names): y's I64, every other one's F32.
+DATASET_DTYPES = {"F32": "<f4", "I64": "<i8"}
+
+
+def dataset_dtype(name: str) -> str:
+    return "I64" if name == "y" else "F32"
+
+
+def encode_dataset(arrays: dict[str, tuple[list[int], Any]], model: str) -> bytes:
+    """The dataset file of ``{name: (shape, flat_values)}`` for the model tagged ``model``.
+
+    y is written as I64 and every other array as F32: f64 values are rounded to f32 here,
+    once (numpy rounds to nearest even). Written by safetensors.numpy.save; the bytes are
+    the same every time once the metadata's keys are sorted (see _sorted_metadata).
+    """
+    tensors = {}
+    for name, (shape, values) in arrays.items():
+        flat = np.asarray(values, dtype=DATASET_DTYPES[dataset_dtype(name)])
+        if flat.ndim != 1 or flat.size != math.prod(shape):
+            raise ValueError(f"{name}: shape {shape} does not hold {flat.size} values")
+        tensors[name] = flat.reshape(shape)
+    blob = safetensors.numpy.save(tensors, metadata={"format": DATASET_FORMAT, "model": model})
+    return _sorted_metadata(blob)
+
+
+def _sorted_metadata(blob: bytes) -> bytes:
+    """A safetensors file with its header's metadata keys sorted.
+
+    safetensors 0.8.0 writes `__metadata__` from a Rust HashMap, in an order that changes
+    from one process to the next (safetensors/safetensors#584), so two saves of the same
+    arrays differ in their header. The header is written again with the keys sorted and the
+    same padding; the arrays and their offsets do not move.
+    """
+    n = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8 : 8 + n])
+    header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    if len(text) > n:
+        raise ValueError(f"a sorted header of {len(text)} bytes does not fit in {n}")
+    return blob[:8] + text.ljust(n) + blob[8 + n :]
+
+
+def _model_order(model: Any) -> tuple[str, ...]:
+    """The parameters and buffers of the model tag ``model`` in its order; none when the
+    tag is missing or not a model's (the model's own checks then refuse the file)."""
+    try:
+        return parse_tag(model).state_names if isinstance(model, str) else ()
+    except ModelError:
+        return ()
 
 
 def decode_dataset(blob: bytes, source: str = "dataset") -> dict[str, tuple[list[int], list]]:
-    """Decode a dataset file into ``{name: (shape, flat_values)}``.
+    """Decode a dataset file into ``{name: (shape, flat_values)}``: x, y, then the model's
+    parameters and buffers in its order (the metadata's model tag), then any other array
+    in the file's order.
 
-    f32 values come back as Python floats (exact widenings), i64 values as ints.
+    f32 values come back as Python floats (exact widenings), i64 values as ints. Refused
+    (FormatError naming ``source``, one line) when it is not a safetensors file, lacks x or
+    y, or holds an array of another dtype than the format's (y I64, every other F32).
     """
-    if blob[:8] != MAGIC:
-        raise FormatError(f"{source}: not a parity dataset file (bad magic)")
     try:
-        version, count = struct.unpack_from("<II", blob, 8)
-        if version != VERSION:
-            raise FormatError(f"{source}: dataset version {version}, expected {VERSION}")
-        pos, arrays = 16, {}
-        for _ in range(count):
-            (name_len,) = struct.unpack_from("<I", blob, pos)
-            name = blob[pos + 4 : pos + 4 + name_len].decode()
-            pos += 4 + name_len
-            dtype, ndim = struct.unpack_from("<BB", blob, pos)
-            shape = list(struct.unpack_from(f"<{ndim}I", blob, pos + 2))
-            pos += 2 + 4 * ndim
-            code, size = _ELEMENT[dtype]
-            n = math.prod(shape)
-            if pos + n * size > len(blob):
-                raise struct.error(f"{name}: needs {n * size} bytes, {len(blob) - pos} left")
-            values = np.frombuffer(blob, dtype=f"<{code}", count=n, offset=pos).tolist()
-            pos += n * size
-            arrays[name] = (shape, values)
-    except (struct.error, KeyError, UnicodeDecodeError) as exc:
-        raise FormatError(f"{source}: truncated or corrupt dataset file ({exc})") from exc
-    if pos != len(blob):
-        raise FormatError(f"{source}: {len(blob) - pos} trailing bytes after the last array")
-    missing = [a for a in DATASET_ARRAYS if a not in arrays]
+        tensors = safetensors.numpy.load(blob)
+        header = json.loads(blob[8 : 8 + int.from_bytes(blob[:8], "little")])
+    except (safetensors.SafetensorError, ValueError) as exc:
+        reason = str(exc).removeprefix("Error while deserializing: ").splitlines()[0]
+        raise FormatError(f"{source}: not a safetensors file, or truncated ({reason})") from None
+    missing = [a for a in DATASET_ARRAYS if a not in tensors]
     if missing:
         raise FormatError(f"{source}: missing arrays {missing}")
-    return arrays
+    in_file = sorted(tensors, key=lambda name: header[name]["data_offsets"][0])
+    for name in in_file:
+        dtype, want = header[name]["dtype"], dataset_dtype(name)
+        if dtype != want:
+            raise FormatError(f"{source}: array {name!r} is {dtype}, expected {want}")
+    model = _model_order(header.get("__metadata__", {}).get("model"))
+    order = [*DATASET_ARRAYS, *(n for n in model if n in tensors)]
+    order += [n for n in in_file if n not in order]
+    return {n: (list(tensors[n].shape), tensors[n].reshape(-1).tolist()) for n in order}
 
 
 def read_dataset(path: str | os.PathLike) -> tuple[dict[str, tuple[list[int], list]], str]:
-    """Read a dataset file; return its arrays and the SHA-256 of its exact bytes."""
+    """Read a dataset file; return its arrays (decode_dataset) and the SHA-256 of its exact
+    bytes."""
     try:
         blob = Path(path).read_bytes()
     except FileNotFoundError:

@@ -4,10 +4,13 @@ Every value is computed in f64 (Python floats) with the seed's formulas (model_s
 the weights) and rounded to f32 exactly once, when it is packed. Both trainers read this one
 file, so neither can regenerate the data or the weights slightly differently.
 
-    python -m torch_burn_parity.training.make_data --model cnn_bn --out results/data/cnn_bn.bin
+    python -m torch_burn_parity.training.make_data --model cnn_bn \
+        --out results/data/cnn_bn.safetensors
 
-Arrays: x, y, then every parameter and buffer of the model in its order (PyTorch names and
-layouts). For cnn1d (the default) the file is byte for byte the seed pipeline's dataset.bin.
+A safetensors file (parity_io.py): x, y, then every parameter and buffer of the model (PyTorch
+names and shapes), its metadata naming the model's tag. Burn loads the weights from it as
+its users load PyTorch's, through burn-store. For cnn1d (the default) every value is bit for
+bit the seed pipeline's dataset.bin's.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import hashlib
 import math
 from pathlib import Path
 
-from torch_burn_parity.io.parity_io import DTYPE_F32, DTYPE_I64, encode_dataset, write_atomic
+from torch_burn_parity.io.parity_io import encode_dataset, write_atomic
 from torch_burn_parity.models.model_specs import (
     CLASSES,
     CNN1D,
@@ -54,10 +57,8 @@ def dataset_bytes(model: str | ModelSpec = DEFAULT_MODEL) -> bytes:
     buffers."""
     model = parse_tag(model) if isinstance(model, str) else model
     xs, ys = inputs()
-    arrays = {"x": ([N, 1, LENGTH], DTYPE_F32, xs), "y": ([N], DTYPE_I64, ys)}
-    for name, (shape, values) in model.initial_arrays().items():
-        arrays[name] = (shape, DTYPE_F32, values)
-    return encode_dataset(arrays)
+    arrays = {"x": ([N, 1, LENGTH], xs), "y": ([N], ys), **model.initial_arrays()}
+    return encode_dataset(arrays, model.tag)
 
 
 def main(argv: list[str] | None = None) -> None:
