@@ -68,7 +68,7 @@ from torch_burn_parity.io.parity_io import read_dataset, write_run
 from torch_burn_parity.training.train_torch import train
 torch.set_num_threads(1)
 config = load_config("config.yaml")
-arrays, _ = read_dataset("results/data/cnn1d.bin")
+arrays, _ = read_dataset("results/data/cnn1d.safetensors")
 for name in ("sgd", "adam"):
     spec = experiment_spec(config, name)
     open(f"ref/{name}.json", "w").write(json.dumps(spec))  # for the Burn binary
@@ -103,7 +103,7 @@ def reference(work: Path, env: dict) -> float:
     for name in ("sgd", "adam"):
         subprocess.run(
             [binary, "--spec", f"ref/{name}.json", "--dtype", "f32",
-             "--data", "results/data/cnn1d.bin", "--out", f"ref/{name}-burn.json"],
+             "--data", "results/data/cnn1d.safetensors", "--out", f"ref/{name}-burn.json"],
             cwd=work, env=env, check=True, capture_output=True,
         )  # fmt: skip
     for name in ("sgd", "adam"):
@@ -200,8 +200,8 @@ def main(argv: list[str] | None = None) -> None:
         env["PYTHONPATH"] = str(work / "src")  # the copy's own code, as its Snakefile does
         print("building the Burn binary and the dataset (not timed) …", flush=True)
         subprocess.run(
-            snakemake("--cores", "2", "results/bin/parity-train", "results/data/cnn1d.bin",
-                      "results/data/transformer.bin"),
+            snakemake("--cores", "2", "results/bin/parity-train", "results/data/cnn1d.safetensors",
+                      "results/data/transformer.safetensors"),
             cwd=work, env=env, check=True, capture_output=True,
         )  # fmt: skip
         (work / "ref").mkdir()
@@ -276,7 +276,7 @@ def measure_cpu_paths(work: Path, env: dict, repeat: int) -> dict[str, float]:
                     out = subprocess.run(
                         [sys.executable, "-m", "torch_burn_parity.training.train_torch",
                          "--spec", specs[experiment], "--dtype", dtype, "--data",
-                         f"results/data/{data}.bin", "--out", f"ref/{setting}.json"],
+                         f"results/data/{data}.safetensors", "--out", f"ref/{setting}.json"],
                         cwd=work, env=run_env, check=True, capture_output=True, text=True,
                     ).stdout  # fmt: skip
                     total += float(TRAINED.search(out).group(2))

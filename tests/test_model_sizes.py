@@ -106,18 +106,28 @@ def test_a_million_parameters_initialise_without_a_python_loop_per_value():
     assert all(math.isfinite(v.max()) and abs(v).max() < 2 for v in values.values())
 
 
+TRANSFORMER_KEYS = "(known: d_model, heads, layers, d_ff)"
+MODELS = "(known: cnn1d, cnn_bn, transformer)"
+
+
 @pytest.mark.parametrize(
     "model, problem",
     [
-        ({"name": "transformer", "d_model": 12, "heads": 5}, "model.heads: heads 5 does not divide d_model 12"),
-        ({"name": "transformer", "d_model": 9}, "model.d_model: heads 2 does not divide d_model 9"),
-        ({"name": "transformer", "layerz": 2}, "model.layerz: unknown size key of transformer (known: d_model, heads, layers, d_ff); did you mean 'layers'?"),
+        ({"name": "transformer", "d_model": 12, "heads": 5},
+         "model.heads: heads 5 does not divide d_model 12"),
+        ({"name": "transformer", "d_model": 9},
+         "model.d_model: heads 2 does not divide d_model 9"),
+        ({"name": "transformer", "layerz": 2},
+         f"model.layerz: unknown size key of transformer {TRANSFORMER_KEYS};"
+         " did you mean 'layers'?"),
         ({"name": "cnn1d", "kernel": 17}, "model.kernel: 17 is longer than the input (16)"),
         ({"name": "cnn_bn", "channels": 0}, "model.channels: must be a positive integer, got 0"),
-        ({"name": "cnn_bn", "channels": 2.5}, "model.channels: must be a positive integer, got 2.5"),
-        ({"name": "transformr"}, "model.name: unknown model 'transformr' (known: cnn1d, cnn_bn, transformer); did you mean 'transformer'?"),
+        ({"name": "cnn_bn", "channels": 2.5},
+         "model.channels: must be a positive integer, got 2.5"),
+        ({"name": "transformr"},
+         f"model.name: unknown model 'transformr' {MODELS}; did you mean 'transformer'?"),
         ({"d_model": 12}, "model: a model given with sizes needs its `name`"),
-        ("lenet", "model: unknown model 'lenet' (known: cnn1d, cnn_bn, transformer)"),
+        ("lenet", f"model: unknown model 'lenet' {MODELS}"),
     ],
 )  # fmt: skip
 def test_a_size_a_model_cannot_be_built_at_is_refused_naming_the_key(model, problem):

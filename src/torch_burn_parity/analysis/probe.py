@@ -1,6 +1,7 @@
 """Gradient precision probe at step 1: one parameter's gradient and update, f32 vs f64.
 
-    python -m torch_burn_parity.analysis.probe --experiment adam --data results/data/cnn1d.bin \\
+    python -m torch_burn_parity.analysis.probe --experiment adam \\
+        --data results/data/cnn1d.safetensors \\
         --torch-f32 … --burn-f32 … --torch-f64 … --burn-f64 … [--parameter 'fc.weight[1,19]'] \\
         --csv results/tables/probe_adam.csv --md results/tables/probe_adam.md
 

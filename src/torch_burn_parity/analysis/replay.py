@@ -1,6 +1,7 @@
 """Replay Burn's optimizer arithmetic on the PyTorch side, in f64, to explain the f64 gap.
 
-    python -m torch_burn_parity.analysis.replay --experiment adam --data results/data/cnn1d.bin \\
+    python -m torch_burn_parity.analysis.replay --experiment adam \\
+        --data results/data/cnn1d.safetensors \\
         --torch-f64 results/runs/adam/torch-f64.json --burn-f64 results/runs/adam/burn-f64.json \\
         --replay-csv … --replay-md … --counterfactual-csv … --counterfactual-md …
 

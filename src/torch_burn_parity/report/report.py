@@ -1,7 +1,7 @@
 """Assemble results/report.md from the pipeline's outputs.
 
     python -m torch_burn_parity.report.report --config results/specs/report/config.json \\
-        --results results --data results/data/cnn1d.bin results/data/cnn_bn.bin \\
+        --results results --data results/data/cnn1d.safetensors results/data/cnn_bn.safetensors \\
         --out results/report.md
 
 Reads the compare outputs, the tables (steps, config diff, replay, counterfactual, probe,

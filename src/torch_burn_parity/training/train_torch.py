@@ -1,7 +1,7 @@
 """Train one experiment's model with PyTorch for one dtype; write a run file.
 
     python -m torch_burn_parity.training.train_torch --spec results/specs/adam.json \\
-        --dtype f64 --data results/data/cnn1d.bin --out results/runs/adam/torch-f64.json
+        --dtype f64 --data results/data/cnn1d.safetensors --out results/runs/adam/torch-f64.json
 
 The spec is one experiment resolved (config/resolve.py), taken as it is.
 
