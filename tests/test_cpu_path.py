@@ -20,6 +20,7 @@ from torch_burn_parity.config import cpu_path, machine
 from torch_burn_parity.config.parity_config import ConfigError
 from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.io.parity_io import experiment_block
+from torch_burn_parity.io.run_tensors import materialize
 from torch_burn_parity.report.cpu_section import cpu_section
 
 HAS_QEMU = shutil.which("qemu-x86_64") is not None
@@ -161,7 +162,7 @@ def test_pytorch_pinned_to_avx2_trains_sgd_as_an_avx2_cpu(write_config, dataset,
         subprocess.run([*prefix, *python_module("training.train_torch"), "--spec",
                         spec_of(config, "sgd"), "--dtype", dtype, "--data", dataset,
                         "--out", out], check=True, env=env, capture_output=True)  # fmt: skip
-        blocks[name] = experiment_block(out)
+        blocks[name] = materialize(experiment_block(out))
     assert blocks["haswell"]["meta"]["cpu_path"]["kernels"]["aten"] == "avx2"
     for key in ("losses", "trajectory", "layers"):
         assert blocks["pinned"][key] == blocks["haswell"][key], key

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 from conftest import SGD, small_config
 from torch_burn_parity.analysis import lrs_table as lt
+from torch_burn_parity.io.run_tensors import tensors_path
 
 STEPS = 8
 # SGD (the schedule does not depend on the optimizer), each schedule kind; linear and cosine
@@ -194,6 +196,7 @@ def test_a_run_file_without_lrs_is_refused_naming_file_and_key(runs, tmp_path):
     del run["linear"]["lrs"]
     old = tmp_path / "burn-f64.json"
     old.write_text(json.dumps(run))
+    shutil.copy(tensors_path(runs["linear"]["burn"]), tensors_path(old))  # its tensors
     with pytest.raises(SystemExit) as stop:
         lt.main(arguments(runs["linear"]["torch"], old, tmp_path))
     assert stop.value.code == (
@@ -216,6 +219,7 @@ def test_a_malformed_run_file_stops_with_one_line_naming_it(runs, tmp_path, dama
     damage(run["linear"])
     bad = tmp_path / "torch-f64.json"
     bad.write_text(json.dumps(run))
+    shutil.copy(tensors_path(runs["linear"]["torch"]), tensors_path(bad))  # its tensors
     with pytest.raises(SystemExit) as stop:
         lt.main(arguments(bad, runs["linear"]["burn"], tmp_path))
     assert stop.value.code == f"lrs_table: {bad}: {message}"

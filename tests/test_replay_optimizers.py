@@ -17,6 +17,7 @@ from torch_burn_parity.analysis import replay as rp
 from torch_burn_parity.analysis.gaps import param_matrix, step_gaps
 from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.io.parity_io import experiment_block, read_dataset, write_run
+from torch_burn_parity.io.run_tensors import materialize
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.models import model_specs, models
 from torch_burn_parity.training.train_torch import train
@@ -213,7 +214,8 @@ def test_the_tables_have_a_column_per_measured_variant(runs, dataset, tmp_path):
 
 def write_block(path, name: str, block: dict, dataset) -> None:
     """A run block as a run file (the in-process PyTorch run lacks the input checksum)."""
-    block = dict(block, meta=dict(block["meta"]))
+    block = materialize(block)  # its tensors inline: the file stands alone
+    block["meta"] = dict(block["meta"])
     block["meta"].setdefault("input_sha256", read_dataset(dataset)[1])
     block["meta"].setdefault("threads", 1)
     write_run(path, {name: block})

@@ -69,6 +69,9 @@ def test_every_run_file_is_valid(short_runs):
         assert ("adam_factors" in block) == (framework == "burn" and experiment == "adam")
 
 
+# What every pipeline run file holds beside the required fields (io/run_file.py).
+WRITTEN = {"norms", "tensors"}
+
 # The fields only one framework writes (io/run_file.py: NotRequired), and a test's fault.
 ONLY = {"torch": {"python", "torch_cpu_capability"},
         "burn": {"backend", "rustc", "burn_shapes"}}  # fmt: skip
@@ -77,11 +80,13 @@ ONLY = {"torch": {"python", "torch_cpu_capability"},
 def test_each_run_file_holds_exactly_the_typed_fields(short_runs):
     """Both trainers write the fields of io/run_file.py, each its own side's, no other."""
     for (experiment, framework, _), path in short_runs.items():
-        block = experiment_block(path, experiment)
         scalars = (
             {"sgd": set(), "adam": {"adam_factors"}}[experiment] if framework == "burn" else set()
         )
-        assert set(block) == set(RunBlock.__required_keys__) | scalars, path
+        # As written: the short fields, the norms and the tensors file's name.
+        written = json.loads(path.read_text())[experiment]
+        assert set(written) == set(RunBlock.__required_keys__) | scalars | WRITTEN, path
+        block = experiment_block(path, experiment)  # its tensors in place
         for key, typed in (("final", Final), ("trajectory", Trajectory)):
             assert set(block[key]) == set(typed.__annotations__), (path, key)
         assert set(block["meta"]) == set(Meta.__required_keys__) | ONLY[framework], path

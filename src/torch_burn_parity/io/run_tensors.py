@@ -246,6 +246,8 @@ class Tensors(Mapping):
         self.names = [k[len(prefix) :] for k in file.ordered if k.startswith(prefix)]
 
     def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self.names:
+            raise KeyError(name)
         values = self.file.get(self.prefix + name)
         return values.reshape(values.shape[0], -1) if self.rows else values.reshape(-1)
 
@@ -304,6 +306,27 @@ def attach(block: dict[str, Any], run_path: str | os.PathLike) -> dict[str, Any]
             prefix = f"layers/{record['step']}/{field}/"
             record[field] = LayerValues(file, prefix, len(record["names"]))
     return block
+
+
+def materialize(block: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an attached block with every tensor read into lists, as an inline run file
+    holds them (no `tensors`): to compare two runs whole, or to write one back as JSON. Its
+    trajectories keep their recorded rows (every step unless `record` chose fewer)."""
+    out = {key: value for key, value in block.items() if key != "tensors"}
+    if "tensors" not in block:
+        return out
+    flat = lambda values: np.asarray(values).reshape(-1).tolist()  # noqa: E731
+    out["params"] = {name: flat(v) for name, v in block["params"].items()}
+    out["buffers"] = {name: flat(v) for name, v in block["buffers"].items()}
+    out["trajectory"] = {
+        kind: {name: np.asarray(v).tolist() for name, v in series.items()}
+        for kind, series in block["trajectory"].items()
+    }
+    out["layers"] = [
+        {**record, **{f: [flat(v) for v in record[f]] for f in ("outputs", "input_grads")}}
+        for record in block["layers"]
+    ]
+    return out
 
 
 class RunRecorder:
