@@ -168,19 +168,17 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 4), layout="constrained")
-    for optimizer, marker in (("sgd", "o"), ("adam", "s")):
+    for optimizer, marker, colour in (("sgd", "o", "tab:blue"), ("adam", "s", "tab:orange")):
         own = sorted(
             (r for r in rows if r["optimizer"] == optimizer), key=lambda r: r["parameters"]
         )
         n = [r["parameters"] for r in own]
-        axes[0].plot(
-            n, [r["pipeline_s"] for r in own], marker=marker, label=f"pipeline ({optimizer})"
-        )
-        axes[0].plot(n, [r["bare_total_s"] for r in own], marker=marker, linestyle="--",
+        style = {"marker": marker, "color": colour}
+        axes[0].plot(n, [r["pipeline_s"] for r in own], **style, label=f"pipeline ({optimizer})")
+        axes[0].plot(n, [r["bare_total_s"] for r in own], **style, linestyle="--",
                      label=f"4 bare trainings ({optimizer})")  # fmt: skip
-        axes[1].plot(n, [r["bytes"] / 2**20 for r in own], marker=marker, label=optimizer)
-        axes[2].plot(n, [max(r["peak_rss_mb"].values()) for r in own], marker=marker,
-                     label=optimizer)  # fmt: skip
+        axes[1].plot(n, [r["bytes"] / 2**20 for r in own], **style, label=optimizer)
+        axes[2].plot(n, [max(r["peak_rss_mb"].values()) for r in own], **style, label=optimizer)
     titles = ("wall time (s)", "disk per experiment (MB)", "largest peak RSS of a job (MB)")
     for ax, title in zip(axes, titles, strict=True):
         ax.set_xscale("log")
@@ -200,7 +198,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--json", type=Path, default=ROOT / "results/benchmarks/scale.json")
     parser.add_argument("--plot", type=Path, default=ROOT / "results/benchmarks/scale.png")
+    parser.add_argument("--replot", action="store_true", help="redraw --plot from --json")
     args = parser.parse_args(argv)
+    if args.replot:
+        return plot(json.loads(args.json.read_text()), args.plot)
     env = dict(os.environ, CARGO_TARGET_DIR=str(ROOT / "rust" / "target"))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
