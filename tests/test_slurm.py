@@ -208,8 +208,11 @@ def test_slurm_run_matches_local_run(slurm_cluster, tmp_path, capsys):
     # The same files, and the run files (losses, params, trajectories, meta) equal.
     slurm_files, local_files = outputs(on_slurm), outputs(local)
     assert slurm_files.keys() == local_files.keys()
-    runs = [name for name in local_files if name.startswith("runs/")]
+    runs = [name for name in local_files if name.startswith("runs/") and name.endswith(".json")]
     assert len(runs) == 4 * len(EXPERIMENTS), runs
+    # each run's tensors file beside it, compared byte for byte below
+    tensors = [n for n in local_files if n.startswith("runs/") and n.endswith(".safetensors")]
+    assert len(tensors) == 4 * len(EXPERIMENTS), tensors
     for name in runs:
         difference = first_difference(
             json.loads(local_files[name].read_text()), json.loads(slurm_files[name].read_text())
