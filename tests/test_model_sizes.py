@@ -166,3 +166,20 @@ def test_a_sweep_point_over_models_is_named_by_the_sizes_it_gives():
     point = {"model": {"name": "transformer", "d_model": 64, "layers": 2}, "lr": 0.01}
     assert point_name("scale", point) == "scale__model_transformer_d_model64_layers2__lr_0p01"
     assert point_name("s", {"model": "cnn_bn"}) == "s__model_cnn_bn"
+
+
+def test_the_shipped_scale_sweep_is_a_valid_config_over_three_sizes():
+    import yaml
+
+    from conftest import ROOT
+    from torch_burn_parity.config.check_config import config_problems, load_schema
+    from torch_burn_parity.config.parity_config import HYPERPARAMETERS
+    from torch_burn_parity.config.sweeps import expand_all
+
+    config = yaml.safe_load((ROOT / "sweeps/scale.yaml").read_text())
+    assert config_problems(config, load_schema()) == []
+    points = expand_all(config, HYPERPARAMETERS)["scale"]
+    counts = [
+        model_specs.spec_of_config(settings["model"]).param_count for _, settings, _ in points
+    ]
+    assert counts == [1_003, 10_147, 103_171]
