@@ -1,6 +1,7 @@
-//! `parity-train`: trains the experiment's `model` (cnn1d, the default, or cnn_bn) with Burn
-//! for one experiment and dtype, on the experiment's `burn_backend` (Flex, the default, or
-//! NdArray), and writes a run file and its tensors file beside it (`X.json`, `X.safetensors`).
+//! `parity-train`: trains the experiment's `model` (cnn1d, the default, cnn_bn or transformer,
+//! at the spec's `model_size`) with Burn for one experiment and dtype, on the experiment's
+//! `burn_backend` (Flex, the default, or NdArray), and writes a run file and its tensors file
+//! beside it (`X.json`, `X.safetensors`).
 //!
 //! ```text
 //! parity-train --spec results/specs/adam.json --dtype f64 \
