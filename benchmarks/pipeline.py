@@ -115,6 +115,16 @@ def reference(work: Path, env: dict) -> float:
     return time.perf_counter() - start
 
 
+def copy_project(work: Path) -> None:
+    """The project's files into ``work`` (not cargo's target: the build cache stays put)."""
+    for name in PROJECT_FILES:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("target"))
+        else:
+            shutil.copy2(src, work / name)
+
+
 def clean(work: Path) -> None:
     """Empty results/ but for the prebuilt binary and dataset, and Snakemake's metadata."""
     for path in (work / "results").iterdir():
@@ -191,12 +201,7 @@ def main(argv: list[str] | None = None) -> None:
     times: dict[str, list[float]] = {k: [] for k in keys}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for name in PROJECT_FILES:
-            src = ROOT / name
-            if src.is_dir():
-                shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("target"))
-            else:
-                shutil.copy2(src, work / name)
+        copy_project(work)
         env["PYTHONPATH"] = str(work / "src")  # the copy's own code, as its Snakefile does
         print("building the Burn binary and the dataset (not timed) …", flush=True)
         subprocess.run(

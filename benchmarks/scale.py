@@ -14,7 +14,7 @@ Adam lr 0.001), one experiment of --steps steps (probe steps 1 and the last), me
                 report; its wall time against the sum of the four bare trainings
   disk          the bytes of its four runs (JSON and tensors files) against the raw bytes of
                 the values they record (the tensors' data: 4 or 8 bytes a value)
-  memory        the peak RSS of each job (warm.py's line in its log; the warm server's own
+  memory        the peak RSS of each job (pipeline.peak_memory; the warm server's own
                 ~0.4 GB of imported PyTorch included, as the job sees it)
   recorded      how many of the steps the runs recorded (config/record.py's budget)
 
@@ -38,7 +38,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pipeline import PROJECT_FILES, ROOT, WARM_LINE, cold, snakemake  # noqa: E402
+from pipeline import ROOT, cold, copy_project, peak_memory, snakemake  # noqa: E402
 
 # The transformer at each size: heads 4, 16 or 64 wide (an exact f32 square root on Burn's
 # side, see README "model sizes").
@@ -93,22 +93,6 @@ def bare_seconds(work: Path, env: dict, name: str, data: str) -> dict[str, float
     return times
 
 
-def job_memory(work: Path) -> dict[str, float]:
-    """The peak RSS (MB) of each job of the run, by script (warm.py's log line) and of the
-    Burn trainings (Snakemake's benchmark file)."""
-    peaks: dict[str, float] = {}
-    for log in (work / "results/logs").rglob("*.log"):
-        for line in log.read_text(errors="replace").splitlines():
-            if match := WARM_LINE.match(line):
-                peaks[match[1]] = max(peaks.get(match[1], 0.0), float(match[2]))
-    for tsv in (work / "results/benchmarks").rglob("*.tsv"):
-        header, row, *_ = [*tsv.read_text().splitlines(), "", ""]
-        values = dict(zip(header.split("\t"), row.split("\t"), strict=False))
-        if values.get("max_rss", "NA") not in ("NA", ""):
-            peaks["train_burn"] = max(peaks.get("train_burn", 0.0), float(values["max_rss"]))
-    return peaks
-
-
 def disk(work: Path, name: str) -> dict[str, int]:
     """The bytes of the experiment's run files, and of the values their tensors hold."""
     files = list((work / "results/runs" / name).iterdir())
@@ -157,7 +141,7 @@ def measure(work: Path, env: dict, size: str, optimizer: str, steps: int) -> dic
         "pipeline_s": pipeline,
         "pipeline_over_bare": pipeline / sum(bare.values()),
         **disk(work, name),
-        "peak_rss_mb": job_memory(work),
+        "peak_rss_mb": peak_memory(work),
     }
 
 
@@ -206,12 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for name in PROJECT_FILES:
-            src = ROOT / name
-            if src.is_dir():
-                shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("target"))
-            else:
-                shutil.copy2(src, work / name)
+        copy_project(work)
         env["PYTHONPATH"] = str(work / "src")
         print("building the Burn trainer …", flush=True)
         run(snakemake("--cores", "2", "results/bin/parity-train"), work, env)
