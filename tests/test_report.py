@@ -484,11 +484,20 @@ def test_the_inputs_are_checked_per_model():
 
 
 def test_the_opening_names_the_models_without_calling_them_all_cnns():
-    assert report.what_was_trained(["cnn1d"]) == "The same 1-D CNN"
-    assert report.what_was_trained(["cnn1d", "cnn_bn", "transformer"]) == (
+    from torch_burn_parity.models.model_specs import spec
+
+    trained = lambda *names: report.what_was_trained([spec(n) for n in names])  # noqa: E731
+    assert trained("cnn1d", "cnn1d") == "The same 1-D CNN"
+    assert trained("transformer", "cnn_bn", "cnn1d") == (
         "The same small models (`cnn1d`, `cnn_bn`, `transformer`)"
     )
-    assert report.what_was_trained(["transformer"]) == "The same small model (`transformer`)"
+    assert trained("transformer") == "The same small model (`transformer`)"
+    # a model at another size is no longer 'small': each is named with its parameter count
+    big = spec("transformer", {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 256})
+    assert report.what_was_trained([big, spec("transformer")]) == (
+        "The same models (`transformer`: 1,003 parameters,"
+        f" `{big.tag}`: {big.param_count:,} parameters)"
+    )
 
 
 def test_two_different_final_losses_never_print_alike(tmp_path):

@@ -26,7 +26,7 @@ from torch_burn_parity.io.parity_io import (
 )
 from torch_burn_parity.judgement import effect as ef
 from torch_burn_parity.judgement import verdict as vd
-from torch_burn_parity.models.model_specs import DEFAULT_MODEL
+from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelSpec, model_of
 from torch_burn_parity.report.atlas import atlas_section
 from torch_burn_parity.report.cpu_section import cpu_section
 from torch_burn_parity.report.experiment import Experiment, dataset_shapes
@@ -88,13 +88,18 @@ def missing_record(results: Path, name: str) -> dict:
     raise FormatError(f"{results / 'verdicts.json'}: no verdict record of experiment {name}")
 
 
-def what_was_trained(models: list[str]) -> str:
-    """The report's opening words: 'The same 1-D CNN' (the seed's model alone), or 'The same
-    small models (`cnn1d`, `cnn_bn`, `transformer`)'."""
-    if models in ([], [DEFAULT_MODEL]):
+def what_was_trained(models: list[ModelSpec]) -> str:
+    """The report's opening words: 'The same 1-D CNN' (the seed's model alone), 'The same
+    small models (`cnn1d`, `cnn_bn`, `transformer`)', or, where any model is not at its
+    default size, each model's tag and parameter count."""
+    tags = sorted({m.tag: m for m in models}.values(), key=lambda m: (m.param_count, m.tag))
+    if [m.tag for m in tags] in ([], [DEFAULT_MODEL]):
         return "The same 1-D CNN"
-    plural = "s" if len(models) > 1 else ""
-    return f"The same small model{plural} (" + ", ".join(f"`{m}`" for m in models) + ")"
+    plural = "s" if len(tags) > 1 else ""
+    if all(m.tag == m.name for m in tags):
+        return f"The same small model{plural} (" + ", ".join(f"`{m.tag}`" for m in tags) + ")"
+    sized = ", ".join(f"`{m.tag}`: {m.param_count:,} parameters" for m in tags)
+    return f"The same model{plural} ({sized})"
 
 
 def pair_up(experiments: list[Experiment]) -> None:
@@ -150,7 +155,7 @@ def build(args: argparse.Namespace) -> str:
     )
     return render(
         "report.md.j2",
-        what=what_was_trained(sorted({x.model for x in experiments})),
+        what=what_was_trained([model_of(x.runs["torch", "f32"]) for x in experiments]),
         steps=config["steps"],
         batch_size=config["batch_size"],
         faults="; ".join(faults),
