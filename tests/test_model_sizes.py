@@ -107,7 +107,7 @@ def test_a_million_parameters_initialise_without_a_python_loop_per_value():
 
 
 TRANSFORMER_KEYS = "(known: d_model, heads, layers, d_ff)"
-MODELS = "(known: cnn1d, cnn_bn, transformer)"
+MODELS = "(known: cnn1d, cnn_bn, transformer, lenet, gpt)"
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,9 @@ MODELS = "(known: cnn1d, cnn_bn, transformer)"
         ({"name": "transformr"},
          f"model.name: unknown model 'transformr' {MODELS}; did you mean 'transformer'?"),
         ({"d_model": 12}, "model: a model given with sizes needs its `name`"),
-        ("lenet", f"model: unknown model 'lenet' {MODELS}"),
+        ("lenet5", f"model: unknown model 'lenet5' {MODELS}; did you mean 'lenet'?"),
+        ({"name": "gpt", "vocab": 100},
+         "model.vocab: set by the data (the text's vocabulary: 84)"),
     ],
 )  # fmt: skip
 def test_a_size_a_model_cannot_be_built_at_is_refused_naming_the_key(model, problem):

@@ -36,7 +36,7 @@ from torch_burn_parity.config.parity_config import (
 )
 from torch_burn_parity.config.resolve import experiment_spec
 from torch_burn_parity.config.sweeps import expand_all
-from torch_burn_parity.training import make_data
+from torch_burn_parity.datasets import sine
 
 SCHEMA_DICT = load_schema()
 
@@ -330,6 +330,12 @@ EDGES = {
     "probe 'fc.weight(1,19)'": (exp("adam", probe="fc.weight(1,19)"), "experiments.adam.probe"),
     "probe 'lstm.weight[0]'": (exp("adam", probe="lstm.weight[0]"), "experiments.adam.probe"),
     "probe a number": (exp("adam", probe=3), "experiments.adam.probe"),
+    "data unknown": (exp("adam", data="mnist"), "experiments.adam.data"),
+    "label_smoothing a string": (
+        exp("adam", label_smoothing="0.1"),
+        "experiments.adam.label_smoothing",
+    ),
+    "dropout a string": (exp("adam", dropout="none"), "experiments.adam.dropout"),
     "probe 'fc.weight[1, 19]'": (exp("adam", probe="fc.weight[1, 19]"), None),
     "probe conv.weight[3,0,4]": (exp("adam", probe="conv.weight[3,0,4]"), None),
     "probe conv.weight[4,0,0]": (exp("adam", probe="conv.weight[4,0,0]"), "experiments.adam.probe"),
@@ -944,8 +950,43 @@ LINES = {
     "model typo": (
         exp("adam", model="cnn_nb"),
         [
-            "experiments.adam.model: unknown model 'cnn_nb' (known: cnn1d, cnn_bn, transformer);"
-            " did you mean 'cnn_bn'?"
+            "experiments.adam.model: unknown model 'cnn_nb' (known: cnn1d, cnn_bn, transformer,"
+            " lenet, gpt); did you mean 'cnn_bn'?"
+        ],
+    ),
+    "data a model does not take": (
+        exp("adam", data="digits"),
+        [
+            "experiments.adam.data: model cnn1d takes 16 sequences in 3 classes;"
+            " data digits gives 8×8 images in 10 classes"
+        ],
+    ),
+    "digits with gpt": (
+        exp("adam", data="digits", model="gpt"),
+        [
+            "experiments.adam.data: model gpt takes token ids, blocks of 32 over 84"
+            " characters; data digits gives 8×8 images in 10 classes"
+        ],
+    ),
+    "a context longer than the text": (
+        exp("adam", model={"name": "gpt", "context": 400000}),
+        [
+            "experiments.adam.data: model gpt's context 400000 is longer than the text"
+            " (383156 characters with a next one)"
+        ],
+    ),
+    "label_smoothing 1.5": (
+        exp("adam", label_smoothing=1.5),
+        [
+            "experiments.adam.label_smoothing: 1.5 is outside [0, 1) (the share of the target"
+            " spread over every class: 1 would leave nothing on the label)"
+        ],
+    ),
+    "dropout 0.1": (
+        exp("adam", dropout=0.1),
+        [
+            "experiments.adam.dropout: 0.1: only 0 (PyTorch and Burn draw dropout masks from"
+            " their own random streams, so no run could match step for step)"
         ],
     ),
     "probe_steps after the last": (
@@ -1175,8 +1216,8 @@ def test_describe_source():
     assert describe_source([]) == "config"
 
 
-def test_dataset_size_and_shapes_come_from_make_data():
-    assert DATASET_SIZE == make_data.N == 96
+def test_dataset_size_and_shapes_come_from_the_data_and_model():
+    assert DATASET_SIZE == sine.SAMPLES == 96
     assert PARAMETER_SHAPES == {
         "conv.weight": [4, 1, 5],
         "conv.bias": [4],

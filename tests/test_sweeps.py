@@ -184,8 +184,8 @@ def test_the_model_is_a_sweep_axis():
     assert check(config) == []
     config["sweeps"]["g"]["axes"]["model"] = ["cnn1d", "cnn_nb"]
     assert check(config) == [
-        "sweeps.g.axes.model: unknown model 'cnn_nb' (known: cnn1d, cnn_bn, transformer);"
-        " did you mean 'cnn_bn'? (at point g__model_cnn_nb)"
+        "sweeps.g.axes.model: unknown model 'cnn_nb' (known: cnn1d, cnn_bn, transformer,"
+        " lenet, gpt); did you mean 'cnn_bn'? (at point g__model_cnn_nb)"
     ]
 
 

@@ -7,7 +7,8 @@
 //! passed); `requested` (what each framework is asked for) is there for readers.
 //! `param_groups` gives some parameters (PyTorch names) an optimizer of their own; the
 //! others ("the rest") take the experiment's. `model_size` holds exactly the `model`'s size
-//! keys (models/size.rs), each a positive integer.
+//! keys (models/size.rs), each a positive integer. `data` names the dataset (`sine`,
+//! `digits`, `text`) and `label_smoothing` the cross-entropy's ε, in [0, 1).
 
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::Path;
@@ -133,6 +134,51 @@ impl Optimizer {
     }
 }
 
+/// The dataset an experiment trains on (the spec's `data`; `meta.data`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Data {
+    /// Sequences of 16 sine steps in 3 classes (cnn1d, cnn_bn, the transformer).
+    Sine,
+    /// 8×8 grey images of the 10 digits (lenet).
+    Digits,
+    /// Token ids, a label per position (a language model).
+    Text,
+}
+
+impl Data {
+    /// Every dataset, in the order the error messages list them.
+    pub const ALL: [Data; 3] = [Data::Sine, Data::Digits, Data::Text];
+
+    /// The name the config and the run file use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Data::Sine => "sine",
+            Data::Digits => "digits",
+            Data::Text => "text",
+        }
+    }
+
+    /// The spec's `data`; one line naming the key and the known names otherwise.
+    fn parse(value: &serde_json::Value) -> Result<Data, String> {
+        let known = || {
+            let names: Vec<&str> = Data::ALL.iter().map(|d| d.name()).collect();
+            names.join(", ")
+        };
+        value
+            .as_str()
+            .and_then(|name| Data::ALL.into_iter().find(|d| d.name() == name))
+            .ok_or_else(|| format!("data: {value} is not a known dataset (known: {})", known()))
+    }
+}
+
+/// The spec's `label_smoothing`: a number in [0, 1); one line naming the key otherwise.
+fn label_smoothing(value: &serde_json::Value) -> Result<f64, String> {
+    value
+        .as_f64()
+        .filter(|x| (0.0..1.0).contains(x))
+        .ok_or_else(|| format!("label_smoothing: {value} is not a number in [0, 1)"))
+}
+
 /// A learning-rate schedule; its initial lr is the optimizer's `lr`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
@@ -220,6 +266,11 @@ struct ResolvedSpec {
     model: Model,
     /// Checked against `model` in [`parse`].
     model_size: serde_json::Map<String, serde_json::Value>,
+    /// Checked in [`parse`] ([`Data::parse`]): read as any JSON so that a wrong one is
+    /// refused naming the key.
+    data: serde_json::Value,
+    /// Checked in [`parse`] ([`label_smoothing`]), likewise.
+    label_smoothing: serde_json::Value,
     probe_steps: Vec<usize>,
     /// Checked against `steps` in [`parse`] ([`record_steps`]): read as any JSON so that a
     /// step that is not a positive integer is refused naming the key.
@@ -255,6 +306,11 @@ pub struct Spec {
     pub model: Model,
     /// The model's sizes (the spec's `model_size`), checked: `model`'s own keys.
     pub model_size: ModelSize,
+    /// The dataset (the spec's `data`), recorded in `meta.data`.
+    pub data: Data,
+    /// The cross-entropy's label smoothing ε (the spec's `label_smoothing`), in [0, 1): 0
+    /// is none (train.rs).
+    pub label_smoothing: f64,
     /// 1-based steps with a layer record: sorted, without repeats, 1 included, ≤ `steps`.
     pub probe_steps: Vec<usize>,
     /// 1-based steps whose parameters, gradients and buffers are recorded (the rows of the
@@ -311,6 +367,8 @@ fn record_steps(value: &serde_json::Value, steps: usize) -> Result<Vec<usize>, S
 pub fn parse(text: &str) -> Result<Spec, String> {
     let raw: ResolvedSpec = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let model_size = ModelSize::parse(raw.model, &raw.model_size)?;
+    let data = Data::parse(&raw.data)?;
+    let label_smoothing = label_smoothing(&raw.label_smoothing)?;
     let record_steps = record_steps(&raw.record_steps, raw.steps)?;
     let optimizer = Optimizer::tagged(&raw.optimizer, raw.hyperparameters)?;
     let param_groups = raw
@@ -335,6 +393,8 @@ pub fn parse(text: &str) -> Result<Spec, String> {
         backend: raw.burn_backend,
         model: raw.model,
         model_size,
+        data,
+        label_smoothing,
         probe_steps: raw.probe_steps,
         record_steps,
         steps: raw.steps,
@@ -371,7 +431,7 @@ mod tests {
         "keep_defaults": {"torch": [], "burn": ["eps"]},
         "schedule": {"kind": "linear", "final_lr": 0.001, "num_steps": 50},
         "clip_grad": {"norm": 1.0}, "burn_backend": "ndarray", "model": "cnn_bn",
-        "model_size": {"channels": 4, "kernel": 5},
+        "model_size": {"channels": 4, "kernel": 5}, "data": "sine", "label_smoothing": 0.0,
         "probe_steps": [1, 100], "steps": 100, "batch_size": 16, "threads": 1,
         "cpu_path": "native", "requested": {"torch": {}, "burn": {}}, "param_groups": []}"#;
 
@@ -510,7 +570,7 @@ mod tests {
         );
         assert!(
             refused(r#""model": "cnn_bn""#, r#""model": "mlp""#)
-                .starts_with("unknown model 'mlp' (known: cnn1d, cnn_bn, transformer)")
+                .starts_with("unknown model 'mlp' (known: cnn1d, cnn_bn, transformer, lenet)")
         );
         assert!(
             refused(r#""eps": 1e-08,"#, "")
@@ -552,6 +612,86 @@ mod tests {
                 .unwrap_err()
                 .starts_with("missing field `model_size`")
         );
+    }
+
+    #[test]
+    fn reads_the_data_and_the_label_smoothing_and_refuses_wrong_ones_on_one_line() {
+        let spec = parse(&ADAM).unwrap();
+        assert_eq!((spec.data, spec.label_smoothing), (Data::Sine, 0.0));
+        let with = |data: &str, smoothing: &str| {
+            parse(
+                &ADAM
+                    .replace(r#""data": "sine""#, &format!(r#""data": {data}"#))
+                    .replace(
+                        r#""label_smoothing": 0.0"#,
+                        &format!(r#""label_smoothing": {smoothing}"#),
+                    ),
+            )
+        };
+        let spec = with(r#""digits""#, "0.1").unwrap();
+        assert_eq!((spec.data, spec.label_smoothing), (Data::Digits, 0.1));
+        assert_eq!(with(r#""text""#, "0").unwrap().data, Data::Text);
+        assert_eq!(with(r#""sine""#, "0.999").unwrap().label_smoothing, 0.999);
+        assert_eq!(
+            Data::ALL.map(Data::name),
+            ["sine", "digits", "text"],
+            "the names the spec and meta.data use"
+        );
+        for (data, smoothing, error) in [
+            (
+                r#""mnist""#,
+                "0",
+                r#"data: "mnist" is not a known dataset (known: sine, digits, text)"#,
+            ),
+            (
+                "3",
+                "0",
+                "data: 3 is not a known dataset (known: sine, digits, text)",
+            ),
+            (
+                "null",
+                "0",
+                "data: null is not a known dataset (known: sine, digits, text)",
+            ),
+            (
+                r#""sine""#,
+                "1",
+                "label_smoothing: 1 is not a number in [0, 1)",
+            ),
+            (
+                r#""sine""#,
+                "1.0",
+                "label_smoothing: 1.0 is not a number in [0, 1)",
+            ),
+            (
+                r#""sine""#,
+                "-0.1",
+                "label_smoothing: -0.1 is not a number in [0, 1)",
+            ),
+            (
+                r#""sine""#,
+                r#""0.1""#,
+                r#"label_smoothing: "0.1" is not a number in [0, 1)"#,
+            ),
+            (
+                r#""sine""#,
+                "null",
+                "label_smoothing: null is not a number in [0, 1)",
+            ),
+        ] {
+            assert_eq!(with(data, smoothing).unwrap_err(), error);
+        }
+        // Both are always written.
+        for (key, field) in [
+            (r#""data": "sine", "#, "data"),
+            (r#""label_smoothing": 0.0,"#, "label_smoothing"),
+        ] {
+            let error = parse(&ADAM.replace(key, "")).unwrap_err();
+            assert!(
+                error.starts_with(&format!("missing field `{field}`")),
+                "{error}"
+            );
+        }
     }
 
     #[test]

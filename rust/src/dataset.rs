@@ -1,8 +1,9 @@
 //! Reader of the shared dataset file written by
 //! `src/torch_burn_parity/training/make_data.py` (the format is documented in
-//! `src/torch_burn_parity/io/parity_io.py`): a safetensors file, one per model, holding `x`
-//! [N, 1, 16] F32, `y` [N] I64, then the model's parameters and buffers (F32, in PyTorch's
-//! names and shapes).
+//! `src/torch_burn_parity/io/parity_io.py`): a safetensors file, one per model, holding the
+//! inputs `x` (F32 samples of any rank ≥ 2, e.g. the sine data's [N, 1, 16] or the digits'
+//! [N, 1, 8, 8]; or I64 token ids [N, T]), the labels `y` (I64, [N] or [N, T]), then the
+//! model's parameters and buffers (F32, in PyTorch's names and shapes).
 //!
 //! Every array is decoded here, for the checks of the model's declaration against the file
 //! (`models::Arrays`, before any step) and for the inputs. The model's weights are loaded
@@ -38,28 +39,36 @@ pub struct Dataset {
 /// The arrays every dataset has; the others are the model's (checked by `models::Arrays`).
 const REQUIRED: [&str; 2] = ["x", "y"];
 
-/// The dtype of array `name` in the format: y's I64, every other one's F32.
-fn dtype_of(name: &str) -> Dtype {
-    if name == "y" { Dtype::I64 } else { Dtype::F32 }
+/// The dtypes array `name` may have in the format: x's F32 or I64, y's I64, every other
+/// one's F32.
+fn dtypes_of(name: &str) -> &'static [Dtype] {
+    match name {
+        "x" => &[Dtype::F32, Dtype::I64],
+        "y" => &[Dtype::I64],
+        _ => &[Dtype::F32],
+    }
 }
 
 /// Decodes a dataset file's bytes; refuses, on one line, bytes that are not a safetensors
-/// file, a file without x or y, and an array of another dtype than the format's.
+/// file, a file without x or y, an array of another dtype than the format's, an x of rank
+/// below 2, and a y that is not [N] or [N, T] of x's N samples.
 pub fn decode(bytes: Vec<u8>) -> Result<Dataset, String> {
     let file = SafeTensors::deserialize(&bytes)
         .map_err(|e| format!("not a safetensors file, or truncated ({e})"))?;
     let mut arrays = BTreeMap::new();
     for (name, view) in file.iter() {
-        let want = dtype_of(name);
-        if view.dtype() != want {
+        let want = dtypes_of(name);
+        if !want.contains(&view.dtype()) {
+            let want: Vec<String> = want.iter().map(|d| d.to_string()).collect();
             return Err(format!(
-                "array '{name}' is {}, expected {want}",
-                view.dtype()
+                "array '{name}' is {}, expected {}",
+                view.dtype(),
+                want.join(" or ")
             ));
         }
         // Little-endian, as safetensors stores them; the data need not be aligned.
         let data = view.data();
-        let values = match want {
+        let values = match view.dtype() {
             Dtype::I64 => Values::I64(
                 data.chunks_exact(8)
                     .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
@@ -80,6 +89,18 @@ pub fn decode(bytes: Vec<u8>) -> Result<Dataset, String> {
         .collect();
     if !missing.is_empty() {
         return Err(format!("missing arrays {missing:?}"));
+    }
+    let (x, y) = (&arrays["x"].shape, &arrays["y"].shape);
+    if x.len() < 2 {
+        return Err(format!(
+            "array 'x' has shape {x:?}, expected [N, …] of rank 2 or more"
+        ));
+    }
+    if !(1..=2).contains(&y.len()) || y[0] != x[0] {
+        return Err(format!(
+            "array 'y' has shape {y:?}, expected [N] or [N, T] of x's N = {}",
+            x[0]
+        ));
     }
     let sha256 = crate::hex_sha256(&bytes);
     Ok(Dataset {
@@ -131,8 +152,8 @@ impl Dataset {
     }
 }
 
-/// The arrays as a dataset file (x and the rest F32, y I64; `model` in the metadata, as
-/// make_data.py writes it), for the tests.
+/// The arrays as a dataset file (each in its own dtype: x F32 or I64, y I64, the rest F32;
+/// `model` in the metadata, as make_data.py writes it), for the tests.
 pub fn encode(arrays: &[(String, Array)], model: &str) -> Vec<u8> {
     let raw: Vec<(Dtype, Vec<u8>)> = arrays
         .iter()
@@ -230,6 +251,67 @@ mod tests {
         assert_eq!(
             refused(&encode(&wrong, "cnn1d")),
             "array 'conv.weight' is I64, expected F32"
+        );
+    }
+
+    fn i64s(shape: &[usize], values: Vec<i64>) -> Array {
+        Array {
+            shape: shape.to_vec(),
+            values: Values::I64(values),
+        }
+    }
+
+    #[test]
+    fn takes_token_ids_and_a_label_per_position_and_refuses_other_shapes() {
+        // x token ids [2, 3], y a label per position [2, 3]: a language model's.
+        let tokens = || {
+            vec![
+                ("x".to_string(), i64s(&[2, 3], vec![0, 1, 2, 3, 4, 5])),
+                ("y".to_string(), i64s(&[2, 3], vec![1, 2, 3, 4, 5, 0])),
+            ]
+        };
+        let data = decode(encode(&tokens(), "gpt")).unwrap();
+        assert_eq!(
+            data.i64("x").unwrap(),
+            (&[2, 3][..], &[0, 1, 2, 3, 4, 5][..])
+        );
+        assert_eq!(data.i64("y").unwrap().0, [2, 3]);
+        let refused = |arrays: &[(String, Array)]| decode(encode(arrays, "t")).unwrap_err();
+        let mut wrong = tokens();
+        wrong[1].1 = i64s(&[3], vec![0, 1, 2]);
+        assert_eq!(
+            refused(&wrong),
+            "array 'y' has shape [3], expected [N] or [N, T] of x's N = 2"
+        );
+        wrong[1].1 = i64s(&[2, 3, 1], vec![0; 6]);
+        assert_eq!(
+            refused(&wrong),
+            "array 'y' has shape [2, 3, 1], expected [N] or [N, T] of x's N = 2"
+        );
+        let mut wrong = tokens();
+        wrong[0].1 = f32s(&[2], vec![0.0, 1.0]);
+        wrong[1].1 = i64s(&[2], vec![0, 1]);
+        assert_eq!(
+            refused(&wrong),
+            "array 'x' has shape [2], expected [N, …] of rank 2 or more"
+        );
+        // x in a dtype of neither kind.
+        let data = 0f64.to_le_bytes().repeat(2);
+        let y = 0i64.to_le_bytes().repeat(2);
+        let views = [
+            (
+                "x",
+                safetensors::tensor::TensorView::new(Dtype::F64, vec![2, 1], &data).unwrap(),
+            ),
+            (
+                "y",
+                safetensors::tensor::TensorView::new(Dtype::I64, vec![2], &y).unwrap(),
+            ),
+        ];
+        let bytes = safetensors::serialize(views, None).unwrap();
+        assert_eq!(
+            decode(bytes).unwrap_err(),
+            "array 'x' is F64, expected F32 or I64"
         );
     }
 }

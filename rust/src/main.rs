@@ -1,7 +1,7 @@
-//! `parity-train`: trains the experiment's `model` (cnn1d, the default, cnn_bn or transformer,
-//! at the spec's `model_size`) with Burn for one experiment and dtype, on the experiment's
-//! `burn_backend` (Flex, the default, or NdArray), and writes a run file and its tensors file
-//! beside it (`X.json`, `X.safetensors`).
+//! `parity-train`: trains the experiment's `model` (cnn1d, the default, cnn_bn, transformer or
+//! lenet, at the spec's `model_size`, on the spec's `data`) with Burn for one experiment and
+//! dtype, on the experiment's `burn_backend` (Flex, the default, or NdArray), and writes a
+//! run file and its tensors file beside it (`X.json`, `X.safetensors`).
 //!
 //! ```text
 //! parity-train --spec results/specs/adam.json --dtype f64 \
@@ -124,7 +124,8 @@ fn run() -> Result<(), String> {
         started.elapsed().as_secs_f64(),
         loss,
         correct,
-        data.arrays()["y"].shape[0],
+        // The labels: one per sample, or per position of a sample.
+        data.arrays()["y"].shape.iter().product::<usize>(),
         args.out.display()
     );
     Ok(())

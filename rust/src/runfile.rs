@@ -182,15 +182,19 @@ pub enum BurnScalars {
 /// `meta`: how the run was made, with the values Burn held, read back from it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Meta {
-    /// The model's name (`cnn1d`, `cnn_bn`, `transformer`).
+    /// The model's name (`cnn1d`, `cnn_bn`, `transformer`, `lenet`).
     pub model: String,
     /// The model's sizes as the built modules hold them, e.g. `{"channels": 4, "kernel": 5}`
     /// (`ParityModel::size`), its keys in the spec's `model_size` order.
     pub model_size: ModelSize,
+    /// The dataset's name, the spec's `data` (`sine`, `digits`, `text`).
+    pub data: String,
     /// The layers' settings as the built modules hold them, e.g. `{"bn.eps": 1e-5}`. A
     /// `Value`: each model has its own keys (`ParityModel::layer_hyperparameters`), as
     /// each model's `ModelSpec` on the Python side declares them.
     pub layer_hyperparameters: Value,
+    /// The loss as Burn's `CrossEntropyLoss` holds it.
+    pub loss: LossMeta,
     /// The experiment's optimizer (for the parameters in no group).
     pub optimizer: String,
     /// Its hyperparameters as Burn's config holds them (one struct per optimizer, in its
@@ -223,6 +227,16 @@ pub struct Meta {
     /// What the binary adds: absent from the block `train` returns, always in a run file.
     #[serde(flatten)]
     pub provenance: Option<Provenance>,
+}
+
+/// `meta.loss`: the cross-entropy as Burn holds it (train.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LossMeta {
+    /// Its label smoothing α: Burn's `smoothing` (an f32, burn-nn src/loss/cross_entropy.rs)
+    /// widened to f64, e.g. 0.10000000149011612 for the spec's 0.1; 0 without smoothing
+    /// (Burn's `None`, the spec's 0). Burn's target weights 1 − α and α/C are f32 roundings
+    /// too (train.rs, `loss_config`).
+    pub label_smoothing: f64,
 }
 
 /// The meta fields the binary fills (main.rs): what was run, where, and from what.

@@ -1,27 +1,81 @@
 //! One experiment trained with Burn, from the shared dataset file, on the spec's model.
 
-use burn::nn::loss::CrossEntropyLossConfig;
+use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::optim::GradientsParams;
-use burn::tensor::{Device, Int, Tensor, TensorData, s};
+use burn::tensor::{DType, Device, Int, Tensor, s};
 
 use crate::adam_factors::{burn_adam_factors, burn_adamw_bias_corrections};
 use crate::config::Spec;
 use crate::dataset::Dataset;
 use crate::fault::Fault;
 use crate::groups::{Optimizers, burn_shapes};
-use crate::models::{self, Cnn1d, CnnBn, Model, ParityModel, Probe, Transformer, tensor};
+use crate::models::{
+    self, Cnn1d, CnnBn, LeNet, Model, ModelInput, ParityModel, Probe, Transformer,
+};
 use crate::optimizers::{Built, Scalars, optimizer};
 use crate::record::{Kind, Output, Recorded, Recorder};
-use crate::runfile::{AdamFactors, BurnScalars, F64, Final, Floats, Meta, RunBlock};
+use crate::runfile::{AdamFactors, BurnScalars, F64, Final, Floats, LossMeta, Meta, RunBlock};
 use crate::schedule;
 use crate::tensors::Dtype;
 use std::path::Path;
 
-pub fn inputs(data: &Dataset, device: &Device) -> Result<(Tensor<3>, Tensor<1, Int>), String> {
-    let (xs, x) = data.f32("x")?;
-    let (ys, y) = data.i64("y")?;
-    let y = Tensor::from_data(TensorData::new(y.to_vec(), [ys[0]]), device);
-    Ok((tensor(x, xs, device), y))
+/// The dataset's inputs as the model's input type `I` ([`ModelInput`]: `x` checked for its
+/// dtype and rank), and its labels flat ([N], or [N·T] for labels [N, T]), on `device`.
+pub fn inputs<I: ModelInput>(
+    data: &Dataset,
+    device: &Device,
+) -> Result<(I, Tensor<1, Int>), String> {
+    Ok((I::read(data, device)?, models::labels(data, device)?))
+}
+
+/// The cross-entropy of the spec's `label_smoothing` ε: Burn's `CrossEntropyLoss` with no
+/// smoothing at ε = 0 (its plain path, `forward_default`: −mean of log_softmax gathered at
+/// the labels), with `smoothing: Some(ε as f32)` otherwise.
+///
+/// How Burn computes the smoothed loss (burn-nn 0.22.1 src/loss/cross_entropy.rs): it holds
+/// α as an `f32` (`smoothing: Option<f32>`, lines 38 and 88), also in an f64 run, and
+/// `forward_smoothed` (lines 138–169) multiplies log_softmax(z) (line 146) by the targets of
+/// `compute_smoothed_targets` (lines 202–216), q = onehot(y)·a + b with a = 1 − α and
+/// b = α/C computed in f32 (line 215: `1. - alpha`, `alpha / nr_classes as f32`) and widened
+/// exactly to the run's dtype, sums over the classes (line 167) and takes −mean over the
+/// rows (line 233):
+///
+/// ```text
+/// loss = mean_n [ a·(−log p_{n,y}) + b·Σ_c (−log p_{n,c}) ]
+/// ```
+///
+/// PyTorch's `CrossEntropyLoss(label_smoothing=ε)` is (1 − ε)·nll + ε·mean_c(−log p_c): the
+/// same with a = 1 − ε, b = ε/C. In an f64 run Burn's a and b are f32 roundings (ε 0.1: α
+/// 0.10000000149011612, a 0.8999999761581421, b 0.009999999776482582; a + C·b = 1 − 2.6e-8),
+/// so its loss is ~2.6e-8 relative from PyTorch's f64 one (tests/lenet.rs).
+pub fn loss_config(label_smoothing: f64) -> CrossEntropyLossConfig {
+    let config = CrossEntropyLossConfig::new();
+    if label_smoothing > 0.0 {
+        config.with_smoothing(Some(label_smoothing as f32))
+    } else {
+        config
+    }
+}
+
+/// `meta.loss`: the loss as Burn holds it (its f32 α widened; 0 without smoothing).
+fn loss_meta(loss: &CrossEntropyLoss) -> LossMeta {
+    LossMeta {
+        label_smoothing: loss.smoothing.map_or(0.0, f64::from),
+    }
+}
+
+/// Refuses, on one line, a forward whose rows are not the labels' (B for labels [N], B·T
+/// for [N, T]), before Burn's loss asserts it.
+fn check_rows<M: ParityModel>(out: &Tensor<2>, labels: &Tensor<1, Int>) -> Result<(), String> {
+    let (rows, want) = (out.dims()[0], labels.dims()[0]);
+    if rows == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "model {}: the forward gives {rows} rows of classes where the labels are {want}",
+            M::NAME
+        ))
+    }
 }
 
 /// Per-step series of the f32 scalars of `Scalars`, in the run file's form.
@@ -102,23 +156,37 @@ pub fn train_into(
         Model::Cnn1d => run_into::<Cnn1d>(spec, data, device, fault, output)?.0,
         Model::CnnBn => run_into::<CnnBn>(spec, data, device, fault, output)?.0,
         Model::Transformer => run_into::<Transformer>(spec, data, device, fault, output)?.0,
+        Model::LeNet => run_into::<LeNet>(spec, data, device, fault, output)?.0,
     };
     Ok(block)
 }
 
-/// The final loss, correct count and predictions on the whole dataset in eval mode:
-/// `valid()` (inference behaviour, e.g. running statistics) without autodiff, like
-/// `model.eval()` under `torch.no_grad()`.
+/// The final loss (unsmoothed), correct count and predictions on the whole dataset in eval
+/// mode: [`evaluate_with`] the plain cross-entropy.
 pub fn evaluate<M: ParityModel>(
     model: &M,
     data: &Dataset,
     device: &Device,
 ) -> Result<(f64, i64, Vec<i64>), String> {
+    evaluate_with(model, data, device, &CrossEntropyLossConfig::new())
+}
+
+/// The final loss (`loss`'s), correct count and predictions on the whole dataset in eval
+/// mode: `valid()` (inference behaviour, e.g. running statistics) without autodiff, like
+/// `model.eval()` under `torch.no_grad()`. Over the forward's rows: a prediction (the argmax
+/// of the classes) per sample, or per position for labels [N, T].
+pub fn evaluate_with<M: ParityModel>(
+    model: &M,
+    data: &Dataset,
+    device: &Device,
+    loss: &CrossEntropyLossConfig,
+) -> Result<(f64, i64, Vec<i64>), String> {
     let eval = model.valid();
     let inner = device.clone().inner();
-    let (x, y) = inputs(data, &inner)?;
+    let (x, y) = inputs::<M::Input>(data, &inner)?;
     let out = eval.forward(x, &mut Probe::off());
-    let loss: f64 = CrossEntropyLossConfig::new()
+    check_rows::<M>(&out, &y)?;
+    let loss: f64 = loss
         .init(&inner)
         .forward(out.clone(), y.clone())
         .into_scalar();
@@ -159,8 +227,10 @@ pub fn run_into<M: ParityModel>(
     if let Some(f) = fault {
         f.check(M::NAME, &params)?;
     }
-    let (x, y) = inputs(data, device)?;
-    let n = x.dims()[0];
+    let (x, y) = inputs::<M::Input>(data, device)?;
+    let n = x.samples();
+    // Labels per sample: 1 for y [N], T for y [N, T] (flat in `y`).
+    let per = models::labels_per_sample(data);
     let batches = n / spec.batch_size;
     if batches == 0 {
         return Err(format!(
@@ -170,7 +240,8 @@ pub fn run_into<M: ParityModel>(
     }
     // Burn's refusals of a schedule come before any step.
     let (mut scheduler, schedule_held) = schedule::scheduler(spec)?;
-    let ce = CrossEntropyLossConfig::new().init(device);
+    let loss_config = loss_config(spec.label_smoothing);
+    let ce = loss_config.init(device);
     let Built {
         optim,
         held,
@@ -182,8 +253,9 @@ pub fn run_into<M: ParityModel>(
     let mut losses = Vec::with_capacity(spec.steps);
     let mut lrs = Vec::with_capacity(spec.steps);
     let layer_names = M::layers(&size);
-    // The values in the run's precision: the device's float dtype.
-    let dtype = Dtype::of(x.dtype())?;
+    // The values in the run's precision: the device's float dtype (that of the float
+    // inputs; token ids are integers).
+    let dtype = Dtype::of(DType::from(device.settings().float_dtype))?;
     let mut recorder = Recorder::new(
         output,
         dtype,
@@ -202,11 +274,13 @@ pub fn run_into<M: ParityModel>(
         let lr = scheduler.step();
         lrs.push(lr.base());
         let i = ((step - 1) % batches) * spec.batch_size; // no shuffling: the batches in rotation
-        let xb = x.clone().slice(s![i..i + spec.batch_size]);
-        let yb = y.clone().slice(s![i..i + spec.batch_size]);
+        let xb = x.rows(i..i + spec.batch_size);
+        let yb = y.clone().slice(s![i * per..(i + spec.batch_size) * per]);
         let probed = recorder.probes(step);
         let mut probe = if probed { Probe::on() } else { Probe::off() };
-        let loss = ce.forward(model.forward(xb, &mut probe), yb);
+        let out = model.forward(xb, &mut probe);
+        check_rows::<M>(&out, &yb)?;
+        let loss = ce.forward(out, yb);
         losses.push(loss.clone().into_scalar::<f64>());
         let grads = loss.backward();
         if probed {
@@ -241,7 +315,7 @@ pub fn run_into<M: ParityModel>(
         }
         series.push(scalars, step as i32);
     }
-    let (loss, correct, predictions) = evaluate(&model, data, device)?;
+    let (loss, correct, predictions) = evaluate_with(&model, data, device, &loss_config)?;
     let bare = output == Output::Bare;
     let (final_params, final_buffers) = if bare {
         (Vec::new(), Vec::new())
@@ -272,7 +346,9 @@ pub fn run_into<M: ParityModel>(
         meta: Meta {
             model: M::NAME.to_string(),
             model_size: model.size(),
+            data: spec.data.name().to_string(),
             layer_hyperparameters: model.layer_hyperparameters(),
+            loss: loss_meta(&ce),
             optimizer: spec.optimizer.name().to_string(),
             hyperparameters: held,
             param_groups: optims.meta,

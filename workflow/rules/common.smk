@@ -14,6 +14,8 @@ from torch_burn_parity.config.parity_config import (
     MODELS,
 )
 from torch_burn_parity.config.sweeps import expand_all
+from torch_burn_parity.config.data_problems import experiment_data
+from torch_burn_parity.datasets.registry import dataset_stem
 from torch_burn_parity.models.model_specs import spec_of_config
 from torch_burn_parity.tooling.code import module_files
 from torch_burn_parity.tooling.slurm_cores import cap_cores
@@ -105,9 +107,12 @@ def trainer_spec(experiment):
 
 
 def dataset(experiment):
-    """The dataset file of the experiment's model at its size: its inputs and initial
-    weights (named by the model's tag: `transformer`, `transformer-d_model256-…`)."""
-    return f"results/data/{spec_of_config(settings(experiment).get('model')).tag}.safetensors"
+    """The dataset file of the experiment's data and model at its size: its inputs and
+    initial weights (named by the model's tag: `transformer`, `transformer-d_model256-…`,
+    `lenet`; datasets/registry.py dataset_stem)."""
+    exp = settings(experiment)
+    stem = dataset_stem(experiment_data(exp), spec_of_config(exp.get("model")))
+    return f"results/data/{stem}.safetensors"
 
 
 def datasets():

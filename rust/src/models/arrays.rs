@@ -4,7 +4,7 @@
 use burn::module::Param;
 use burn::tensor::{Device, Tensor};
 
-use super::{Entry, ModelSize, ParityModel, part_of, tensor};
+use super::{Entry, ModelInput, ModelSize, ParityModel, dtype_name, part_of, tensor};
 use crate::dataset::{Array, Dataset, Values};
 
 /// A dataset's parameter and buffer arrays, checked against a model's declaration.
@@ -18,7 +18,8 @@ pub struct Arrays<'a> {
 impl<'a> Arrays<'a> {
     /// Refuses, naming the model and the array, unless the arrays other than `x` and `y` are
     /// exactly `M`'s parameters and buffers at `size` with their shapes, and `x` is
-    /// [N, channels, length]; and a `size` that fails [`ModelSize::check`].
+    /// [N, ..`M::sample(size)`] of `M::Input`'s dtype; and a `size` that fails
+    /// [`ModelSize::check`].
     pub fn new<M: ParityModel>(
         size: &ModelSize,
         data: &'a Dataset,
@@ -57,12 +58,26 @@ impl<'a> Arrays<'a> {
                 "model {model}: the dataset holds '{extra}', which the Burn module does not have"
             ));
         }
-        let x = data.arrays().get("x").map_or(&[][..], |a| &a.shape[..]);
-        if x.len() != 3 || x[1..] != M::SAMPLE {
+        let sample = M::sample(size);
+        debug_assert_eq!(
+            sample.len() + 1,
+            <M::Input as ModelInput>::RANK,
+            "{model}: a sample's rank is the input's but for N"
+        );
+        let x = data.arrays().get("x");
+        let shape = x.map_or(&[][..], |a| &a.shape[..]);
+        if shape.len() != sample.len() + 1 || shape[1..] != sample[..] {
+            let dims: Vec<String> = sample.iter().map(|d| d.to_string()).collect();
             return Err(format!(
-                "model {model}: array 'x' has shape {x:?} in the dataset, the Burn module takes [N, {}, {}]",
-                M::SAMPLE[0],
-                M::SAMPLE[1]
+                "model {model}: array 'x' has shape {shape:?} in the dataset, the Burn module takes [N, {}]",
+                dims.join(", ")
+            ));
+        }
+        let want = <M::Input as ModelInput>::DTYPE;
+        if let Some(x) = x.filter(|x| dtype_name(&x.values) != want) {
+            return Err(format!(
+                "model {model}: array 'x' is {} in the dataset, the Burn module takes {want}",
+                dtype_name(&x.values)
             ));
         }
         Ok(Arrays {

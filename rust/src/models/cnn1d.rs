@@ -18,7 +18,12 @@ pub struct Cnn1d {
 
 impl ParityModel for Cnn1d {
     const NAME: &'static str = "cnn1d";
-    const SAMPLE: [usize; 2] = [1, LENGTH];
+    type Input = Tensor<3>;
+
+    /// [1, 16]: one channel of the sine data's 16 steps, at every size.
+    fn sample(_: &ModelSize) -> Vec<usize> {
+        vec![1, LENGTH]
+    }
 
     fn params(size: &ModelSize) -> Vec<Entry> {
         let s = size.conv();

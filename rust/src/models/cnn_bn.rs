@@ -36,7 +36,12 @@ pub struct CnnBn {
 
 impl ParityModel for CnnBn {
     const NAME: &'static str = "cnn_bn";
-    const SAMPLE: [usize; 2] = [1, LENGTH];
+    type Input = Tensor<3>;
+
+    /// [1, 16]: one channel of the sine data's 16 steps, at every size.
+    fn sample(_: &ModelSize) -> Vec<usize> {
+        vec![1, LENGTH]
+    }
 
     fn params(size: &ModelSize) -> Vec<Entry> {
         let s = size.conv();

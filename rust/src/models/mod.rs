@@ -2,11 +2,14 @@
 //! spec's `model_size`), its parameters and buffers in PyTorch's names, order, shapes and
 //! layouts, is loaded from the dataset file (burn-store, [`build`], the packed arrays and by
 //! default the Linear weights from the arrays; or wholly from the arrays,
-//! [`build_from_arrays`]), and runs a forward that can record each layer.
+//! [`build_from_arrays`]), and runs a forward that can record each layer, on its own input
+//! type ([`ModelInput`]: float samples of any rank, or token ids).
 
 mod arrays;
 mod cnn1d;
 mod cnn_bn;
+mod input;
+mod lenet;
 mod probe;
 mod reader;
 mod size;
@@ -16,9 +19,11 @@ mod transformer;
 pub use arrays::{Arrays, build_from_arrays};
 pub use cnn_bn::CnnBn;
 pub use cnn1d::Cnn1d;
+pub use input::{ModelInput, dtype_name, labels, labels_per_sample};
+pub use lenet::LeNet;
 pub use probe::Probe;
 pub use reader::{add_to_param, buffer_values, grad_norms, grad_values, param_norms, param_values};
-pub use size::{ConvSize, ModelSize, TransformerSize};
+pub use size::{ConvSize, LeNetSize, ModelSize, TransformerSize};
 pub use store::{LinearWeights, load as build, load_with as build_with};
 pub use transformer::Transformer;
 
@@ -26,9 +31,10 @@ use burn::module::{Module, ParamId};
 use burn::tensor::{Device, Tensor, TensorData};
 use serde_json::Value;
 
-/// The length of every input sample: `x` is [N, 1, 16].
+/// The length of every sample of the sine data (cnn1d's, cnn_bn's and the transformer's
+/// input): `x` is [N, 1, 16].
 pub const LENGTH: usize = 16;
-/// The classes every model predicts (its output is [N, 3]).
+/// The classes of the sine data (those models' output is [N, 3]).
 pub const CLASSES: usize = 3;
 
 /// The models a spec's `model` can name.
@@ -41,13 +47,16 @@ pub enum Model {
     CnnBn,
     /// Linear embedding → post-norm transformer encoder layers → Linear.
     Transformer,
+    /// Conv2d → ReLU → MaxPool2d → Conv2d → ReLU → AvgPool2d → Linear → ReLU → Linear, on
+    /// the 8×8 digits.
+    LeNet,
 }
 
 impl Model {
     /// Every model, in the order the error messages list them.
-    pub const ALL: [Model; 3] = [Model::Cnn1d, Model::CnnBn, Model::Transformer];
+    pub const ALL: [Model; 4] = [Model::Cnn1d, Model::CnnBn, Model::Transformer, Model::LeNet];
     /// The names the config uses, in `ALL`'s order.
-    pub const NAMES: [&'static str; 3] = [Cnn1d::NAME, CnnBn::NAME, Transformer::NAME];
+    pub const NAMES: [&'static str; 4] = [Cnn1d::NAME, CnnBn::NAME, Transformer::NAME, LeNet::NAME];
 
     /// The model of that name; found through `name()`, whose match is exhaustive.
     pub fn from_name(name: &str) -> Option<Model> {
@@ -59,6 +68,7 @@ impl Model {
             Model::Cnn1d => Cnn1d::NAME,
             Model::CnnBn => CnnBn::NAME,
             Model::Transformer => Transformer::NAME,
+            Model::LeNet => LeNet::NAME,
         }
     }
 
@@ -68,6 +78,7 @@ impl Model {
             Model::Cnn1d => Cnn1d::params(size),
             Model::CnnBn => CnnBn::params(size),
             Model::Transformer => Transformer::params(size),
+            Model::LeNet => LeNet::params(size),
         }
     }
 
@@ -167,8 +178,13 @@ fn part_of<T: Clone>(values: &[T], parts: usize, part: usize) -> Vec<T> {
 pub trait ParityModel: Module + Sized {
     /// The spec's and run file's name of the model.
     const NAME: &'static str;
-    /// The shape of one input sample ([channels, length]), the same at every size.
-    const SAMPLE: [usize; 2];
+    /// What the forward takes: the dataset's `x` ([`ModelInput`]), e.g. `Tensor<3>` for
+    /// float samples [N, 1, 16], `Tensor<2, Int>` for token ids [N, T].
+    type Input: ModelInput;
+
+    /// The shape of one input sample at `size` (`x` is [N, ..sample]), checked against the
+    /// dataset's `x` ([`Arrays::new`]).
+    fn sample(size: &ModelSize) -> Vec<usize>;
 
     /// Trainable parameters at `size`, in PyTorch's order.
     fn params(size: &ModelSize) -> Vec<Entry>;
@@ -204,8 +220,11 @@ pub trait ParityModel: Module + Sized {
     /// The buffers' current values, in `buffers` order (Burn's layout).
     fn buffer_tensors(&self) -> Vec<Tensor<1>>;
 
-    /// The forward pass; `probe` records each layer when it is on.
-    fn forward(&self, x: Tensor<3>, probe: &mut Probe) -> Tensor<2>;
+    /// The forward pass of a batch of B samples; `probe` records each layer when it is on.
+    /// Its output is [rows, classes]: rows = B for a classifier (labels [N]), B·T for a
+    /// model that predicts at every one of T positions (labels [N, T], flattened sample by
+    /// sample). The loss, the correct count and the predictions are over those rows.
+    fn forward(&self, x: Self::Input, probe: &mut Probe) -> Tensor<2>;
 
     /// `meta.layer_hyperparameters`: the layers' settings as the module holds them.
     fn layer_hyperparameters(&self) -> Value;

@@ -1,6 +1,11 @@
 //! The layer record: each layer's output and input gradient at the probe steps.
+//!
+//! A layer whose input is token ids (an embedding's `Tensor<2, Int>`, [`Probe::tokens`]) has
+//! no input gradient, as in PyTorch (no gradient with respect to integer inputs): its
+//! record's input gradient is an empty list (inline `[]`; in a tensors file a tensor of shape
+//! [0], `data_offsets` [o, o]), so that the record still has one input gradient per layer.
 
-use burn::tensor::{Gradients, Tensor};
+use burn::tensor::{Gradients, Int, Tensor};
 
 use super::values;
 use crate::runfile::{Floats, LayerRecord, LayerValues};
@@ -49,6 +54,24 @@ impl Probe {
         self.leaves
             .push(Box::new(move |grads| leaf.grad(grads).map(values)));
         let out = f(x + zero);
+        self.outputs.push(values(out.clone()));
+        out
+    }
+
+    /// One layer `f` applied to token ids `x` (e.g. an embedding): when on, its output is
+    /// recorded as any layer's, and its input gradient as an empty list (integer inputs
+    /// have none; the zero leaf of [`Probe::layer`] cannot be added to them). The input
+    /// goes to `f` untouched.
+    pub fn tokens<const A: usize, const B: usize>(
+        &mut self,
+        x: Tensor<A, Int>,
+        f: impl FnOnce(Tensor<A, Int>) -> Tensor<B>,
+    ) -> Tensor<B> {
+        if !self.on {
+            return f(x);
+        }
+        self.leaves.push(Box::new(|_| Some(Vec::new())));
+        let out = f(x);
         self.outputs.push(values(out.clone()));
         out
     }

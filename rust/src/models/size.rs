@@ -31,6 +31,15 @@ pub struct TransformerSize {
     pub d_ff: usize,
 }
 
+/// The sizes of lenet: Conv2d(1 → `conv1`), Conv2d(`conv1` → `conv2`), Linear(`conv2`·4 →
+/// `hidden`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LeNetSize {
+    pub conv1: usize,
+    pub conv2: usize,
+    pub hidden: usize,
+}
+
 /// One model's sizes, checked ([`ModelSize::parse`]); written as the plain object of its
 /// keys, in the order of [`ModelSize::keys`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -39,6 +48,7 @@ pub enum ModelSize {
     /// cnn1d and cnn_bn.
     Conv(ConvSize),
     Transformer(TransformerSize),
+    LeNet(LeNetSize),
 }
 
 impl ModelSize {
@@ -47,6 +57,7 @@ impl ModelSize {
         match model {
             Model::Cnn1d | Model::CnnBn => &["channels", "kernel"],
             Model::Transformer => &["d_model", "heads", "layers", "d_ff"],
+            Model::LeNet => &["conv1", "conv2", "hidden"],
         }
     }
 
@@ -63,6 +74,11 @@ impl ModelSize {
                 heads: 2,
                 layers: 1,
                 d_ff: 16,
+            }),
+            Model::LeNet => ModelSize::LeNet(LeNetSize {
+                conv1: 6,
+                conv2: 16,
+                hidden: 32,
             }),
         }
     }
@@ -102,13 +118,18 @@ impl ModelSize {
                 layers: get("layers")?,
                 d_ff: get("d_ff")?,
             }),
+            Model::LeNet => ModelSize::LeNet(LeNetSize {
+                conv1: get("conv1")?,
+                conv2: get("conv2")?,
+                hidden: get("hidden")?,
+            }),
         };
         size.check()?;
         Ok(size)
     }
 
     /// Refuses, on one line naming the key, a zero size, a kernel longer than the input, and
-    /// heads that do not divide d_model.
+    /// heads that do not divide d_model (lenet's sizes need only be positive).
     pub fn check(&self) -> Result<(), String> {
         let pairs: Vec<(&str, usize)> = match *self {
             ModelSize::Conv(s) => vec![("channels", s.channels), ("kernel", s.kernel)],
@@ -118,6 +139,9 @@ impl ModelSize {
                 ("layers", s.layers),
                 ("d_ff", s.d_ff),
             ],
+            ModelSize::LeNet(s) => {
+                vec![("conv1", s.conv1), ("conv2", s.conv2), ("hidden", s.hidden)]
+            }
         };
         if let Some((key, _)) = pairs.iter().find(|(_, n)| *n == 0) {
             return Err(format!("model_size.{key}: 0 is not a positive integer"));
@@ -141,6 +165,14 @@ impl ModelSize {
         match *self {
             ModelSize::Conv(s) => s,
             _ => panic!("a conv model's size (channels, kernel), not {self:?}"),
+        }
+    }
+
+    /// lenet's sizes; panics on another model's.
+    pub fn lenet(&self) -> LeNetSize {
+        match *self {
+            ModelSize::LeNet(s) => s,
+            _ => panic!("lenet's size (conv1, conv2, hidden), not {self:?}"),
         }
     }
 
@@ -217,5 +249,41 @@ mod tests {
             assert_eq!(error, want);
         }
         assert!(parse(Model::Cnn1d, r#"{"channels": 4, "kernel": 16}"#).is_ok());
+    }
+
+    #[test]
+    fn reads_lenets_size_and_names_a_wrong_key() {
+        assert_eq!(
+            serde_json::to_string(&ModelSize::default_for(Model::LeNet)).unwrap(),
+            r#"{"conv1":6,"conv2":16,"hidden":32}"#
+        );
+        assert_eq!(
+            parse(Model::LeNet, r#"{"conv1": 3, "conv2": 5, "hidden": 7}"#),
+            Ok(ModelSize::LeNet(LeNetSize {
+                conv1: 3,
+                conv2: 5,
+                hidden: 7
+            }))
+        );
+        for (json, want) in [
+            (
+                r#"{"conv1": 6, "conv2": 0, "hidden": 32}"#,
+                "model_size.conv2: 0 is not a positive integer",
+            ),
+            (
+                r#"{"conv1": 6, "conv2": 16, "hidden": 1.5}"#,
+                "model_size.hidden: 1.5 is not a positive integer",
+            ),
+            (
+                r#"{"conv1": 6, "conv2": 16}"#,
+                "model_size.hidden: missing (model lenet is sized by conv1, conv2, hidden)",
+            ),
+            (
+                r#"{"conv1": 6, "conv2": 16, "hidden": 32, "kernel": 3}"#,
+                "model_size.kernel: unknown key (model lenet is sized by conv1, conv2, hidden)",
+            ),
+        ] {
+            assert_eq!(parse(Model::LeNet, json).unwrap_err(), want, "{json}");
+        }
     }
 }

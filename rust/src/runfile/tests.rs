@@ -68,7 +68,11 @@ fn block(loss: f64, burn_scalars: Option<BurnScalars>) -> RunBlock {
                 channels: 4,
                 kernel: 5,
             }),
+            data: "sine".into(),
             layer_hyperparameters: json!({}),
+            loss: LossMeta {
+                label_smoothing: 0.0,
+            },
             optimizer: "sgd".into(),
             hyperparameters: Hyperparameters::Sgd(SgdHeld {
                 lr: 0.1,
@@ -206,4 +210,17 @@ fn a_bare_block_has_losses_lrs_final_layers_and_meta_only() {
         .map(|f| text.find(&format!(r#""{f}":"#)).unwrap())
         .collect();
     assert!(at.is_sorted(), "{text}");
+}
+
+#[test]
+fn meta_writes_the_data_after_the_size_and_the_loss_after_the_layer_settings() {
+    let mut meta = block(0.5, None).meta;
+    meta.loss.label_smoothing = f64::from(0.1f32);
+    let text = serde_json::to_string(&meta).unwrap();
+    let want = concat!(
+        r#"{"model":"cnn1d","model_size":{"channels":4,"kernel":5},"data":"sine","#,
+        r#""layer_hyperparameters":{},"loss":{"label_smoothing":0.10000000149011612},"#,
+        r#""optimizer":"sgd","#
+    );
+    assert!(text.starts_with(want), "{text}");
 }

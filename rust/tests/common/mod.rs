@@ -9,7 +9,7 @@ pub use run_tensors::{attach, scratch_run, trained, values};
 
 use burn::tensor::{Device, FloatDType};
 use parity_train::dataset::{Array, Dataset, Values};
-use parity_train::models::{ConvSize, Model, ModelSize, TransformerSize};
+use parity_train::models::{ConvSize, LeNetSize, Model, ModelSize, TransformerSize};
 use std::sync::OnceLock;
 
 /// The process's Flex device, configured for F64 once (settings can be set only once).
@@ -208,6 +208,54 @@ pub fn transformer_arrays(size: TransformerSize) -> Vec<(String, Array)> {
     arrays
 }
 
+/// The digits' problem size: 60 images of 8×8 in 10 classes.
+pub const DIGITS_N: usize = 60;
+pub const SIDE: usize = 8;
+pub const DIGITS: usize = 10;
+
+/// The seed's sizes of lenet.
+pub const LENET: LeNetSize = LeNetSize {
+    conv1: 6,
+    conv2: 16,
+    hidden: 32,
+};
+
+/// The digits' `x` [60, 1, 8, 8] and `y` [60]: pixel (r, c) of image k is
+/// ((3k + 5r + 7c + (k mod 10)·r·c) mod 17) / 16, a multiple of 1/16 in [0, 1] (exact in
+/// f32); label k mod 10.
+pub fn digits_inputs() -> Vec<(String, Array)> {
+    let x = f32_array(&[DIGITS_N, 1, SIDE, SIDE], |i| {
+        let (k, r, c) = (i / (SIDE * SIDE), (i / SIDE) % SIDE, i % SIDE);
+        ((3 * k + 5 * r + 7 * c + (k % DIGITS) * r * c) % 17) as f64 / 16.0
+    });
+    let y = Array {
+        shape: vec![DIGITS_N],
+        values: Values::I64((0..DIGITS_N as i64).map(|k| k % DIGITS as i64).collect()),
+    };
+    vec![("x".into(), x), ("y".into(), y)]
+}
+
+/// The lenet dataset's arrays at `size`, in the file's order (PyTorch's names and layouts;
+/// small sines, as the other models').
+pub fn lenet_arrays(size: LeNetSize) -> Vec<(String, Array)> {
+    let (c1, c2, h) = (size.conv1, size.conv2, size.hidden);
+    let mut arrays = digits_inputs();
+    arrays.extend(named([
+        ("conv1.weight", f32_array(&[c1, 1, 3, 3], |i| 0.3 * sin1(i))),
+        ("conv1.bias", f32_array(&[c1], |o| 0.02 * o as f64 - 0.03)),
+        (
+            "conv2.weight",
+            f32_array(&[c2, c1, 3, 3], |i| 0.15 * sin1(i + 3)),
+        ),
+        ("conv2.bias", f32_array(&[c2], |i| 0.05 * cos1(i))),
+        ("fc1.weight", f32_array(&[h, c2 * 4], |i| 0.1 * cos1(i))),
+        ("fc1.bias", f32_array(&[h], |i| 0.02 * sin1(i))),
+        ("fc2.weight", f32_array(&[DIGITS, h], |i| 0.2 * sin1(i + 5))),
+        ("fc2.bias", f32_array(&[DIGITS], |_| 0.0)),
+    ]));
+    arrays
+}
+
 fn named<const K: usize>(arrays: [(&str, Array); K]) -> [(String, Array); K] {
     arrays.map(|(name, a)| (name.to_string(), a))
 }
@@ -229,13 +277,15 @@ pub fn encode(arrays: &[(String, Array)]) -> Vec<u8> {
 /// (src/torch_burn_parity/config/resolve.py): every default filled in. Its `param_groups`
 /// (none by default) are written with `params`, `optimizer` and every hyperparameter in
 /// `hyperparameters`; their `keep_defaults` and `requested` are filled in when left out. Its
-/// `model_size` is written as given, the model's seed sizes when left out; its
-/// `record_steps` as given, every step (1..=`steps`) when left out.
+/// `model_size` is written as given, the model's seed sizes when left out; its `data` as
+/// given, the model's (`digits` for lenet, `sine` for the others) when left out; its
+/// `label_smoothing` as given, 0 when left out; its `record_steps` as given, every step
+/// (1..=`steps`) when left out.
 pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
     let exp: serde_yaml::Mapping = serde_yaml::from_str(&format!("{{{experiment}}}")).unwrap();
     let exp: serde_json::Map<String, serde_json::Value> =
         serde_json::from_value(serde_json::to_value(exp).unwrap()).unwrap();
-    const NOT_HYPERPARAMETERS: [&str; 11] = [
+    const NOT_HYPERPARAMETERS: [&str; 13] = [
         "optimizer",
         "record_steps",
         "keep_defaults",
@@ -244,6 +294,8 @@ pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
         "burn_backend",
         "model",
         "model_size",
+        "data",
+        "label_smoothing",
         "probe_steps",
         "description",
         "param_groups",
@@ -282,6 +334,17 @@ pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
         let model = Model::from_name(model.as_str().expect("a model name")).expect("a model");
         serde_json::to_value(ModelSize::default_for(model)).unwrap()
     });
+    let data = exp.get("data").cloned().unwrap_or_else(|| {
+        match model.as_str() {
+            Some("lenet") => "digits",
+            _ => "sine",
+        }
+        .into()
+    });
+    let label_smoothing = exp
+        .get("label_smoothing")
+        .cloned()
+        .unwrap_or(serde_json::json!(0.0));
     probe_steps.push(1);
     probe_steps.sort_unstable();
     probe_steps.dedup();
@@ -295,6 +358,8 @@ pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
         "burn_backend": exp.get("burn_backend").cloned().unwrap_or("flex".into()),
         "model": model,
         "model_size": model_size,
+        "data": data,
+        "label_smoothing": label_smoothing,
         "probe_steps": probe_steps,
         "record_steps": exp
             .get("record_steps")

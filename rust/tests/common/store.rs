@@ -4,10 +4,11 @@
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::GradientsParams;
-use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use burn::tensor::{DType, Device, Tensor};
 use parity_train::dataset::Dataset;
 use parity_train::models::{
-    self, Cnn1d, CnnBn, LinearWeights, ModelSize, ParityModel, Probe, Transformer, TransformerSize,
+    self, Cnn1d, CnnBn, LeNet, LeNetSize, LinearWeights, ModelInput, ModelSize, ParityModel, Probe,
+    Transformer, TransformerSize,
 };
 
 /// The transformer at two layers: PyTorch's `enc.layers.{i}.…` names.
@@ -18,7 +19,15 @@ pub const TWO_LAYERS: TransformerSize = TransformerSize {
     d_ff: 20,
 };
 
-/// Every model at its default size, and the transformer at two layers, loaded through
+/// lenet at another size than the seed's.
+pub const NARROW_LENET: LeNetSize = LeNetSize {
+    conv1: 3,
+    conv2: 5,
+    hidden: 7,
+};
+
+/// Every model at its default size, the transformer at two layers and lenet at another size
+/// too, loaded through
 /// burn-store (`models::build_with`, the Linear weights from the arrays as the trainer loads
 /// them, or through burn-store too) and wholly from the arrays (`models::build_from_arrays`)
 /// on `device`, whose float dtype is `dtype`: the same values bit for bit, in the same order,
@@ -34,6 +43,10 @@ pub fn same_as_arrays(device: &Device, dtype: DType) {
         for size in [super::TRANSFORMER, TWO_LAYERS] {
             let data = super::dataset(super::transformer_arrays(size));
             same::<Transformer>(&ModelSize::Transformer(size), &data, device, dtype, linear);
+        }
+        for size in [super::LENET, NARROW_LENET] {
+            let data = super::dataset(super::lenet_arrays(size));
+            same::<LeNet>(&ModelSize::LeNet(size), &data, device, dtype, linear);
         }
     }
 }
@@ -110,14 +123,8 @@ fn same<M: ParityModel>(
 /// The loss on the first batch of 16 in training mode and each parameter's gradient, as
 /// bits.
 fn step<M: ParityModel>(model: &M, data: &Dataset, device: &Device) -> (u64, Vec<Vec<u64>>) {
-    let ((shape, x), (_, y)) = (data.f32("x").unwrap(), data.i64("y").unwrap());
-    let per = shape[1] * shape[2];
-    let x = TensorData::new(x[..16 * per].to_vec(), [16, shape[1], shape[2]]);
-    let y = TensorData::new(y[..16].to_vec(), [16]);
-    let (x, y) = (
-        Tensor::<3>::from_data(x, device),
-        Tensor::<1, Int>::from_data(y, device),
-    );
+    let (x, y) = parity_train::train::inputs::<M::Input>(data, device).unwrap();
+    let (x, y) = (x.rows(0..16), y.slice(0..16));
     let loss = CrossEntropyLossConfig::new()
         .init(device)
         .forward(model.forward(x, &mut Probe::off()), y);

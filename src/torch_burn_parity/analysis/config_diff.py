@@ -106,6 +106,10 @@ CLIP_SCOPE = {
 }
 
 
+# How each framework smooths the cross-entropy's target (the same quantity).
+LOSS_NOTE = "both: (1 − ε)·(−log p_label) + ε·mean over classes of (−log p_c)"
+
+
 def f32(x):
     if isinstance(x, list):
         return [f32(v) for v in x]
@@ -186,6 +190,15 @@ def clip_rows(spec: dict) -> list[dict]:
         value_row(f"clip_grad.{mode}", threshold, threshold, True, []),
         fact(f"clip_grad.{mode} scope", *CLIP_SCOPE[mode]),
     ]
+
+
+def loss_rows(spec: dict) -> list[dict]:
+    """The label smoothing as each framework holds it (Burn: f32); none without smoothing,
+    the loss both then compute being the plain cross-entropy."""
+    smoothing = spec.get("label_smoothing", 0.0)
+    if not smoothing:
+        return []
+    return [value_row("label_smoothing", smoothing, smoothing, True, [LOSS_NOTE])]
 
 
 # What runs the tensors: PyTorch's CPU kernels, and the Burn backend the experiment picks.
@@ -310,6 +323,7 @@ def diff_rows(
         + group_rows(spec, burn_shapes or {}, shapes)
         + schedule_rows(spec)
         + clip_rows(spec)
+        + loss_rows(spec)
         + layer_rows(*layers)
         + backend_rows(spec)
     )

@@ -190,7 +190,10 @@ def quantities(blocks: dict[str, dict], paths: dict[str, Path]) -> list[dict]:
         # (phase, row name, what, layer index) in the order the step computes them
         order = [("forward", name, OUTPUT, k) for k, name in enumerate(layers)]
         order += [("loss", "loss", LOSS, 0)]
-        order += [("backward", layers[k], INPUT_GRAD, k) for k in reversed(range(len(layers)))]
+        # A layer whose input is token ids has no input gradient (recorded empty): no row.
+        grads = records[ref_key][i]["input_grads"]
+        order += [("backward", layers[k], INPUT_GRAD, k) for k in reversed(range(len(layers)))
+                  if np.size(grads[k]) > 0]  # fmt: skip
         order += [("backward", name, GRAD, 0) for name in reversed(params_in_order)]
         order += [("update", name, VALUE, 0) for name in params_in_order + buffers_in_order]
         for phase, name, what, k in order:

@@ -122,6 +122,7 @@ from torch_burn_parity.models.model_specs import (
     spec,
 )
 from torch_burn_parity.models.models import build, inputs, running_stat_layers, state
+from torch_burn_parity.models.models import loss as cross_entropy
 
 # The smallest positive normal f64, which Burn adds to a tensor's norm before dividing
 # (grad_clipping/base.rs: `dtype().finfo().min_positive`, f64::MIN_POSITIVE for F64).
@@ -242,12 +243,19 @@ def burn_running_stats_of(burn_run: dict) -> BurnRunningStats | None:
 @dataclass
 class Variant:
     """Burn's update rule with a set of values, an lr per step and a clipping (or none);
-    Burn's running statistics, or PyTorch's own (None)."""
+    Burn's running statistics, or PyTorch's own (None); the loss's label smoothing as one
+    framework holds it."""
 
     update: BurnUpdate
     lrs: list[float]
     clip: Clipping | None = None
     running_stats: BurnRunningStats | None = None
+    label_smoothing: float = 0.0
+
+
+def smoothing_of(meta: dict) -> float:
+    """The label smoothing a run's loss used, as its framework held it (0 when absent)."""
+    return (meta.get("loss") or {}).get("label_smoothing", 0.0)
 
 
 def lrs_of(block: dict) -> list[float]:
@@ -281,7 +289,7 @@ def replayed(
     batches = x.shape[0] // batch
     for step in range(steps):
         i = (step % batches) * batch
-        loss = torch.nn.functional.cross_entropy(module(x[i : i + batch]), y[i : i + batch])
+        loss = cross_entropy(module(x[i : i + batch]), y[i : i + batch], variant.label_smoothing)
         module.zero_grad()
         loss.backward()
         if burn_stats is not None:  # after backward: autograd saved the buffers PyTorch wrote
@@ -404,8 +412,11 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
     parts = [model.parts_of(name) for name in model.param_names]
     torch_muon, burn_muon = ("torch", "torch"), ("burn", "burn")
 
+    burn_smoothing, torch_smoothing = (smoothing_of(m) for m in (burn_meta, torch_meta))
+
     def burn_choices(lrs: list[float], clip: Clipping | None, running=None, muon=torch_muon):
-        return Variant(updates(burn_meta, burn_run, False, False, muon), lrs, clip, running)
+        update = updates(burn_meta, burn_run, False, False, muon)
+        return Variant(update, lrs, clip, running, burn_smoothing)
 
     out = {
         "replay": (
@@ -414,12 +425,13 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
                 burn_lrs,
                 burn_clipping(burn_clip, parts),
                 stats,
+                burn_smoothing,
             ),
             burn_run,
         ),
         "counterfactual": (
             Variant(updates(torch_meta, burn_run, False, False, torch_muon), torch_lrs,
-                    torch_clipping(torch_clip)),
+                    torch_clipping(torch_clip), None, torch_smoothing),
             torch_run,
         ),
         # Burn's values, its clipping threshold too, in PyTorch's lrs and clipping scope.

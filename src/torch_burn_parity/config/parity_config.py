@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from torch_burn_parity.config import cpu_path
+from torch_burn_parity.config.data_problems import data_problems, experiment_data
 from torch_burn_parity.config.param_groups import group_experiment, group_problems
 from torch_burn_parity.config.record import record_problems
 from torch_burn_parity.config.suggest import closest_key
@@ -135,7 +136,11 @@ def run_problems(config: dict[str, Any]) -> list[Problem]:
     take effect on this machine (a `cpu_path` its CPU cannot take)."""
     problems = []
     batch = config.get("batch_size")
-    if _integer(batch) and batch > DATASET_SIZE:
+    experiments = config.get("experiments")
+    on_sine = not isinstance(experiments, dict) or any(
+        experiment_data(e) == "sine" for e in experiments.values()
+    )  # the other datasets' sizes are checked per experiment (data_problems.py)
+    if _integer(batch) and batch > DATASET_SIZE and on_sine:
         problems.append(
             Problem(("batch_size",), f"{batch} is larger than the dataset ({DATASET_SIZE} samples)")
         )
@@ -436,9 +441,9 @@ def probe_steps_problems(at: tuple, exp: dict[str, Any], steps: Any) -> list[Pro
     return [Problem((*at, "probe_steps", probe_steps.index(late[0])), message)]
 
 
-def experiment_problems(name: str, exp: Any, steps: Any = None) -> list[Problem]:
-    """What the schema cannot see in one experiment and a trainer would crash on (``steps``:
-    the config's, for checks against it)."""
+def experiment_problems(name: str, exp: Any, steps: Any = None, batch: Any = None) -> list[Problem]:
+    """What the schema cannot see in one experiment and a trainer would crash on (``steps``
+    and ``batch``: the config's, for checks against them)."""
     if not isinstance(exp, dict):
         return []
     at = ("experiments", name)
@@ -457,6 +462,7 @@ def experiment_problems(name: str, exp: Any, steps: Any = None) -> list[Problem]
     problems += model_problems(at, exp)
     problems += probe_steps_problems(at, exp, steps)
     problems += [Problem(path, message) for path, message in record_problems(at, exp, steps)]
+    problems += [Problem(path, message) for path, message in data_problems(at, exp, batch)]
     problems += [Problem(path, message) for path, message in group_problems(name, exp)]
     groups = exp.get("param_groups")
     for i, group in enumerate(groups if isinstance(groups, list) else []):
@@ -482,7 +488,9 @@ def semantic_problems(config: dict[str, Any]) -> list[Problem]:
     experiments = config.get("experiments")
     if isinstance(experiments, dict):
         for name, exp in experiments.items():
-            problems += experiment_problems(name, exp, config.get("steps"))
+            problems += experiment_problems(
+                name, exp, config.get("steps"), config.get("batch_size")
+            )
     return problems
 
 

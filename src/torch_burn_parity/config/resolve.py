@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from torch_burn_parity.config import cpu_path
+from torch_burn_parity.config.data_problems import experiment_data
 from torch_burn_parity.config.param_groups import group_experiment, group_problems, members
 from torch_burn_parity.config.parity_config import (
     BOOLEAN_HYPERPARAMETERS,
@@ -43,8 +44,9 @@ from torch_burn_parity.optimizers import REGISTRY
 
 # The keys of a resolved spec, as experiment_spec writes them.
 SPEC_KEYS = ("name", "optimizer", "hyperparameters", "keep_defaults", "schedule", "clip_grad",
-             "burn_backend", "model", "model_size", "probe_steps", "record_steps", "steps",
-             "batch_size", "threads", "cpu_path", "requested", "param_groups")  # fmt: skip
+             "burn_backend", "model", "model_size", "data", "label_smoothing", "probe_steps",
+             "record_steps", "steps", "batch_size", "threads", "cpu_path", "requested",
+             "param_groups")  # fmt: skip
 
 
 def probe_steps_of(exp: dict[str, Any]) -> list[int]:
@@ -90,6 +92,8 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
         "burn_backend": exp.get("burn_backend", DEFAULT_BURN_BACKEND),
         "model": model.name,
         "model_size": model.size,  # every size key, the defaults filled in
+        "data": experiment_data(exp),
+        "label_smoothing": float(exp.get("label_smoothing", 0.0)),
         "probe_steps": probe_steps_of(exp),
         # the steps whose tensors both trainers record (config/record.py)
         "record_steps": record_steps(

@@ -9,9 +9,14 @@ A safetensors file (https://huggingface.co/docs/safetensors), so that both langu
 exactly the same bits and Burn loads the weights as its users load PyTorch's, through
 burn-store's SafetensorsStore::
 
-    x  [N, 1, 16] F32,  y  [N] I64,  then the model's parameters and buffers (F32, PyTorch
-    names and shapes; model_specs.py)
-    __metadata__  {"format": "torch-burn-parity dataset", "model": <model tag>}
+    x  [N, *sample] F32 (values) or I64 (token ids),  y  [N] or [N, positions] I64,
+    then the model's parameters and buffers (F32, PyTorch names and shapes; model_specs.py)
+    __metadata__  {"format": "torch-burn-parity dataset", "model": <model tag>,
+                   "data": <dataset name, when not sine>}
+
+The data (datasets/): sine x [96, 1, 16], y [96]; digits x [1797, 1, 8, 8], y [1797]; text
+x and y [N, context] token ids. A sine file has no "data" key: its bytes are those it had
+before there was any other dataset.
 
 safetensors lays the arrays out by dtype and name; read_dataset gives them back as x, y, then
 the model's order (that of the tag in the metadata). Only x and y are checked here; each
@@ -141,28 +146,36 @@ def read_table(path: str | os.PathLike, **options):
 
 
 DATASET_FORMAT = "torch-burn-parity dataset"
-# Each array's dtype (safetensors' names): y's I64, every other one's F32.
+# Each array's dtype (safetensors' names): y's I64, x's F32 or (token ids) I64, every other
+# one's F32.
 DATASET_DTYPES = {"F32": "<f4", "I64": "<i8"}
 
 
-def dataset_dtype(name: str) -> str:
-    return "I64" if name == "y" else "F32"
+def dataset_dtype(name: str, tokens: bool = False) -> str:
+    return "I64" if name == "y" or (name == "x" and tokens) else "F32"
 
 
-def encode_dataset(arrays: dict[str, tuple[list[int], Any]], model: str) -> bytes:
-    """The dataset file of ``{name: (shape, flat_values)}`` for the model tagged ``model``.
+def encode_dataset(
+    arrays: dict[str, tuple[list[int], Any]], model: str, data: str = "sine", tokens: bool = False
+) -> bytes:
+    """The dataset file of ``{name: (shape, flat_values)}`` for the model tagged ``model``
+    on dataset ``data`` (x token ids when ``tokens``).
 
-    y is written as I64 and every other array as F32: f64 values are rounded to f32 here,
-    once (numpy rounds to nearest even). Written by safetensors.numpy.save; the bytes are
-    the same every time once the metadata's keys are sorted (see _sorted_metadata).
+    y (and x of tokens) is written as I64 and every other array as F32: f64 values are
+    rounded to f32 here, once (numpy rounds to nearest even). Written by
+    safetensors.numpy.save; the bytes are the same every time once the metadata's keys are
+    sorted (see _sorted_metadata).
     """
     tensors = {}
     for name, (shape, values) in arrays.items():
-        flat = np.asarray(values, dtype=DATASET_DTYPES[dataset_dtype(name)])
+        flat = np.asarray(values, dtype=DATASET_DTYPES[dataset_dtype(name, tokens)])
         if flat.ndim != 1 or flat.size != math.prod(shape):
             raise ValueError(f"{name}: shape {shape} does not hold {flat.size} values")
         tensors[name] = flat.reshape(shape)
-    blob = safetensors.numpy.save(tensors, metadata={"format": DATASET_FORMAT, "model": model})
+    metadata = {"format": DATASET_FORMAT, "model": model}
+    if data != "sine":
+        metadata["data"] = data
+    blob = safetensors.numpy.save(tensors, metadata=metadata)
     return _sorted_metadata(blob)
 
 
@@ -199,7 +212,8 @@ def decode_dataset(blob: bytes, source: str = "dataset") -> dict[str, tuple[list
 
     f32 values come back as Python floats (exact widenings), i64 values as ints. Refused
     (FormatError naming ``source``, one line) when it is not a safetensors file, lacks x or
-    y, or holds an array of another dtype than the format's (y I64, every other F32).
+    y, or holds an array of another dtype than the format's (y I64, x F32 or I64, every
+    other F32).
     """
     try:
         tensors = safetensors.numpy.load(blob)
@@ -213,6 +227,8 @@ def decode_dataset(blob: bytes, source: str = "dataset") -> dict[str, tuple[list
     in_file = sorted(tensors, key=lambda name: header[name]["data_offsets"][0])
     for name in in_file:
         dtype, want = header[name]["dtype"], dataset_dtype(name)
+        if name == "x" and dtype == "I64":
+            continue  # token ids
         if dtype != want:
             raise FormatError(f"{source}: array {name!r} is {dtype}, expected {want}")
     model = _model_order(header.get("__metadata__", {}).get("model"))

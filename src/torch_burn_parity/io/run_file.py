@@ -46,7 +46,9 @@ class Meta(TypedDict):
     dtype: str  # "f32" or "f64"
     model: str
     model_size: dict[str, int]  # the size keys, read back from the built modules
+    data: str  # the dataset: "sine", "digits" or "text"
     layer_hyperparameters: dict[str, Any]  # read back from the built modules
+    loss: dict[str, Any]  # {"label_smoothing": ε as the framework holds it}
     optimizer: str  # the experiment's own (parameters in no group)
     hyperparameters: dict[str, Any]  # its values as the framework holds them
     param_groups: list[GroupMeta]  # [] without groups

@@ -114,3 +114,66 @@ def transformer(shapes: dict[str, list[int]], prefixes: list[str]) -> dict[str, 
         "fc.bias": constant(shapes["fc.bias"], 0.0),
     }
     return values
+
+
+def _fan_in_weight(shape: list[int], scale: float, f, phase: float) -> np.ndarray:
+    """scale·f(i + phase)/sqrt(fan_in), fan_in = the product of the shape after its first
+    dimension (a Linear's inputs, a convolution's input channels × kernel)."""
+    return scale * f(index(shape) + phase) / math.sqrt(math.prod(shape[1:]))
+
+
+def lenet(shapes: dict[str, list[int]]) -> dict[str, np.ndarray]:
+    """Sines and cosines scaled by 1/sqrt(fan_in), a phase per array; small biases."""
+    return {
+        "conv1.weight": _fan_in_weight(shapes["conv1.weight"], 1.5, sin, 1),
+        "conv1.bias": 0.05 * cos(index(shapes["conv1.bias"]) + 1),
+        "conv2.weight": _fan_in_weight(shapes["conv2.weight"], 1.5, cos, 2),
+        "conv2.bias": 0.05 * sin(index(shapes["conv2.bias"]) + 2),
+        "fc1.weight": _fan_in_weight(shapes["fc1.weight"], 1.5, sin, 3),
+        "fc1.bias": 0.05 * cos(index(shapes["fc1.bias"]) + 3),
+        "fc2.weight": _fan_in_weight(shapes["fc2.weight"], 1.0, cos, 4),
+        "fc2.bias": constant(shapes["fc2.bias"], 0.0),
+    }
+
+
+def gpt(shapes: dict[str, list[int]], prefixes: list[str]) -> dict[str, np.ndarray]:
+    """Embeddings of ±0.5; the blocks' weights as the transformer's (1/sqrt(fan_in), a phase
+    per array, shifted by LAYER_PHASE per block); norms near 1 (weights) and 0 (biases)."""
+
+    def near(name: str, base: float, scale: float, f, phase: float) -> np.ndarray:
+        values = scale * f(index(shapes[name]) + phase)
+        return values if base == 0 else base + values
+
+    values = {
+        "tok_emb.weight": 0.5 * sin(0.7 * index(shapes["tok_emb.weight"]) + 1),
+        "pos_emb.weight": 0.2 * cos(0.3 * index(shapes["pos_emb.weight"]) + 1),
+    }
+    for block, p in enumerate(prefixes):
+        s = LAYER_PHASE * block
+        own = {
+            "ln1.weight": (near, 1.0, 0.05, cos, 1),
+            "ln1.bias": (near, 0.0, 0.02, sin, 1),
+            "attn.in_proj_weight": (None, 0.9, sin, 1),
+            "attn.in_proj_bias": (near, 0.0, 0.05, cos, 1),
+            "attn.out_proj.weight": (None, 0.6, cos, 2),
+            "attn.out_proj.bias": (near, 0.0, 0.02, sin, 2),
+            "ln2.weight": (near, 1.0, 0.05, sin, 1),
+            "ln2.bias": (near, 0.0, 0.02, cos, 1),
+            "fc1.weight": (None, 0.9, sin, 3),
+            "fc1.bias": (near, 0.0, 0.05, sin, 3),
+            "fc2.weight": (None, 0.6, cos, 3),
+            "fc2.bias": (near, 0.0, 0.02, cos, 3),
+        }
+        for suffix, (make, *args, phase) in own.items():
+            name = f"{p}.{suffix}"
+            if make is None:  # a weight matrix
+                values[name] = _fan_in_weight(shapes[name], *args, phase + s)
+            else:
+                values[name] = make(name, *args, phase + s)
+    values |= {
+        "ln_f.weight": near("ln_f.weight", 1.0, 0.05, cos, 2),
+        "ln_f.bias": near("ln_f.bias", 0.0, 0.02, sin, 2),
+        "head.weight": _fan_in_weight(shapes["head.weight"], 1.2, cos, 1),
+        "head.bias": constant(shapes["head.bias"], 0.0),
+    }
+    return values

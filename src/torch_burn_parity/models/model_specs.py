@@ -30,10 +30,13 @@ from typing import Any
 import numpy as np
 
 from torch_burn_parity.config.suggest import closest_key
+from torch_burn_parity.datasets import digits, text
 from torch_burn_parity.models import model_formulas as formulas
 
-# The seed's problem: 96 sequences of length 16 in 3 classes.
+# The seed's problem (data sine): 96 sequences of length 16 in 3 classes.
 N, LENGTH, CLASSES = 96, 16, 3
+# The text's vocabulary: gpt's `vocab`, which the data sets (not the config).
+VOCAB = len(text.vocabulary())
 
 # Each model's size keys and their defaults (the sizes of the models before sizes were
 # configurable: a model named without sizes is exactly that one). The transformer's 16
@@ -43,7 +46,14 @@ SIZES: dict[str, dict[str, int]] = {
     "cnn1d": {"channels": 4, "kernel": 5},
     "cnn_bn": {"channels": 4, "kernel": 5},
     "transformer": {"d_model": 8, "heads": 2, "layers": 1, "d_ff": 16},
+    # lenet's two convolutions' channels and its hidden Linear's width.
+    "lenet": {"conv1": 6, "conv2": 16, "hidden": 32},
+    # gpt: heads of 32/2 = 16 wide, so the score scale 1/sqrt(16) = 1/4 is exact on both
+    # sides (Burn takes the square root in f32); `vocab` is the text's, not a config key.
+    "gpt": {"d_model": 32, "heads": 2, "layers": 2, "d_ff": 128, "context": 32, "vocab": VOCAB},
 }
+# Size keys a config may not set: the data sets them.
+DATA_KEYS = {"vocab": "the text's vocabulary"}
 # The defaults by name, for code written against the default models.
 CHANNELS, KERNEL = SIZES["cnn1d"]["channels"], SIZES["cnn1d"]["kernel"]
 D_MODEL, HEADS, D_FF = (SIZES["transformer"][k] for k in ("d_model", "heads", "d_ff"))
@@ -75,6 +85,11 @@ class ModelSpec:
     # Parameters Burn holds as several tensors, each a block of rows (rust/src/models:
     # Entry::packed_rows), by how many: Burn clips each tensor on its own.
     burn_parts: dict[str, int] = field(default_factory=dict)
+    # The input it takes (datasets/registry.py checks a dataset against it): one sample's
+    # shape, token ids (i64) rather than values (f32), and the classes it predicts.
+    sample: tuple[int, ...] = (1, LENGTH)
+    tokens: bool = False
+    classes: int = CLASSES
 
     def parts_of(self, name: str) -> int:
         """How many tensors Burn holds parameter ``name`` as (1 but for packed ones)."""
@@ -229,10 +244,113 @@ def _transformer(d_model: int, heads: int, layers: int, d_ff: int) -> ModelSpec:
     )
 
 
+def _lenet(conv1: int, conv2: int, hidden: int) -> ModelSpec:
+    # Conv2d(3×3, padding 1) keeps 8×8; MaxPool2d(2) → 4×4; Conv2d keeps 4×4; AvgPool2d(2) →
+    # 2×2: fc1 takes conv2·2·2 values (channel-major, as flatten(1) lays them out).
+    shapes = {
+        "conv1.weight": [conv1, 1, 3, 3],
+        "conv1.bias": [conv1],
+        "conv2.weight": [conv2, conv1, 3, 3],
+        "conv2.bias": [conv2],
+        "fc1.weight": [hidden, conv2 * 4],
+        "fc1.bias": [hidden],
+        "fc2.weight": [digits.CLASSES, hidden],
+        "fc2.bias": [digits.CLASSES],
+    }
+    return ModelSpec(
+        name="lenet",
+        size={"conv1": conv1, "conv2": conv2, "hidden": hidden},
+        param_names=tuple(shapes),
+        buffer_names=(),
+        layers=("conv1", "relu1", "pool1", "conv2", "relu2", "pool2", "fc1", "relu3", "fc2"),
+        state_shapes=shapes,
+        formulas=lambda: formulas.lenet(shapes),
+        hyperparameters={
+            "conv.kernel": 3,
+            "conv.padding": 1,
+            "pool1": "max",
+            "pool2": "avg",
+            "pool.kernel": 2,
+            "pool.stride": 2,
+        },  # fmt: skip
+        sample=(1, digits.SIDE, digits.SIDE),
+        classes=digits.CLASSES,
+    )
+
+
+def gpt_prefixes(layers: int) -> list[str]:
+    """The name prefix of each block: `blocks.0`, `blocks.1`, …"""
+    return [f"blocks.{i}" for i in range(layers)]
+
+
+def _gpt(d_model: int, heads: int, layers: int, d_ff: int, context: int, vocab: int) -> ModelSpec:
+    # A porter's PyTorch GPT: token and learned position embeddings, pre-norm blocks of
+    # nn.MultiheadAttention (causal mask) and a GELU feed-forward, a final LayerNorm and a
+    # Linear head. in_proj_weight/in_proj_bias pack the query, key and value projections as
+    # the transformer's do; Burn holds them as three Linear layers.
+    d, ff = d_model, d_ff
+    shapes: dict[str, list[int]] = {"tok_emb.weight": [vocab, d], "pos_emb.weight": [context, d]}
+    packed = {}
+    for p in gpt_prefixes(layers):
+        shapes |= {
+            f"{p}.ln1.weight": [d],
+            f"{p}.ln1.bias": [d],
+            f"{p}.attn.in_proj_weight": [3 * d, d],
+            f"{p}.attn.in_proj_bias": [3 * d],
+            f"{p}.attn.out_proj.weight": [d, d],
+            f"{p}.attn.out_proj.bias": [d],
+            f"{p}.ln2.weight": [d],
+            f"{p}.ln2.bias": [d],
+            f"{p}.fc1.weight": [ff, d],
+            f"{p}.fc1.bias": [ff],
+            f"{p}.fc2.weight": [d, ff],
+            f"{p}.fc2.bias": [d],
+        }
+        packed |= {f"{p}.attn.in_proj_weight": 3, f"{p}.attn.in_proj_bias": 3}
+    shapes |= {
+        "ln_f.weight": [d],
+        "ln_f.bias": [d],
+        "head.weight": [vocab, d],
+        "head.bias": [vocab],
+    }
+    blocks = [f"{stage}.{i}" for i in range(layers) for stage in ("attn", "ff")]
+    return ModelSpec(
+        name="gpt",
+        size={
+            "d_model": d_model,
+            "heads": heads,
+            "layers": layers,
+            "d_ff": d_ff,
+            "context": context,
+            "vocab": vocab,
+        },  # fmt: skip
+        param_names=tuple(shapes),
+        buffer_names=(),
+        # embed: token + position embeddings; attn.i: x + attn(ln1(x)); ff.i: x +
+        # fc2(gelu(fc1(ln2(x)))); head: the logits of every position, [B·context, vocab].
+        layers=("embed", *blocks, "ln_f", "head"),
+        state_shapes=shapes,
+        formulas=lambda: formulas.gpt(shapes, gpt_prefixes(layers)),
+        burn_parts=packed,
+        hyperparameters={
+            "attn.heads": heads,
+            "attn.dropout": 0.0,
+            "attn.causal": True,
+            "ln.eps": 1e-5,
+            "gelu.approximate": "none",
+        },  # fmt: skip
+        sample=(context,),
+        tokens=True,
+        classes=vocab,
+    )
+
+
 BUILDERS: dict[str, Callable[..., ModelSpec]] = {
     "cnn1d": _cnn1d,
     "cnn_bn": _cnn_bn,
     "transformer": _transformer,
+    "lenet": _lenet,
+    "gpt": _gpt,
 }
 
 
@@ -243,7 +361,10 @@ def size_problems(name: str, size: Mapping[str, Any]) -> list[tuple[str, str]]:
     known = SIZES[name]
     problems = []
     for key, value in size.items():
-        if key not in known:
+        if key in DATA_KEYS and key in known:
+            if value != known[key]:
+                problems.append((key, f"set by the data ({DATA_KEYS[key]}: {known[key]})"))
+        elif key not in known:
             close = closest_key(key, list(known))
             hint = f"; did you mean {close!r}?" if close else ""
             problems.append((key, f"unknown size key of {name} (known: {', '.join(known)}){hint}"))

@@ -24,11 +24,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from torch_burn_parity.models import model_cnn1d, model_cnn_bn, model_transformer
+from torch_burn_parity.models import (
+    model_cnn1d,
+    model_cnn_bn,
+    model_gpt,
+    model_lenet,
+    model_transformer,
+)
 from torch_burn_parity.models.model_specs import ModelError, array_problem, spec
 
 MODELS: dict[str, ModuleType] = {
-    m.SPEC.name: m for m in (model_cnn1d, model_cnn_bn, model_transformer)
+    m.SPEC.name: m for m in (model_cnn1d, model_cnn_bn, model_transformer, model_lenet, model_gpt)
 }
 
 Arrays = dict[str, tuple[list[int], list]]
@@ -78,9 +84,22 @@ def build(
 
 
 def inputs(arrays: Arrays, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """The dataset's f32 inputs (widened exactly to dtype) and integer labels."""
-    x = torch.tensor(arrays["x"][1], dtype=torch.float32).reshape(arrays["x"][0]).to(dtype)
-    return x, torch.tensor(arrays["y"][1], dtype=torch.int64)
+    """The dataset's inputs, f32 values widened exactly to dtype or integer token ids as
+    they are, and its integer labels ([N], or [N, positions] for a label per position)."""
+    shape, values = arrays["x"]
+    if values and isinstance(values[0], int):  # token ids (an I64 x)
+        x = torch.tensor(values, dtype=torch.int64).reshape(shape)
+    else:
+        x = torch.tensor(values, dtype=torch.float32).reshape(shape).to(dtype)
+    return x, torch.tensor(arrays["y"][1], dtype=torch.int64).reshape(arrays["y"][0])
+
+
+def loss(out: torch.Tensor, y: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Cross-entropy, the mean over every row of ``out`` [rows, classes]: a sample's, or
+    every position's of a model that predicts at each (its labels ``y`` flattened to
+    match). PyTorch's label smoothing: (1 − ε)·(−log p_y) + ε·mean over classes of
+    (−log p_c)."""
+    return nn.functional.cross_entropy(out, y.reshape(-1), label_smoothing=label_smoothing)
 
 
 def model_size(name: str, model: nn.Module) -> dict[str, int]:
@@ -105,9 +124,11 @@ def recorded_forward(
 
     Nothing is added to the computation: the batch is a leaf that requires grad and each
     layer's output (the next one's input) keeps its .grad (retain_grad), so every value
-    and every parameter gradient is what an unrecorded step computes.
+    and every parameter gradient is what an unrecorded step computes. A batch of token ids
+    has no gradient: the first layer's input gradient is then recorded as empty.
     """
-    x = x.detach().requires_grad_()
+    tokens = not torch.is_floating_point(x)
+    x = x.detach() if tokens else x.detach().requires_grad_()
     names, outputs, layer_inputs = [], [], [x]
     h = x
     for name, stage in model.stages():
@@ -123,7 +144,9 @@ def recorded_forward(
             "step": step,
             "names": names,
             "outputs": [flat(o) for o in outputs],
-            "input_grads": [flat(t.grad) for t in layer_inputs[:-1]],
+            "input_grads": [
+                [] if tokens and k == 0 else flat(t.grad) for k, t in enumerate(layer_inputs[:-1])
+            ],
         }
 
     return h, record

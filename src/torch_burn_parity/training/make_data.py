@@ -1,4 +1,4 @@
-"""Write one model's dataset file: the seed's inputs and the model's initial weights, in f32.
+"""Write one model's dataset file: its data's inputs and the model's initial weights, in f32.
 
 Every value is computed in f64 (Python floats) with the seed's formulas (model_specs.py for
 the weights) and rounded to f32 exactly once, when it is packed. Both trainers read this one
@@ -17,33 +17,19 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import math
 from pathlib import Path
 
-from torch_burn_parity.io.parity_io import encode_dataset, write_atomic
-from torch_burn_parity.models.model_specs import (
-    CLASSES,
-    CNN1D,
-    DEFAULT_MODEL,
-    LENGTH,
-    ModelError,
-    ModelSpec,
-    N,
-    parse_tag,
+from torch_burn_parity.datasets.registry import (
+    DataError,
+    data_of,
+    dataset_stem,
+    default_data,
+    fit_problem,
+    input_arrays,
+    parse_stem,
 )
-
-
-def inputs() -> tuple[list[float], list[int]]:
-    """x[k][t] = sin(f·t + 0.37k) + 0.3·sin(2.3t + 1.1k), f = 0.3·(c+1), c = k mod 3."""
-    xs, ys = [], []
-    for k in range(N):
-        c = k % CLASSES
-        f = 0.3 * (c + 1)
-        xs.extend(
-            math.sin(f * t + 0.37 * k) + 0.3 * math.sin(2.3 * t + 1.1 * k) for t in range(LENGTH)
-        )
-        ys.append(c)
-    return xs, ys
+from torch_burn_parity.io.parity_io import encode_dataset, write_atomic
+from torch_burn_parity.models.model_specs import CNN1D, DEFAULT_MODEL, ModelError, ModelSpec
 
 
 def initial_weights() -> dict[str, tuple[list[int], list[float]]]:
@@ -51,14 +37,18 @@ def initial_weights() -> dict[str, tuple[list[int], list[float]]]:
     return CNN1D.initial_arrays()
 
 
-def dataset_bytes(model: str | ModelSpec = DEFAULT_MODEL) -> bytes:
-    """The dataset file of ``model`` (a ModelSpec, or a model tag such as `cnn_bn` or
-    `transformer-d_model256-heads4-layers1-d_ff1024`): x, y, then its parameters and
+def dataset_bytes(model: str | ModelSpec = DEFAULT_MODEL, data: str | None = None) -> bytes:
+    """The dataset file of ``model`` (a ModelSpec, or a dataset stem such as `cnn_bn`,
+    `transformer-d_model256-heads4-layers1-d_ff1024` or `lenet`) on ``data`` (a stem
+    names its own; absent: the data the model takes): x, y, then its parameters and
     buffers."""
-    model = parse_tag(model) if isinstance(model, str) else model
-    xs, ys = inputs()
-    arrays = {"x": ([N, 1, LENGTH], xs), "y": ([N], ys), **model.initial_arrays()}
-    return encode_dataset(arrays, model.tag)
+    if isinstance(model, str):
+        data, model = parse_stem(model)
+    data = data or default_data(model)
+    if problem := fit_problem(data, model):
+        raise DataError(problem)
+    arrays = input_arrays(data_of(data, model)) | model.initial_arrays()
+    return encode_dataset(arrays, model.tag, data, model.tokens)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -66,17 +56,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--model",
         default=DEFAULT_MODEL,
-        help="model tag: a model's name, with its size keys when not the default"
-        " (e.g. transformer-d_model256-heads4-layers1-d_ff1024)",
+        help="dataset stem: a model's tag (its name, with its size keys when not the"
+        " default, e.g. lenet or transformer-d_model256-heads4-layers1-d_ff1024), on the"
+        " data the model takes; `{data}-{tag}` names another dataset",
     )
     parser.add_argument("--out", required=True, type=Path, help="dataset file to write")
     args = parser.parse_args(argv)
     try:
-        model = parse_tag(args.model)
-    except ModelError as exc:
+        data, model = parse_stem(args.model)
+        print(f"{dataset_stem(data, model)}: {model.param_count:,} parameters", flush=True)
+        blob = dataset_bytes(model, data)
+    except (ModelError, DataError) as exc:
         raise SystemExit(f"make_data: {exc}") from None
-    print(f"{model.tag}: {model.param_count:,} parameters", flush=True)
-    blob = dataset_bytes(model)
     write_atomic(args.out, blob)
     print(f"wrote {args.out}: {len(blob)} bytes, sha256 {hashlib.sha256(blob).hexdigest()}")
 

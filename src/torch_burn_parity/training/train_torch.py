@@ -39,6 +39,7 @@ from torch_burn_parity.config import cpu_path
 from torch_burn_parity.config.machine import cpu, git_state
 from torch_burn_parity.config.parity_config import CLIP_SCOPES, ConfigError
 from torch_burn_parity.config.resolve import read_spec
+from torch_burn_parity.datasets.registry import DEFAULT_DATA
 from torch_burn_parity.io.parity_io import DTYPES, FormatError, read_dataset, write_run
 from torch_burn_parity.io.run_file import RunBlock
 from torch_burn_parity.io.run_tensors import RunRecorder
@@ -47,6 +48,7 @@ from torch_burn_parity.models.models import (
     build,
     inputs,
     layer_hyperparameters,
+    loss,
     model_size,
     recorded_forward,
     state,
@@ -171,17 +173,34 @@ def clip_gradients(clip: dict[str, float] | None, params: list[torch.Tensor]) ->
         torch.nn.utils.clip_grad_value_(params, clip["value"])
 
 
-def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
+# The evaluation takes the dataset this many samples at a time (the text's 11,973 blocks at
+# once would hold every position's activations: over 1.5 GB in f64). The Burn trainer
+# takes the same chunks (rust/src/train.rs).
+EVAL_CHUNK = 512
+
+
+def evaluate(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, label_smoothing: float = 0.0
+) -> dict[str, Any]:
     """Loss, correct count and predictions on the whole dataset, in eval mode (a batch norm
-    uses its running statistics; cnn1d computes exactly what train mode would)."""
+    uses its running statistics; cnn1d computes exactly what train mode would). The
+    predictions are per row of the output: per sample, or per position of each sample.
+
+    The loss is the mean over every row: one chunk's own mean when the dataset is one chunk
+    (sine's 96 samples), else Σ (chunk mean · chunk rows) / rows, summed in f64."""
     model.eval()
+    means, rows, predictions, correct = [], [], [], 0
     with torch.no_grad():
-        out = model(x)
-        return {
-            "loss": nn.functional.cross_entropy(out, y).item(),
-            "correct": int((out.argmax(1) == y).sum().item()),
-            "predictions": out.argmax(1).tolist(),
-        }
+        for i in range(0, x.shape[0], EVAL_CHUNK):
+            out = model(x[i : i + EVAL_CHUNK])
+            labels = y[i : i + EVAL_CHUNK].reshape(-1)
+            predicted = out.argmax(1)
+            means.append(loss(out, labels, label_smoothing).item())
+            rows.append(out.shape[0])
+            correct += int((predicted == labels).sum().item())
+            predictions += predicted.tolist()
+    mean = means[0] if len(means) == 1 else sum(m * n for m, n in zip(means, rows)) / sum(rows)
+    return {"loss": mean, "correct": correct, "predictions": predictions}
 
 
 def train(
@@ -196,6 +215,7 @@ def train(
     model_name = spec.get("model", DEFAULT_MODEL)
     probe_steps = set() if bare else set(spec.get("probe_steps", [1]))
     x, y = inputs(arrays, torch_dtype)
+    smoothing = spec.get("label_smoothing", 0.0)
     model = build(model_name, arrays, torch_dtype, spec.get("model_size"))
     model.train()
     optimizers, groups = make_optimizers(spec, model)
@@ -237,11 +257,11 @@ def train(
             out, record = recorded_forward(model, x[i : i + batch])
         else:
             out, record = model(x[i : i + batch]), None
-        loss = nn.functional.cross_entropy(out, y[i : i + batch])
-        losses.append(loss.item())
+        step_loss = loss(out, y[i : i + batch], smoothing)
+        losses.append(step_loss.item())
         for optimizer in optimizers:
             optimizer.zero_grad()
-        loss.backward()
+        step_loss.backward()
         if record is not None:
             recorder.layer(record(step + 1))
         kept = recorder is not None and recorder.records(step)
@@ -261,7 +281,7 @@ def train(
                 recorder.row("params", name, step, numpy(tensors[name]))
         for name in buffer_names if kept else ():  # running statistics, from the forward
             recorder.row("buffers", name, step, numpy(tensors[name]))
-    final = evaluate(model, x, y)
+    final = evaluate(model, x, y, smoothing)
     recorded = {}
     if recorder is not None:
         recorded = {"norms": norms} | recorder.finish(
@@ -279,7 +299,9 @@ def train(
             "dtype": dtype,
             "model": model_name,
             "model_size": model_size(model_name, model),
+            "data": spec.get("data", DEFAULT_DATA),
             "layer_hyperparameters": layer_hyperparameters(model_name, model),
+            "loss": {"label_smoothing": smoothing},
             "optimizer": spec["optimizer"],
             "hyperparameters": used[0],
             "param_groups": [

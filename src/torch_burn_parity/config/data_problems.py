@@ -1,0 +1,69 @@
+"""The config checks of an experiment's data and loss: `data`, `label_smoothing`, `dropout`.
+
+    data_problems(("experiments", "lenet"), exp, batch_size)  # [(path, message), ...]
+
+A model fits a dataset when the two declare the same input (datasets/registry.py): `data:
+digits` with `model: gpt` is refused, naming both; so is a text context longer than the
+corpus, and a batch larger than the dataset. Dropout is refused at any p but 0: PyTorch and
+Burn draw their masks from their own random streams, so no two runs could match.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch_burn_parity.datasets.registry import (
+    DATA_NAMES,
+    DEFAULT_DATA,
+    data_of,
+    default_data,
+    fit_problem,
+)
+from torch_burn_parity.models.model_specs import valid_spec
+
+Path = tuple[str | int, ...]
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def experiment_data(exp: Any) -> str:
+    """The data an experiment trains on: its `data`, or the one its model takes (sine when
+    the model is not a valid one: its own check names it)."""
+    if not isinstance(exp, dict):
+        return DEFAULT_DATA
+    model = valid_spec(exp.get("model"))
+    return exp.get("data") or (default_data(model) if model else DEFAULT_DATA)
+
+
+def data_problems(at: Path, exp: dict[str, Any], batch_size: Any) -> list[tuple[Path, str]]:
+    """(path, message) for each problem of the experiment's data, loss and dropout."""
+    problems: list[tuple[Path, str]] = []
+    smoothing = exp.get("label_smoothing", 0.0)
+    if _number(smoothing) and not 0 <= smoothing < 1:
+        problems.append(
+            ((*at, "label_smoothing"), f"{smoothing} is outside [0, 1) (the share of the"
+             " target spread over every class: 1 would leave nothing on the label)")
+        )  # fmt: skip
+    dropout = exp.get("dropout", 0.0)
+    if _number(dropout) and dropout != 0:
+        problems.append(
+            ((*at, "dropout"), f"{dropout}: only 0 (PyTorch and Burn draw dropout masks from"
+             " their own random streams, so no run could match step for step)")
+        )  # fmt: skip
+    model = valid_spec(exp.get("model"))
+    if model is None:
+        return problems  # the model's own check names it
+    data = exp.get("data") or default_data(model)
+    if data not in DATA_NAMES:
+        return problems  # the schema names it
+    if problem := fit_problem(data, model):
+        return [*problems, ((*at, "data"), problem)]
+    samples = data_of(data, model).samples
+    # sine's size is the config's batch_size check (parity_config.run_problems)
+    if data != DEFAULT_DATA and isinstance(batch_size, int) and batch_size > samples:
+        problems.append(
+            ((*at, "data"), f"{data} has {samples} samples, fewer than batch_size {batch_size}")
+        )
+    return problems

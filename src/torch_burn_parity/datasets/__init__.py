@@ -1,0 +1,1 @@
+"""The datasets an experiment trains on (`data:`): sine, digits, text."""
