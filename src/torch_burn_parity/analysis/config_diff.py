@@ -106,8 +106,13 @@ CLIP_SCOPE = {
 }
 
 
-# How each framework smooths the cross-entropy's target (the same quantity).
-LOSS_NOTE = "both: (1 − ε)·(−log p_label) + ε·mean over classes of (−log p_c)"
+# How each framework smooths the cross-entropy's target (burn-nn loss/cross_entropy.rs
+# 202–216; analysis/burn_loss.py).
+LOSS_NOTE = (
+    "PyTorch: (1 − ε)·(−log p_label) + ε·mean over classes of (−log p_c); Burn: targets"
+    " one-hot·(1 − ε) + ε/C with 1 − ε and ε/C computed in f32, whose sum over the classes"
+    " is not exactly 1, in f64 runs too"
+)
 
 
 def f32(x):
@@ -198,7 +203,8 @@ def loss_rows(spec: dict) -> list[dict]:
     smoothing = spec.get("label_smoothing", 0.0)
     if not smoothing:
         return []
-    return [value_row("label_smoothing", smoothing, smoothing, True, [LOSS_NOTE])]
+    burn = f32(smoothing)
+    return [fact("label_smoothing", show(smoothing), show(burn, True), "precision", LOSS_NOTE)]
 
 
 # What runs the tensors: PyTorch's CPU kernels, and the Burn backend the experiment picks.

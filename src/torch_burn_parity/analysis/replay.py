@@ -102,6 +102,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from torch_burn_parity.analysis.burn_loss import burn_cross_entropy
 from torch_burn_parity.analysis.burn_rules import BurnUpdate, GroupedUpdate, scalar_sources
 from torch_burn_parity.analysis.gaps import (
     add_run_arguments,
@@ -251,6 +252,7 @@ class Variant:
     clip: Clipping | None = None
     running_stats: BurnRunningStats | None = None
     label_smoothing: float = 0.0
+    burn_loss: bool = False  # Burn's smoothed targets (burn_loss.py), else PyTorch's loss
 
 
 def smoothing_of(meta: dict) -> float:
@@ -289,7 +291,11 @@ def replayed(
     batches = x.shape[0] // batch
     for step in range(steps):
         i = (step % batches) * batch
-        loss = cross_entropy(module(x[i : i + batch]), y[i : i + batch], variant.label_smoothing)
+        out, labels = module(x[i : i + batch]), y[i : i + batch]
+        if variant.burn_loss:
+            loss = burn_cross_entropy(out, labels, variant.label_smoothing)
+        else:
+            loss = cross_entropy(out, labels, variant.label_smoothing)
         module.zero_grad()
         loss.backward()
         if burn_stats is not None:  # after backward: autograd saved the buffers PyTorch wrote
@@ -416,7 +422,7 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
 
     def burn_choices(lrs: list[float], clip: Clipping | None, running=None, muon=torch_muon):
         update = updates(burn_meta, burn_run, False, False, muon)
-        return Variant(update, lrs, clip, running, burn_smoothing)
+        return Variant(update, lrs, clip, running, burn_smoothing, burn_loss=True)
 
     out = {
         "replay": (
@@ -426,6 +432,7 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
                 burn_clipping(burn_clip, parts),
                 stats,
                 burn_smoothing,
+                burn_loss=True,
             ),
             burn_run,
         ),

@@ -199,7 +199,8 @@ def evaluate(
             rows.append(out.shape[0])
             correct += int((predicted == labels).sum().item())
             predictions += predicted.tolist()
-    mean = means[0] if len(means) == 1 else sum(m * n for m, n in zip(means, rows)) / sum(rows)
+    total = sum(m * n for m, n in zip(means, rows, strict=True))  # in chunk order, from 0
+    mean = means[0] if len(means) == 1 else total / sum(rows)
     return {"loss": mean, "correct": correct, "predictions": predictions}
 
 
