@@ -570,7 +570,7 @@ mod tests {
         );
         assert!(
             refused(r#""model": "cnn_bn""#, r#""model": "mlp""#)
-                .starts_with("unknown model 'mlp' (known: cnn1d, cnn_bn, transformer, lenet)")
+                .starts_with("unknown model 'mlp' (known: cnn1d, cnn_bn, transformer, lenet, gpt)")
         );
         assert!(
             refused(r#""eps": 1e-08,"#, "")

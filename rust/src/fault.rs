@@ -62,7 +62,7 @@ impl Fault {
                 }
             }
             return Err(bad(&format!(
-                "PARAMETER must be one of {} (or, for a transformer of several layers, enc.layers.I.NAME for enc.NAME)",
+                "PARAMETER must be one of {} (or, for a transformer of several layers, enc.layers.I.NAME for enc.NAME; for gpt, blocks.I.NAME for blocks.0.NAME)",
                 known.join(", ")
             )));
         }

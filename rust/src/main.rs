@@ -1,5 +1,5 @@
-//! `parity-train`: trains the experiment's `model` (cnn1d, the default, cnn_bn, transformer or
-//! lenet, at the spec's `model_size`, on the spec's `data`) with Burn for one experiment and
+//! `parity-train`: trains the experiment's `model` (cnn1d, the default, cnn_bn, transformer,
+//! lenet or gpt, at the spec's `model_size`, on the spec's `data`) with Burn for one experiment and
 //! dtype, on the experiment's `burn_backend` (Flex, the default, or NdArray), and writes a
 //! run file and its tensors file beside it (`X.json`, `X.safetensors`).
 //!

@@ -10,7 +10,7 @@ use crate::dataset::Dataset;
 use crate::fault::Fault;
 use crate::groups::{Optimizers, burn_shapes};
 use crate::models::{
-    self, Cnn1d, CnnBn, LeNet, Model, ModelInput, ParityModel, Probe, Transformer,
+    self, Cnn1d, CnnBn, Gpt, LeNet, Model, ModelInput, ParityModel, Probe, Transformer,
 };
 use crate::optimizers::{Built, Scalars, optimizer};
 use crate::record::{Kind, Output, Recorded, Recorder};
@@ -157,6 +157,7 @@ pub fn train_into(
         Model::CnnBn => run_into::<CnnBn>(spec, data, device, fault, output)?.0,
         Model::Transformer => run_into::<Transformer>(spec, data, device, fault, output)?.0,
         Model::LeNet => run_into::<LeNet>(spec, data, device, fault, output)?.0,
+        Model::Gpt => run_into::<Gpt>(spec, data, device, fault, output)?.0,
     };
     Ok(block)
 }
@@ -171,10 +172,21 @@ pub fn evaluate<M: ParityModel>(
     evaluate_with(model, data, device, &CrossEntropyLossConfig::new())
 }
 
+/// The samples the final evaluation takes at a time (the PyTorch side's `EVAL_CHUNK`,
+/// src/torch_burn_parity/training/train_torch.py): the text's 11,973 blocks at once would
+/// hold over 1.5 GB of activations.
+pub const EVAL_CHUNK: usize = 512;
+
 /// The final loss (`loss`'s), correct count and predictions on the whole dataset in eval
 /// mode: `valid()` (inference behaviour, e.g. running statistics) without autodiff, like
 /// `model.eval()` under `torch.no_grad()`. Over the forward's rows: a prediction (the argmax
 /// of the classes) per sample, or per position for labels [N, T].
+///
+/// The dataset is taken [`EVAL_CHUNK`] samples at a time, as the PyTorch side's `evaluate`
+/// does: per chunk the mean loss (as f64) and its rows (samples · positions). The loss is
+/// the chunk's own mean when the dataset is one chunk (sine's 96 samples: the whole
+/// dataset's forward, unsliced), else Σ (mean · rows) / Σ rows in f64, summed in chunk
+/// order; the correct counts and the predictions are the chunks' in order.
 pub fn evaluate_with<M: ParityModel>(
     model: &M,
     data: &Dataset,
@@ -184,20 +196,48 @@ pub fn evaluate_with<M: ParityModel>(
     let eval = model.valid();
     let inner = device.clone().inner();
     let (x, y) = inputs::<M::Input>(data, &inner)?;
-    let out = eval.forward(x, &mut Probe::off());
-    check_rows::<M>(&out, &y)?;
-    let loss: f64 = loss
-        .init(&inner)
-        .forward(out.clone(), y.clone())
-        .into_scalar();
-    let predictions = out.argmax(1).squeeze_dim::<1>(1);
-    let correct: i64 = predictions.clone().equal(y).int().sum().into_scalar();
-    let predictions: Vec<i64> = predictions
-        .into_data()
-        .convert::<i64>()
-        .try_to_vec()
-        .expect("int tensor");
-    Ok((loss, correct, predictions))
+    let ce = loss.init(&inner);
+    let n = x.samples();
+    let per = models::labels_per_sample(data);
+    let (mut means, mut rows) = (Vec::new(), Vec::new());
+    let (mut correct, mut predictions) = (0i64, Vec::new());
+    for start in (0..n).step_by(EVAL_CHUNK) {
+        let end = (start + EVAL_CHUNK).min(n);
+        let (xc, yc) = if start == 0 && end == n {
+            (x.clone(), y.clone())
+        } else {
+            (
+                x.rows(start..end),
+                y.clone().slice(s![start * per..end * per]),
+            )
+        };
+        let out = eval.forward(xc, &mut Probe::off());
+        check_rows::<M>(&out, &yc)?;
+        rows.push(out.dims()[0]);
+        means.push(ce.forward(out.clone(), yc.clone()).into_scalar::<f64>());
+        let predicted = out.argmax(1).squeeze_dim::<1>(1);
+        correct += predicted.clone().equal(yc).int().sum().into_scalar::<i64>();
+        predictions.extend(
+            predicted
+                .into_data()
+                .convert::<i64>()
+                .try_to_vec::<i64>()
+                .expect("int tensor"),
+        );
+    }
+    Ok((chunked_mean(&means, &rows), correct, predictions))
+}
+
+/// The mean over every row of chunks of `rows[c]` rows whose means are `means[c]`: the one
+/// chunk's own mean, else Σ (mean · rows) / Σ rows in f64, in chunk order (the PyTorch
+/// side's `evaluate`).
+pub fn chunked_mean(means: &[f64], rows: &[usize]) -> f64 {
+    assert_eq!(means.len(), rows.len(), "a row count per chunk");
+    if let [mean] = means {
+        return *mean;
+    }
+    let total: f64 = means.iter().zip(rows).map(|(m, &r)| m * r as f64).sum();
+    total / rows.iter().sum::<usize>() as f64
 }
 
 /// [`train`] for model `M`; also returns the trained model.

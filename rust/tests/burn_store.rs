@@ -4,7 +4,7 @@
 //! burn-store too (`LinearWeights::Store`), give exactly what building the model wholly from
 //! the arrays does (`models::build_from_arrays`): every parameter and buffer bit for bit, in
 //! the device's precision, tracking gradients alike; each model at its default size, the
-//! transformer at two layers too. The trainer's load also computes exactly as before: the
+//! transformer at two layers, lenet and gpt at another size too. The trainer's load also computes exactly as before: the
 //! same loss and gradients on a batch.
 //!
 //! On an F64 device (the file's F32 values widened exactly): tests/burn_store_f32.rs runs the

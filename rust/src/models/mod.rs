@@ -8,6 +8,7 @@
 mod arrays;
 mod cnn1d;
 mod cnn_bn;
+mod gpt;
 mod input;
 mod lenet;
 mod probe;
@@ -19,11 +20,12 @@ mod transformer;
 pub use arrays::{Arrays, build_from_arrays};
 pub use cnn_bn::CnnBn;
 pub use cnn1d::Cnn1d;
+pub use gpt::Gpt;
 pub use input::{ModelInput, dtype_name, labels, labels_per_sample};
 pub use lenet::LeNet;
 pub use probe::Probe;
 pub use reader::{add_to_param, buffer_values, grad_norms, grad_values, param_norms, param_values};
-pub use size::{ConvSize, LeNetSize, ModelSize, TransformerSize};
+pub use size::{ConvSize, GptSize, LeNetSize, ModelSize, TransformerSize};
 pub use store::{LinearWeights, load as build, load_with as build_with};
 pub use transformer::Transformer;
 
@@ -50,13 +52,28 @@ pub enum Model {
     /// Conv2d → ReLU → MaxPool2d → Conv2d → ReLU → AvgPool2d → Linear → ReLU → Linear, on
     /// the 8×8 digits.
     LeNet,
+    /// Token and position embeddings → pre-norm blocks (causal self-attention, GELU
+    /// feed-forward) → LayerNorm → Linear head, on the text's token ids.
+    Gpt,
 }
 
 impl Model {
     /// Every model, in the order the error messages list them.
-    pub const ALL: [Model; 4] = [Model::Cnn1d, Model::CnnBn, Model::Transformer, Model::LeNet];
+    pub const ALL: [Model; 5] = [
+        Model::Cnn1d,
+        Model::CnnBn,
+        Model::Transformer,
+        Model::LeNet,
+        Model::Gpt,
+    ];
     /// The names the config uses, in `ALL`'s order.
-    pub const NAMES: [&'static str; 4] = [Cnn1d::NAME, CnnBn::NAME, Transformer::NAME, LeNet::NAME];
+    pub const NAMES: [&'static str; 5] = [
+        Cnn1d::NAME,
+        CnnBn::NAME,
+        Transformer::NAME,
+        LeNet::NAME,
+        Gpt::NAME,
+    ];
 
     /// The model of that name; found through `name()`, whose match is exhaustive.
     pub fn from_name(name: &str) -> Option<Model> {
@@ -69,6 +86,7 @@ impl Model {
             Model::CnnBn => CnnBn::NAME,
             Model::Transformer => Transformer::NAME,
             Model::LeNet => LeNet::NAME,
+            Model::Gpt => Gpt::NAME,
         }
     }
 
@@ -79,15 +97,18 @@ impl Model {
             Model::CnnBn => CnnBn::params(size),
             Model::Transformer => Transformer::params(size),
             Model::LeNet => LeNet::params(size),
+            Model::Gpt => Gpt::params(size),
         }
     }
 
-    /// Whether the model has a parameter `name` at some size. Only the transformer's names
-    /// depend on its size: those of several layers, `enc.layers.{i}.…`, are one layer's
-    /// `enc.…`.
+    /// Whether the model has a parameter `name` at some size. Only the transformer's and
+    /// gpt's names depend on their size: the transformer's of several layers,
+    /// `enc.layers.{i}.…`, are one layer's `enc.…`; gpt's `blocks.{i}.…` are its first
+    /// block's `blocks.0.…`.
     pub fn may_have_param(self, name: &str) -> bool {
         let name = match self {
             Model::Transformer => transformer::one_layer_name(name),
+            Model::Gpt => gpt::first_block_name(name),
             _ => name.to_string(),
         };
         let size = ModelSize::default_for(self);

@@ -40,6 +40,19 @@ pub struct LeNetSize {
     pub hidden: usize,
 }
 
+/// The sizes of gpt: token and position embeddings of width `d_model` (`vocab` tokens,
+/// `context` positions), `layers` pre-norm blocks of `heads` attention heads and a
+/// feed-forward of width `d_ff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GptSize {
+    pub d_model: usize,
+    pub heads: usize,
+    pub layers: usize,
+    pub d_ff: usize,
+    pub context: usize,
+    pub vocab: usize,
+}
+
 /// One model's sizes, checked ([`ModelSize::parse`]); written as the plain object of its
 /// keys, in the order of [`ModelSize::keys`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -49,6 +62,7 @@ pub enum ModelSize {
     Conv(ConvSize),
     Transformer(TransformerSize),
     LeNet(LeNetSize),
+    Gpt(GptSize),
 }
 
 impl ModelSize {
@@ -58,6 +72,7 @@ impl ModelSize {
             Model::Cnn1d | Model::CnnBn => &["channels", "kernel"],
             Model::Transformer => &["d_model", "heads", "layers", "d_ff"],
             Model::LeNet => &["conv1", "conv2", "hidden"],
+            Model::Gpt => &["d_model", "heads", "layers", "d_ff", "context", "vocab"],
         }
     }
 
@@ -79,6 +94,14 @@ impl ModelSize {
                 conv1: 6,
                 conv2: 16,
                 hidden: 32,
+            }),
+            Model::Gpt => ModelSize::Gpt(GptSize {
+                d_model: 32,
+                heads: 2,
+                layers: 2,
+                d_ff: 128,
+                context: 32,
+                vocab: 84,
             }),
         }
     }
@@ -123,13 +146,22 @@ impl ModelSize {
                 conv2: get("conv2")?,
                 hidden: get("hidden")?,
             }),
+            Model::Gpt => ModelSize::Gpt(GptSize {
+                d_model: get("d_model")?,
+                heads: get("heads")?,
+                layers: get("layers")?,
+                d_ff: get("d_ff")?,
+                context: get("context")?,
+                vocab: get("vocab")?,
+            }),
         };
         size.check()?;
         Ok(size)
     }
 
     /// Refuses, on one line naming the key, a zero size, a kernel longer than the input, and
-    /// heads that do not divide d_model (lenet's sizes need only be positive).
+    /// heads that do not divide d_model (the transformer's and gpt's; lenet's sizes need only
+    /// be positive).
     pub fn check(&self) -> Result<(), String> {
         let pairs: Vec<(&str, usize)> = match *self {
             ModelSize::Conv(s) => vec![("channels", s.channels), ("kernel", s.kernel)],
@@ -142,6 +174,14 @@ impl ModelSize {
             ModelSize::LeNet(s) => {
                 vec![("conv1", s.conv1), ("conv2", s.conv2), ("hidden", s.hidden)]
             }
+            ModelSize::Gpt(s) => vec![
+                ("d_model", s.d_model),
+                ("heads", s.heads),
+                ("layers", s.layers),
+                ("d_ff", s.d_ff),
+                ("context", s.context),
+                ("vocab", s.vocab),
+            ],
         };
         if let Some((key, _)) = pairs.iter().find(|(_, n)| *n == 0) {
             return Err(format!("model_size.{key}: 0 is not a positive integer"));
@@ -152,6 +192,10 @@ impl ModelSize {
                 s.kernel
             )),
             ModelSize::Transformer(s) if !s.d_model.is_multiple_of(s.heads) => Err(format!(
+                "model_size.heads: {} does not divide d_model {}",
+                s.heads, s.d_model
+            )),
+            ModelSize::Gpt(s) if !s.d_model.is_multiple_of(s.heads) => Err(format!(
                 "model_size.heads: {} does not divide d_model {}",
                 s.heads, s.d_model
             )),
@@ -173,6 +217,14 @@ impl ModelSize {
         match *self {
             ModelSize::LeNet(s) => s,
             _ => panic!("lenet's size (conv1, conv2, hidden), not {self:?}"),
+        }
+    }
+
+    /// gpt's sizes; panics on another model's.
+    pub fn gpt(&self) -> GptSize {
+        match *self {
+            ModelSize::Gpt(s) => s,
+            _ => panic!("gpt's size (d_model, heads, layers, d_ff, context, vocab), not {self:?}"),
         }
     }
 

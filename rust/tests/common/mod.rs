@@ -9,7 +9,7 @@ pub use run_tensors::{attach, scratch_run, trained, values};
 
 use burn::tensor::{Device, FloatDType};
 use parity_train::dataset::{Array, Dataset, Values};
-use parity_train::models::{ConvSize, LeNetSize, Model, ModelSize, TransformerSize};
+use parity_train::models::{ConvSize, GptSize, LeNetSize, Model, ModelSize, TransformerSize};
 use std::sync::OnceLock;
 
 /// The process's Flex device, configured for F64 once (settings can be set only once).
@@ -256,6 +256,78 @@ pub fn lenet_arrays(size: LeNetSize) -> Vec<(String, Array)> {
     arrays
 }
 
+/// The spec's default sizes of gpt.
+pub const GPT: GptSize = GptSize {
+    d_model: 32,
+    heads: 2,
+    layers: 2,
+    d_ff: 128,
+    context: 32,
+    vocab: 84,
+};
+
+/// Token `t` of sample `k` of the gpt data: (7k + 3t + (k·t mod 5)) mod vocab.
+pub fn gpt_token(k: usize, t: usize, vocab: usize) -> i64 {
+    ((7 * k + 3 * t + (k * t) % 5) % vocab) as i64
+}
+
+/// The text data of gpt at `size`: `x` [n, context] of [`gpt_token`]s, `y` [n, context]
+/// the next token of each position (the formula's at t + 1).
+pub fn gpt_inputs(size: GptSize, n: usize) -> Vec<(String, Array)> {
+    let (t, v) = (size.context, size.vocab);
+    let ids = |shift: usize| -> Vec<i64> {
+        (0..n * t)
+            .map(|i| gpt_token(i / t, i % t + shift, v))
+            .collect()
+    };
+    let array = |values| Array {
+        shape: vec![n, t],
+        values: Values::I64(values),
+    };
+    vec![("x".into(), array(ids(0))), ("y".into(), array(ids(1)))]
+}
+
+/// The gpt dataset's arrays at `size` with `n` samples, in the file's order (PyTorch's
+/// names and layouts; small sines, as the other models'). Block `l`'s formulas are block
+/// 0's shifted by 7·l.
+pub fn gpt_arrays(size: GptSize, n: usize) -> Vec<(String, Array)> {
+    let (d, f, v, t) = (size.d_model, size.d_ff, size.vocab, size.context);
+    let mut arrays = gpt_inputs(size, n);
+    arrays.extend(named([
+        ("tok_emb.weight", f32_array(&[v, d], |i| 0.5 * sin1(i))),
+        ("pos_emb.weight", f32_array(&[t, d], |i| 0.2 * cos1(i + 3))),
+    ]));
+    for l in 0..size.layers {
+        let p = format!("blocks.{l}");
+        let sin = |i: usize| sin1(i + 7 * l);
+        let cos = |i: usize| cos1(i + 7 * l);
+        let array = |name: &str, shape: &[usize], f: &dyn Fn(usize) -> f64| {
+            (format!("{p}.{name}"), f32_array(shape, f))
+        };
+        arrays.extend([
+            array("ln1.weight", &[d], &|i| 1.0 + 0.05 * cos(i)),
+            array("ln1.bias", &[d], &|i| 0.02 * sin(i)),
+            array("attn.in_proj_weight", &[3 * d, d], &|i| 0.3 * sin(i)),
+            array("attn.in_proj_bias", &[3 * d], &|i| 0.05 * cos(i)),
+            array("attn.out_proj.weight", &[d, d], &|i| 0.2 * cos(i)),
+            array("attn.out_proj.bias", &[d], &|i| 0.02 * sin(i)),
+            array("ln2.weight", &[d], &|i| 1.0 + 0.05 * sin(i)),
+            array("ln2.bias", &[d], &|i| 0.02 * cos(i)),
+            array("fc1.weight", &[f, d], &|i| 0.3 * sin(i + 2)),
+            array("fc1.bias", &[f], &|i| 0.05 * sin(i)),
+            array("fc2.weight", &[d, f], &|i| 0.15 * cos(i + 2)),
+            array("fc2.bias", &[d], &|i| 0.02 * cos(i + 2)),
+        ]);
+    }
+    arrays.extend(named([
+        ("ln_f.weight", f32_array(&[d], |i| 1.0 + 0.05 * sin1(i + 1))),
+        ("ln_f.bias", f32_array(&[d], |i| 0.02 * cos1(i + 1))),
+        ("head.weight", f32_array(&[v, d], |i| 0.25 * cos1(i))),
+        ("head.bias", f32_array(&[v], |i| 0.01 * sin1(i))),
+    ]));
+    arrays
+}
+
 fn named<const K: usize>(arrays: [(&str, Array); K]) -> [(String, Array); K] {
     arrays.map(|(name, a)| (name.to_string(), a))
 }
@@ -278,7 +350,8 @@ pub fn encode(arrays: &[(String, Array)]) -> Vec<u8> {
 /// (none by default) are written with `params`, `optimizer` and every hyperparameter in
 /// `hyperparameters`; their `keep_defaults` and `requested` are filled in when left out. Its
 /// `model_size` is written as given, the model's seed sizes when left out; its `data` as
-/// given, the model's (`digits` for lenet, `sine` for the others) when left out; its
+/// given, the model's (`digits` for lenet, `text` for gpt, `sine` for the others) when left
+/// out; its
 /// `label_smoothing` as given, 0 when left out; its `record_steps` as given, every step
 /// (1..=`steps`) when left out.
 pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
@@ -337,6 +410,7 @@ pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
     let data = exp.get("data").cloned().unwrap_or_else(|| {
         match model.as_str() {
             Some("lenet") => "digits",
+            Some("gpt") => "text",
             _ => "sine",
         }
         .into()

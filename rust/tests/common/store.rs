@@ -7,8 +7,8 @@ use burn::optim::GradientsParams;
 use burn::tensor::{DType, Device, Tensor};
 use parity_train::dataset::Dataset;
 use parity_train::models::{
-    self, Cnn1d, CnnBn, LeNet, LeNetSize, LinearWeights, ModelInput, ModelSize, ParityModel, Probe,
-    Transformer, TransformerSize,
+    self, Cnn1d, CnnBn, Gpt, GptSize, LeNet, LeNetSize, LinearWeights, ModelInput, ModelSize,
+    ParityModel, Probe, Transformer, TransformerSize,
 };
 
 /// The transformer at two layers: PyTorch's `enc.layers.{i}.…` names.
@@ -26,8 +26,21 @@ pub const NARROW_LENET: LeNetSize = LeNetSize {
     hidden: 7,
 };
 
-/// Every model at its default size, the transformer at two layers and lenet at another size
-/// too, loaded through
+/// gpt at a small size: 3 blocks of 3 heads of width 4, a context of 5, 11 tokens.
+pub const SMALL_GPT: GptSize = GptSize {
+    d_model: 12,
+    heads: 3,
+    layers: 3,
+    d_ff: 20,
+    context: 5,
+    vocab: 11,
+};
+
+/// The samples of the gpt data of these tests.
+pub const GPT_N: usize = 24;
+
+/// Every model at its default size, the transformer at two layers, lenet and gpt at another
+/// size too, loaded through
 /// burn-store (`models::build_with`, the Linear weights from the arrays as the trainer loads
 /// them, or through burn-store too) and wholly from the arrays (`models::build_from_arrays`)
 /// on `device`, whose float dtype is `dtype`: the same values bit for bit, in the same order,
@@ -47,6 +60,10 @@ pub fn same_as_arrays(device: &Device, dtype: DType) {
         for size in [super::LENET, NARROW_LENET] {
             let data = super::dataset(super::lenet_arrays(size));
             same::<LeNet>(&ModelSize::LeNet(size), &data, device, dtype, linear);
+        }
+        for size in [super::GPT, SMALL_GPT] {
+            let data = super::dataset(super::gpt_arrays(size, GPT_N));
+            same::<Gpt>(&ModelSize::Gpt(size), &data, device, dtype, linear);
         }
     }
 }
@@ -124,7 +141,8 @@ fn same<M: ParityModel>(
 /// bits.
 fn step<M: ParityModel>(model: &M, data: &Dataset, device: &Device) -> (u64, Vec<Vec<u64>>) {
     let (x, y) = parity_train::train::inputs::<M::Input>(data, device).unwrap();
-    let (x, y) = (x.rows(0..16), y.slice(0..16));
+    let per = models::labels_per_sample(data);
+    let (x, y) = (x.rows(0..16), y.slice(0..16 * per));
     let loss = CrossEntropyLossConfig::new()
         .init(device)
         .forward(model.forward(x, &mut Probe::off()), y);
