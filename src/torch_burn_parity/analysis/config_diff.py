@@ -203,8 +203,10 @@ def loss_rows(spec: dict) -> list[dict]:
     smoothing = spec.get("label_smoothing", 0.0)
     if not smoothing:
         return []
-    burn = f32(smoothing)
-    return [fact("label_smoothing", show(smoothing), show(burn, True), "precision", LOSS_NOTE)]
+    return [
+        value_row("label_smoothing", smoothing, smoothing, True, []),
+        fact("smoothed targets", "the run's dtype", "f32", "precision", LOSS_NOTE),
+    ]
 
 
 # What runs the tensors: PyTorch's CPU kernels, and the Burn backend the experiment picks.

@@ -33,8 +33,12 @@ counterfactual  Burn's rule with PyTorch's hyperparameters, all in f64, PyTorch'
                 themselves: one norm over all parameters, + 1e-6). Compared with PyTorch's
                 f64 run: if it matches to rounding, changing those values, the lr sequence and
                 the clipping (and the precision of Burn's factors) is all it takes.
-burn_lrs        (only with a schedule) held_f64 with Burn's recorded lrs instead of PyTorch's:
-                column `dparam_burn_lrs`, vs PyTorch's f64 run.
+burn_loss       (only with label smoothing) held_f64 with Burn's smoothed cross-entropy
+                (burn_loss.py: its target weights 1 − ε and ε/C computed in f32) instead of
+                PyTorch's: column `dparam_burn_loss`, vs PyTorch's f64 run. Every later link
+                keeps it (held_f64 has ε's f32 storage, in PyTorch's formula).
+burn_lrs        (only with a schedule) held_f64 (burn_loss) with Burn's recorded lrs instead
+                of PyTorch's: column `dparam_burn_lrs`, vs PyTorch's f64 run.
 burn_clipping   (only with clipping) burn_lrs (or held_f64 without a schedule) with Burn's
                 clipping (per tensor, Burn's formula, its held threshold) instead of PyTorch's:
                 column `dparam_burn_clipping`, vs PyTorch's f64 run. It has every choice of
@@ -62,9 +66,9 @@ from the Burn run's `meta.layer_hyperparameters`). Either way the normalisation 
 batch's own statistics, so the running statistics never change a parameter during training:
 they show in the buffer columns (and in the eval-mode final loss) only.
 
-held_f64, burn_lrs, burn_clipping and burn_running_stats add Burn's choices one at a time to
-the counterfactual (which reproduces PyTorch): its values, then its lr sequence, then its
-clipping, then its running-statistics estimator. How much
+held_f64, burn_loss, burn_lrs, burn_clipping and burn_running_stats add Burn's choices one at
+a time to the counterfactual (which reproduces PyTorch): its values, then its smoothed
+targets, then its lr sequence, then its clipping, then its running-statistics estimator. How much
 each step moves the run further from PyTorch's is that choice's measured share of the gap
 (later steps take the interactions with earlier ones); what separates the last of them from
 the replay that reproduces Burn is Burn's f32 arithmetic (the verdict's remainder). With a
@@ -420,9 +424,9 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
 
     burn_smoothing, torch_smoothing = (smoothing_of(m) for m in (burn_meta, torch_meta))
 
-    def burn_choices(lrs: list[float], clip: Clipping | None, running=None, muon=torch_muon):
+    def burn_choices(lrs, clip: Clipping | None, running=None, muon=torch_muon, loss=True):
         update = updates(burn_meta, burn_run, False, False, muon)
-        return Variant(update, lrs, clip, running, burn_smoothing, burn_loss=True)
+        return Variant(update, lrs, clip, running, burn_smoothing, burn_loss=loss)
 
     out = {
         "replay": (
@@ -441,10 +445,13 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
                     torch_clipping(torch_clip), None, torch_smoothing),
             torch_run,
         ),
-        # Burn's values, its clipping threshold too, in PyTorch's lrs and clipping scope.
-        "held_f64": (burn_choices(torch_lrs, torch_clipping(burn_clip)), torch_run),
     }  # fmt: skip
     last = (torch_lrs, torch_clipping(burn_clip), None)  # the chain's last link: held_f64's
+    # Burn's values (ε's f32 storage too) in PyTorch's lrs, clipping scope and loss; then
+    # Burn's smoothed targets (their weights in f32), the chain's first link after them.
+    out["held_f64"] = (burn_choices(*last, loss=False), torch_run)
+    if burn_smoothing:
+        out["burn_loss"] = (burn_choices(*last), torch_run)
     if scheduled(torch_run, burn_run):
         last = (burn_lrs, torch_clipping(burn_clip), None)
         out["burn_lrs"] = (burn_choices(*last), torch_run)
@@ -462,6 +469,7 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
 
 # The variants after held_f64, in the chain's order, as the print names them.
 CHAIN = {
+    "burn_loss": "Burn's smoothed targets",
     "burn_lrs": "Burn's lrs",
     "burn_clipping": "Burn's clipping",
     "burn_running_stats": "Burn's running stats",

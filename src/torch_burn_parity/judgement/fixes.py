@@ -26,6 +26,10 @@ KINDS = (
      "Burn evaluates these factors in f32 inside its update whatever the tensors' dtype"),
     ("Burn's f32 arithmetic", "f32 arithmetic", None,
      "Burn's update does this arithmetic in f32 whatever the tensors' dtype"),
+    ("Burn's smoothed targets", "loss precision",
+     "compute the smoothed cross-entropy yourself in the run's float dtype: targets"
+     " one_hot·(1 − ε) + ε/C built as tensors of that dtype, then −mean(sum(log_softmax(logits)"
+     " · targets)), instead of CrossEntropyLossConfig::with_smoothing", None),
     ("the schedule", "schedule",
      "pass PyTorch's lr of each step to Burn's `step(lr, …)` (the scheduler's output is just"
      " that argument)", None),
@@ -71,6 +75,7 @@ MEASURED_BY = {
     "values": "the counterfactual with Burn's held values (`dparam_held_f64`)",
     "f32 storage": "the counterfactual with Burn's held values (`dparam_held_f64`)",
     "held values": "the counterfactual with Burn's held values (`dparam_held_f64`)",
+    "loss precision": "the counterfactual with Burn's smoothed targets (`dparam_burn_loss`)",
     "schedule": "the counterfactual with Burn's lrs (`dparam_burn_lrs`)",
     "clipping": "the counterfactual with Burn's clipping (`dparam_burn_clipping`)",
     "running statistics": "the counterfactual with Burn's estimator (`dparam_burn_running_stats`)",

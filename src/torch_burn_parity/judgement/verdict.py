@@ -319,6 +319,15 @@ def lr_adjustment_cause(torch_run: dict, burn_run: dict) -> str:
     )
 
 
+def loss_cause(torch_run: dict, burn_run: dict) -> str:
+    """Burn's smoothed cross-entropy target weights, computed in f32."""
+    eps = (burn_run["meta"].get("loss") or {}).get("label_smoothing", 0.0)
+    return (
+        f"Burn's smoothed targets: label smoothing {eps:.7g} with its weights 1 − ε and ε/C"
+        " computed in f32, which do not add up to 1 over the classes"
+    )
+
+
 def muon_hyperparameters(run: dict) -> dict | None:
     """The hyperparameters of the run's (first) Muon group, or its own if it is Muon's."""
     meta = run["meta"]
@@ -341,6 +350,7 @@ def newton_schulz_cause(torch_run: dict, burn_run: dict) -> str:
 # the chain's order, and what names each one's cause (from the two f64 run blocks).
 RUNNING_STATS_COLUMN = "dparam_burn_running_stats"
 CHAIN = (
+    ("dparam_burn_loss", loss_cause),
     ("dparam_burn_lrs", schedule_cause),
     ("dparam_burn_clipping", clipping_cause),
     (RUNNING_STATS_COLUMN, running_stats_cause),

@@ -119,6 +119,7 @@ class Experiment:
         further = [
             (label, float(c[column].max()))
             for column, label in (
+                ("dparam_burn_loss", "with Burn's smoothed targets as well"),
                 ("dparam_burn_lrs", "with Burn's learning rates as well"),
                 ("dparam_burn_clipping", "with Burn's clipping as well"),
                 ("dparam_burn_running_stats", "with Burn's running-variance estimator as well"),
