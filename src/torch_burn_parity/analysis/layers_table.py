@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from torch_burn_parity.analysis.gaps import add_run_arguments, load_runs, recorded_steps, run_paths
+from torch_burn_parity.analysis.local_layers import LocalLayers
 from torch_burn_parity.io.parity_io import FormatError, row_of, step_count, write_text_atomic
 from torch_burn_parity.io.run_tensors import LayerValues, Tensors
 from torch_burn_parity.judgement import verdict as vd
@@ -53,7 +54,11 @@ COLUMNS = [
     "max_abs_diff_f64",
     "floor",
     "first_above_floor",
+    "local_f32",
+    "local_f64",
+    "introduced_first",
 ]
+LOCAL = {"local_f32": "torch_f32", "local_f64": "torch_f64"}  # each against PyTorch's run
 PHASES = ("forward", "loss", "backward", "update")
 # What a row's quantity is, by phase and by whether its name is a layer's: for sentences.
 OUTPUT, LOSS, INPUT_GRAD, GRAD, VALUE = "output", "loss", "input gradient", "gradient", "value"
@@ -119,8 +124,12 @@ def in_order(names: list[str], model_order: tuple[str, ...]) -> list[str]:
     return [n for n in model_order if n in names] + [n for n in names if n not in model_order]
 
 
-def quantities(blocks: dict[str, dict], paths: dict[str, Path]) -> list[dict]:
-    """Every row's identity and its four arrays: {step, phase, layer, what, arrays}.
+def quantities(
+    blocks: dict[str, dict], paths: dict[str, Path], local: dict[str, LocalLayers] | None = None
+) -> list[dict]:
+    """Every row's identity and its four arrays: {step, phase, layer, what, arrays}; with
+    ``local`` (Burn's local layers per dtype, `local_f32`/`local_f64`), a layer's output and
+    input-gradient rows also hold Burn's local values under those keys.
 
     Refuses (FormatError naming the file) runs whose probe steps, layer names, parameter
     or buffer names, or quantity sizes differ from PyTorch's f64 run's.
@@ -147,9 +156,13 @@ def quantities(blocks: dict[str, dict], paths: dict[str, Path]) -> list[dict]:
                     f" from {paths[ref_key]}'s {ref['names']}"
                 )
 
+    for file in (local or {}).values():
+        file.check(steps[ref_key], records[ref_key][0]["names"], paths[ref_key])
+
     def arrays(get, what: str) -> dict[str, np.ndarray]:
         found = {key: values(get(key), paths[key], what) for key in RUNS}
-        for key in RUNS:
+        found |= {key: get(key) for key in LOCAL if get(key) is not None}
+        for key in found:
             if found[key].size != found[ref_key].size:
                 raise FormatError(
                     f"{paths[key]}: {what} has {found[key].size} values, {paths[ref_key]}'s"
@@ -198,6 +211,8 @@ def quantities(blocks: dict[str, dict], paths: dict[str, Path]) -> list[dict]:
         order += [("update", name, VALUE, 0) for name in params_in_order + buffers_in_order]
         for phase, name, what, k in order:
             found = {key: source(key, i, what, name, k) for key in RUNS}
+            if local and what in (OUTPUT, INPUT_GRAD):
+                found |= {key: local[key].values(step, what, k) for key in LOCAL}
             label = f"{labels[what].format(name)} at step {step}"
             rows.append({"step": step, "phase": phase, "layer": name, "what": what,
                          "arrays": arrays(found.get, label)})  # fmt: skip
@@ -258,6 +273,19 @@ def layers_frame(rows: list[dict]) -> pd.DataFrame:
     frame["first_above_floor"] = False
     if above.any():
         frame.loc[above.idxmax(), "first_above_floor"] = True
+    # What each layer introduces: PyTorch's value against Burn's layer run on PyTorch's
+    # input (NaN where not measured: the loss, parameters, buffers, or no local file).
+    for column, ref in LOCAL.items():
+        frame[column] = [
+            max_abs_diff(r["arrays"][ref], r["arrays"][column]) if column in r["arrays"]
+            else np.nan
+            for r in rows
+        ]  # fmt: skip
+    measured = frame["local_f64"].notna()
+    introduced = measured & ~(frame["local_f64"] <= frame["floor"])
+    frame["introduced_first"] = False
+    if introduced.any():
+        frame.loc[introduced.idxmax(), "introduced_first"] = True
     return frame[[*COLUMNS, "what"]]
 
 
@@ -356,19 +384,62 @@ def sentence(frame: pd.DataFrame) -> str:
     return text + "."
 
 
+def local_sentence(frame: pd.DataFrame) -> str:
+    """Where a layer run on PyTorch's input first leaves its floor (introduces a difference),
+    and which layers only carry one in; '' without local values."""
+    if frame["local_f64"].isna().all():
+        return ""
+    measured = frame[frame["local_f64"].notna()]
+    accumulated = ~(measured["max_abs_diff_f64"] <= measured["floor"])
+    local = ~(measured["local_f64"] <= measured["floor"])
+    carried = measured[accumulated & ~local]
+    first = frame[frame["introduced_first"]]
+    if first.empty:
+        text = "Each layer run on PyTorch's input stays within its floor (f64): no layer"
+        text += " introduces a difference"
+        if len(carried):
+            text += f"; the {len(carried)} above their floors only carry one in"
+        return text + "."
+    row = first.iloc[0]
+    text = (
+        f"Run on PyTorch's input, the first layer to introduce a difference is `{row['layer']}`:"
+        f" {quantity(row)} differs by {e(row['local_f64'])} (its floor {e(row['floor'])})"
+    )
+    if len(carried):
+        names = list(dict.fromkeys(carried["layer"]))
+        shown = ", ".join(f"`{n}`" for n in names[:NAMED_UP_TO])
+        more = f" and {len(names) - NAMED_UP_TO} more" if len(names) > NAMED_UP_TO else ""
+        text += (
+            f"; {shown}{more} only carry a difference in (above the floor in their own"
+            " forward or backward, within it on PyTorch's input)"
+        )
+    return text + "."
+
+
 HEADER = "step  phase     layer             f32 max|Δ|  f64 max|Δ|  floor     f64"
+LOCAL_HEADER = "  local f64  introduced"
 
 
 def render_md(frame: pd.DataFrame, title: str) -> str:
     above = ~(frame["max_abs_diff_f64"] <= frame["floor"])
     marks = np.where(frame["first_above_floor"], "above ← first", np.where(above, "above", ""))
-    rows = [
-        f"{r.step:4d}  {r.phase:<8}  {r.layer:<16}  {e(r.max_abs_diff_f32):<10}"
-        f"  {e(r.max_abs_diff_f64):<10}  {e(r.floor)}  {mark}".rstrip()
-        for r, mark in zip(frame.itertuples(), marks, strict=True)
-    ]
-    table = "```text\n" + "\n".join([HEADER, *rows]) + "\n```\n"
-    return f"### {title}\n\n{sentence(frame)}\n\n{table}"
+    local = frame["local_f64"].notna().any()
+    introduced = ~(frame["local_f64"] <= frame["floor"]) & frame["local_f64"].notna()
+    spots = np.where(frame["introduced_first"], "yes ← first", np.where(introduced, "yes", ""))
+    rows = []
+    for r, mark, spot in zip(frame.itertuples(), marks, spots, strict=True):
+        line = (
+            f"{r.step:4d}  {r.phase:<8}  {r.layer:<16}  {e(r.max_abs_diff_f32):<10}"
+            f"  {e(r.max_abs_diff_f64):<10}  {e(r.floor)}  {mark:<13}"
+        )
+        if local:
+            shown = e(r.local_f64) if r.local_f64 == r.local_f64 else ""
+            line += f"  {shown:<9}  {spot}"
+        rows.append(line.rstrip())
+    header = f"{HEADER:<77}{LOCAL_HEADER}" if local else HEADER
+    table = "```text\n" + "\n".join([header.rstrip(), *rows]) + "\n```\n"
+    words = " ".join(filter(None, [sentence(frame), local_sentence(frame)]))
+    return f"### {title}\n\n{words}\n\n{table}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -378,11 +449,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--csv", required=True, type=Path)
     parser.add_argument("--md", required=True, type=Path)
     parser.add_argument("--png", type=Path, help="the plot along the layers (optional)")
+    for dtype in ("f32", "f64"):
+        parser.add_argument(
+            f"--burn-local-{dtype}", type=Path, help="Burn's layers on PyTorch's inputs"
+        )
     args = parser.parse_args(argv)
     paths = run_paths(args, RUNS)
+    if (args.burn_local_f32 is None) != (args.burn_local_f64 is None):
+        parser.error("--burn-local-f32 and --burn-local-f64 go together")
     try:
         blocks = load_runs(paths)
-        frame = layers_frame(quantities(blocks, paths))
+        local = None
+        if args.burn_local_f64:
+            local = {
+                "local_f32": LocalLayers(args.burn_local_f32),
+                "local_f64": LocalLayers(args.burn_local_f64),
+            }
+        frame = layers_frame(quantities(blocks, paths, local))
     except FormatError as exc:
         sys.exit(f"layers_table: {exc}")
     title = f"Where the difference enters: {args.experiment}"
