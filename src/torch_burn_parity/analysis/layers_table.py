@@ -472,9 +472,12 @@ def main(argv: list[str] | None = None) -> None:
     csv = frame[COLUMNS].to_csv(index=False, float_format="%.17g")
     md = render_md(frame, title)
     if args.png:
-        from torch_burn_parity.report import plots
+        from torch_burn_parity.report import depth_plot, plots
 
-        plots.layers_plot(frame, args.experiment, args.png)
+        if depth_plot.is_deep(frame):  # a summary along the depth: too many rows to read
+            depth_plot.depth_plot(frame, args.experiment, args.png)
+        else:
+            plots.layers_plot(frame, args.experiment, args.png)
     write_text_atomic(args.csv, csv)
     write_text_atomic(args.md, md)
     print(f"{args.experiment}: {len(frame)} rows; {sentence(frame)} -> {args.csv}, {args.md}")

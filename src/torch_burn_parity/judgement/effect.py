@@ -97,7 +97,9 @@ def effect(runs: dict) -> dict:
     dtype)), the f32 one deciding the severity."""
     found = {dt: final_effect(runs["torch", dt]["final"], runs["burn", dt]["final"])
              for dt in ("f32", "f64")}  # fmt: skip
-    return {**found["f32"], "f64": found["f64"]}
+    # What a prediction is of: a sample, or one position of a text block (next character).
+    per_position = runs["torch", "f32"].get("meta", {}).get("data") == "text"
+    return {**found["f32"], "unit": "positions" if per_position else "samples", "f64": found["f64"]}
 
 
 def marginal(gap_over_floor: float) -> bool:

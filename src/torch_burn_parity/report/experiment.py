@@ -23,7 +23,7 @@ from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.judgement.fixes import fixes
 from torch_burn_parity.judgement.judge import has_factors, verdict_of
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, model_of
-from torch_burn_parity.report import readings
+from torch_burn_parity.report import depth_plot, readings
 from torch_burn_parity.report import verdict_text as vt
 from torch_burn_parity.report.headline import effect_cell, margin_cell
 from torch_burn_parity.report.markdown import (
@@ -332,6 +332,8 @@ class Experiment:
         """The layers table's sentence, its files, and for a model with buffers train-mode
         against eval-mode losses."""
         sentence = body(self.md["layers"]).split("\n\n")[0]
+        if depth_plot.is_deep(self.layers):  # a summary; the full table is a page
+            sentence += " " + depth_plot.summary(self.layers)
         parts = [
             "### Where the difference enters\n",
             f"{sentence} Every quantity of the probe steps, torch vs burn at each dtype and"

@@ -29,7 +29,8 @@ def effect_cell(record: dict) -> str:
     t, b = effect["torch"], effect["burn"]
     if effect["predictions_differ"]:
         detail = (
-            f"{effect['predictions_differ']} of {effect['samples']} samples; PyTorch right on"
+            f"{effect['predictions_differ']} of {effect['samples']}"
+            f" {effect.get('unit', 'samples')}; PyTorch right on"
             f" {pct(t['accuracy'])}, Burn on {pct(b['accuracy'])}"
         )
     else:

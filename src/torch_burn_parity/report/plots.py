@@ -349,6 +349,7 @@ PHASE_COLOURS = {
 LAYER_SERIES = {
     "max_abs_diff_f32": ("f32: torch vs burn", "tab:blue", "o", 7),
     "max_abs_diff_f64": ("f64: torch vs burn", "tab:red", "D", 5),
+    "local_f64": ("f64: torch vs burn's layer\non torch's input (introduced)", "tab:green", "s", 5),
 }
 
 
@@ -396,7 +397,7 @@ def layers_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
     """Both dtypes' torch-vs-burn differences along the rows of the layers table: one panel
     per probe step, phases as coloured bands, each row's rounding floor as a grey bar."""
     steps = list(dict.fromkeys(frame["step"]))
-    columns = list(LAYER_SERIES)
+    columns = [c for c in LAYER_SERIES if c in frame and frame[c].notna().any()]
     series = [frame[c].to_numpy(float) for c in columns]
     floor = frame["floor"].to_numpy(float)
     bottom = bottom_edge(*series, floor)
@@ -422,7 +423,8 @@ def layers_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
             linewidth=0, label="rounding floor of each quantity:\nan f64 difference inside the"
             " grey bar is rounding", zorder=1,
         )  # fmt: skip
-        for column, (label, colour, marker, size) in LAYER_SERIES.items():
+        for column in columns:
+            label, colour, marker, size = LAYER_SERIES[column]
             values = rows[column].to_numpy(float)
             style = {"color": colour, "marker": marker, "markersize": size,
                      "markerfacecolor": "none", "markeredgewidth": 1.4, "zorder": 3}  # fmt: skip
