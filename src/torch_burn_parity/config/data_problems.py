@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from torch_burn_parity.datasets import sine
 from torch_burn_parity.datasets.registry import (
     DATA_NAMES,
     DEFAULT_DATA,
@@ -35,6 +36,18 @@ def experiment_data(exp: Any) -> str:
         return DEFAULT_DATA
     model = valid_spec(exp.get("model"))
     return exp.get("data") or (default_data(model) if model else DEFAULT_DATA)
+
+
+def batch_problems(config: dict[str, Any]) -> list[tuple[Path, str]]:
+    """A top-level batch_size larger than sine's 96 samples when an experiment trains on
+    sine (the other datasets' sizes are checked per experiment, data_problems)."""
+    batch, experiments = config.get("batch_size"), config.get("experiments")
+    on_sine = not isinstance(experiments, dict) or any(
+        experiment_data(e) == DEFAULT_DATA for e in experiments.values()
+    )
+    if isinstance(batch, int) and not isinstance(batch, bool) and batch > sine.SAMPLES and on_sine:
+        return [(("batch_size",), f"{batch} is larger than the dataset ({sine.SAMPLES} samples)")]
+    return []
 
 
 def data_problems(at: Path, exp: dict[str, Any], batch_size: Any) -> list[tuple[Path, str]]:

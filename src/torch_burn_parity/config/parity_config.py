@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from torch_burn_parity.config import cpu_path
-from torch_burn_parity.config.data_problems import data_problems, experiment_data
+from torch_burn_parity.config.data_problems import batch_problems, data_problems
 from torch_burn_parity.config.param_groups import group_experiment, group_problems
 from torch_burn_parity.config.record import record_problems
 from torch_burn_parity.config.suggest import closest_key
@@ -44,7 +44,6 @@ from torch_burn_parity.models.model_specs import (
     size_problems,
     valid_spec,
 )
-from torch_burn_parity.models.model_specs import N as DATASET_SIZE
 from torch_burn_parity.optimizers import REGISTRY
 
 # Every hyperparameter each optimizer needs, in the order runs record them; those an
@@ -134,16 +133,7 @@ def _number(value: Any) -> bool:
 def run_problems(config: dict[str, Any]) -> list[Problem]:
     """Run settings a trainer would crash on (a batch larger than the dataset) or that cannot
     take effect on this machine (a `cpu_path` its CPU cannot take)."""
-    problems = []
-    batch = config.get("batch_size")
-    experiments = config.get("experiments")
-    on_sine = not isinstance(experiments, dict) or any(
-        experiment_data(e) == "sine" for e in experiments.values()
-    )  # the other datasets' sizes are checked per experiment (data_problems.py)
-    if _integer(batch) and batch > DATASET_SIZE and on_sine:
-        problems.append(
-            Problem(("batch_size",), f"{batch} is larger than the dataset ({DATASET_SIZE} samples)")
-        )
+    problems = [Problem(path, message) for path, message in batch_problems(config)]
     setting = config.get("cpu_path", cpu_path.DEFAULT)
     if isinstance(setting, str) and (why := cpu_path.problem(setting)) is not None:
         problems.append(Problem(("cpu_path",), why))
