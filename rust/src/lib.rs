@@ -5,6 +5,7 @@ pub mod config;
 pub mod dataset;
 pub mod fault;
 pub mod groups;
+pub mod local;
 pub mod models;
 pub mod optimizers;
 pub mod record;

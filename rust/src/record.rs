@@ -56,7 +56,7 @@ enum Sink {
     /// Per kind, per tensor, one list per recorded step.
     Inline([Vec<Vec<Floats>>; 3]),
     File {
-        writer: TensorWriter,
+        writer: Box<TensorWriter>,
         /// The file's name, beside the run file.
         name: String,
         dtype: Dtype,
@@ -175,7 +175,7 @@ impl Recorder {
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 Sink::File {
-                    writer: TensorWriter::create(&path, &declared, dtype, &late)?,
+                    writer: Box::new(TensorWriter::create(&path, &declared, dtype, &late)?),
                     name,
                     dtype,
                     run_file: out.to_path_buf(),
@@ -344,7 +344,7 @@ impl Recorder {
                         file: name,
                         dtype: dtype.name(),
                         steps: self.record_steps,
-                        bytes: writer.close()?,
+                        bytes: (*writer).close()?,
                     },
                 }
             }

@@ -83,6 +83,8 @@ pub struct TensorWriter {
     index: HashMap<String, usize>,
     /// Late keys not added yet.
     pending: HashSet<String>,
+    /// The header's `__metadata__`, in order.
+    metadata: Box<[(String, String)]>,
     /// The header's room in bytes (a multiple of 8).
     reserved: u64,
     /// The data's end so far.
@@ -93,12 +95,25 @@ pub struct TensorWriter {
 
 impl TensorWriter {
     /// Starts `path`'s file (as `.{name}.tmp` beside it) with the `declared` tensors (key,
-    /// shape), placed in that order, and room in the header for the `late` keys too.
+    /// shape), placed in that order, and room in the header for the `late` keys too; its
+    /// `__metadata__` is {"format": [`FORMAT`]}.
     pub fn create(
         path: &Path,
         declared: &[(String, Vec<usize>)],
         dtype: Dtype,
         late: &[String],
+    ) -> Result<TensorWriter, String> {
+        let metadata = [("format".to_string(), FORMAT.to_string())];
+        TensorWriter::create_with(path, declared, dtype, late, &metadata)
+    }
+
+    /// [`TensorWriter::create`] with this `__metadata__` (string keys and values, in order).
+    pub fn create_with(
+        path: &Path,
+        declared: &[(String, Vec<usize>)],
+        dtype: Dtype,
+        late: &[String],
+        metadata: &[(String, String)],
     ) -> Result<TensorWriter, String> {
         let name = path
             .file_name()
@@ -113,6 +128,7 @@ impl TensorWriter {
             placed: Vec::new(),
             index: HashMap::new(),
             pending: late.iter().cloned().collect(),
+            metadata: metadata.into(),
             reserved: 0,
             end: 0,
             bytes: Vec::new(),
@@ -167,7 +183,12 @@ impl TensorWriter {
         tensors: impl IntoIterator<Item = (&'a str, S, u64, u64)>,
     ) -> Vec<u8> {
         let quoted = |s: &str| serde_json::to_string(s).expect("a string");
-        let mut text = format!(r#"{{"__metadata__":{{"format":{}}}"#, quoted(FORMAT));
+        let metadata: Vec<String> = self
+            .metadata
+            .iter()
+            .map(|(k, v)| format!("{}:{}", quoted(k), quoted(v)))
+            .collect();
+        let mut text = format!(r#"{{"__metadata__":{{{}}}"#, metadata.join(","));
         for (key, shape, begin, end) in tensors {
             let dims: Vec<String> = shape.as_ref().iter().map(|d| d.to_string()).collect();
             text += &format!(
@@ -286,6 +307,166 @@ impl TensorWriter {
         written.map_err(|e| format!("{}: {e}", self.path.display()))?;
         self.owns_tmp = false; // moved into place
         Ok(size)
+    }
+}
+
+/// One tensor of a file as its header declares it.
+#[derive(Debug, Clone)]
+struct Declared {
+    dtype: String,
+    shape: Vec<usize>,
+    begin: u64,
+    end: u64,
+}
+
+/// A safetensors file of F32 or F64 tensors (a run's tensors file), read one tensor or one
+/// row at a time: only the header is held.
+pub struct TensorReader {
+    path: PathBuf,
+    file: File,
+    data_start: u64,
+    size: u64,
+    tensors: HashMap<String, Declared>,
+}
+
+impl TensorReader {
+    /// Opens `path` and reads its header; one line otherwise (no such file, not safetensors,
+    /// a tensor past the file's end).
+    pub fn open(path: &Path) -> Result<TensorReader, String> {
+        use std::io::Read;
+        let err = |why: String| format!("{}: {why}", path.display());
+        let mut file = File::open(path).map_err(|e| err(e.to_string()))?;
+        let size = file.metadata().map_err(|e| err(e.to_string()))?.len();
+        let mut len = [0u8; 8];
+        file.read_exact(&mut len)
+            .map_err(|_| err("not a safetensors file (no header length)".into()))?;
+        let n = u64::from_le_bytes(len);
+        if n > size.saturating_sub(8) || n > 1 << 30 {
+            return Err(err(format!(
+                "not a safetensors file (a header of {n} bytes)"
+            )));
+        }
+        let mut header = vec![0u8; n as usize];
+        file.read_exact(&mut header)
+            .map_err(|e| err(format!("not a safetensors file ({e})")))?;
+        let header: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&header)
+            .map_err(|e| err(format!("not a safetensors file (its header: {e})")))?;
+        let data_start = 8 + n;
+        let mut tensors = HashMap::new();
+        for (key, v) in header {
+            if key == "__metadata__" {
+                continue;
+            }
+            let parsed = (|| {
+                let dtype = v["dtype"].as_str()?.to_string();
+                let shape = v["shape"]
+                    .as_array()?
+                    .iter()
+                    .map(|d| d.as_u64().map(|d| d as usize))
+                    .collect::<Option<Vec<usize>>>()?;
+                let offsets = v["data_offsets"].as_array()?;
+                let (begin, end) = (offsets.first()?.as_u64()?, offsets.get(1)?.as_u64()?);
+                Some(Declared {
+                    dtype,
+                    shape,
+                    begin,
+                    end,
+                })
+            })()
+            .ok_or_else(|| err(format!("tensor {key}: not a safetensors entry")))?;
+            if parsed.begin > parsed.end || data_start + parsed.end > size {
+                return Err(err(format!(
+                    "tensor {key}: its data is past the file's end"
+                )));
+            }
+            tensors.insert(key, parsed);
+        }
+        Ok(TensorReader {
+            path: path.to_path_buf(),
+            file,
+            data_start,
+            size,
+            tensors,
+        })
+    }
+
+    /// The file's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Whether the file holds tensor `key`.
+    pub fn has(&self, key: &str) -> bool {
+        self.tensors.contains_key(key)
+    }
+
+    /// Tensor `key`'s shape and dtype (`F32`, `F64`, …).
+    pub fn shape(&self, key: &str) -> Result<(Vec<usize>, &str), String> {
+        let t = self.declared(key)?;
+        Ok((t.shape.clone(), t.dtype.as_str()))
+    }
+
+    fn declared(&self, key: &str) -> Result<&Declared, String> {
+        self.tensors
+            .get(key)
+            .ok_or_else(|| format!("{}: no tensor {key}", self.path.display()))
+    }
+
+    /// Tensor `key`'s values, flat, as f64 (exact for F32).
+    pub fn read(&mut self, key: &str) -> Result<Vec<f64>, String> {
+        let t = self.declared(key)?.clone();
+        self.read_range(key, &t.dtype, t.begin, t.end)
+    }
+
+    /// Row `row` (an index of its first dimension) of tensor `key`, flat, as f64.
+    pub fn read_row(&mut self, key: &str, row: usize) -> Result<Vec<f64>, String> {
+        let t = self.declared(key)?.clone();
+        if t.shape.first().is_none_or(|&rows| row >= rows) {
+            return Err(format!(
+                "{}: {key} of shape {:?} has no row {row}",
+                self.path.display(),
+                t.shape
+            ));
+        }
+        let width = (t.end - t.begin) / t.shape[0] as u64;
+        let begin = t.begin + row as u64 * width;
+        self.read_range(key, &t.dtype, begin, begin + width)
+    }
+
+    fn read_range(
+        &mut self,
+        key: &str,
+        dtype: &str,
+        begin: u64,
+        end: u64,
+    ) -> Result<Vec<f64>, String> {
+        use std::io::Read;
+        let size = match dtype {
+            "F32" => 4,
+            "F64" => 8,
+            other => {
+                return Err(format!(
+                    "{}: {key} is {other}, not F32 or F64",
+                    self.path.display()
+                ));
+            }
+        };
+        let mut bytes = vec![0u8; (end - begin) as usize];
+        self.file
+            .seek(SeekFrom::Start(self.data_start + begin))
+            .and_then(|_| self.file.read_exact(&mut bytes))
+            .map_err(|e| format!("{}: {key}: {e}", self.path.display()))?;
+        Ok(if size == 4 {
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64)
+                .collect()
+        } else {
+            bytes
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                .collect()
+        })
     }
 }
 

@@ -128,7 +128,8 @@ impl ScalarSeries {
 /// Trains one experiment on `device` (an autodiff Flex or NdArray device, configured for the
 /// dtype), with the spec's model: the run block, without the meta fields the binary adds
 /// (`meta.provenance` is None).
-/// `fault`: a perturbation injected after one step, for tests only (see fault.rs).
+/// `fault`: a perturbation injected after one step (a parameter's) or in one step's forward
+/// (a layer output's), for tests only (see fault.rs).
 /// `out`: the run file to be. With it, the tensors go to the tensors file beside it as the
 /// steps go (record.rs, tensors.rs) and the block names that file (`tensors`); without it
 /// (tests), the block holds them inline (`params`, `buffers`, `trajectory`, layer values).
@@ -264,8 +265,9 @@ pub fn run_into<M: ParityModel>(
     let mut model: M = models::build(&size, data, device)?;
     assert_eq!(model.size(), size, "{}: built at the spec's size", M::NAME);
     let (params, buffers) = (M::params(&size), M::buffers(&size));
+    let layer_names = M::layers(&size);
     if let Some(f) = fault {
-        f.check(M::NAME, &params)?;
+        f.check(M::NAME, &params, &layer_names)?;
     }
     let (x, y) = inputs::<M::Input>(data, device)?;
     let n = x.samples();
@@ -292,7 +294,6 @@ pub fn run_into<M: ParityModel>(
     let mut optims = Optimizers::new(spec, &model, optim)?;
     let mut losses = Vec::with_capacity(spec.steps);
     let mut lrs = Vec::with_capacity(spec.steps);
-    let layer_names = M::layers(&size);
     // The values in the run's precision: the device's float dtype (that of the float
     // inputs; token ids are integers).
     let dtype = Dtype::of(DType::from(device.settings().float_dtype))?;
@@ -317,8 +318,13 @@ pub fn run_into<M: ParityModel>(
         let xb = x.rows(i..i + spec.batch_size);
         let yb = y.clone().slice(s![i * per..(i + spec.batch_size) * per]);
         let probed = recorder.probes(step);
-        let mut probe = if probed { Probe::on() } else { Probe::off() };
+        let probe = if probed { Probe::on() } else { Probe::off() };
+        // A layer fault of this step: its delta added to the layer's output in the forward.
+        let mut probe = probe.perturbing(fault.and_then(|f| f.perturb(step, &layer_names)));
         let out = model.forward(xb, &mut probe);
+        if let Some(e) = probe.failure() {
+            return Err(format!("{}: {e}", crate::fault::VARIABLE));
+        }
         check_rows::<M>(&out, &yb)?;
         let loss = ce.forward(out, yb);
         losses.push(loss.clone().into_scalar::<f64>());

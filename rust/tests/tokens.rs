@@ -16,7 +16,7 @@ use burn::tensor::{Device, Int, Tensor};
 use parity_train::config;
 use parity_train::dataset::{Array, Dataset, Values};
 use parity_train::models::{
-    self, Arrays, ConvSize, Entry, ModelInput, ModelSize, ParityModel, Probe,
+    self, Act, Arrays, ConvSize, Entry, ModelInput, ModelSize, ParityModel, Probe,
 };
 use parity_train::runfile::Floats;
 use parity_train::train;
@@ -110,10 +110,16 @@ impl ParityModel for TokenModel {
         Vec::new()
     }
 
-    fn forward(&self, x: Tensor<2, Int>, p: &mut Probe) -> Tensor<2> {
-        let h = p.tokens(x, |x| self.embed.forward(x));
-        let [b, t, d] = h.dims();
-        p.layer(h.reshape([b * t, d]), |h| self.head.forward(h))
+    /// embed, head (the rows [B·T, d] first).
+    fn stage(&self, k: usize, x: Act) -> Act {
+        match k {
+            0 => self.embed.forward(x.tokens()).into(),
+            _ => {
+                let h = x.r3();
+                let [b, t, d] = h.dims();
+                self.head.forward(h.reshape([b * t, d])).into()
+            }
+        }
     }
 
     fn layer_hyperparameters(&self) -> Value {
@@ -184,8 +190,12 @@ fn a_token_layer_records_its_output_and_an_empty_input_gradient() {
     let head = LinearConfig::new(WIDTH, VOCAB).init(&device);
     let x = Tensor::<2, Int>::from_data([[0, 1, 2], [3, 4, 0]], &device);
     let forward = |probe: &mut Probe| {
-        let h = probe.tokens(x.clone(), |x| embed.forward(x));
-        probe.layer(h.reshape([6, WIDTH]), |h| head.forward(h))
+        let h = probe.stage(0, Act::Tokens(x.clone()), |x| {
+            embed.forward(x.tokens()).into()
+        });
+        probe
+            .stage(1, h, |h| head.forward(h.r3().reshape([6, WIDTH])).into())
+            .r2()
     };
     let mut probe = Probe::on();
     let out = forward(&mut probe);

@@ -14,6 +14,9 @@ rule analyse:
     input:
         unpack(lambda w: run_files(w.experiment)),
         tensors=lambda w: tensor_files(w.experiment),
+        local=expand(
+            "results/runs/{{experiment}}/burn-local-{dtype}.safetensors", dtype=DTYPES
+        ),
         code=code(
             "analysis.compare",
             "analysis.steps_table",
@@ -122,6 +125,7 @@ rule analyse:
             --experiment {wildcards.experiment} \
             --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
+            --burn-local-f32 {input.local[0]} --burn-local-f64 {input.local[1]} \
             --csv {output.layers_csv} --md {output.layers_md} --png {output.layers_png} \
             >{log.layers} 2>&1
         # Every table and compare output above as a page for the Snakemake report.

@@ -7,7 +7,7 @@ use burn::nn::{Linear, LinearConfig, Relu};
 use burn::tensor::{Device, Tensor};
 use serde_json::{Value, json};
 
-use super::{Arrays, CLASSES, ConvSize, Entry, LENGTH, ModelSize, ParityModel, Probe};
+use super::{Act, Arrays, CLASSES, ConvSize, Entry, LENGTH, ModelSize, ParityModel};
 
 #[derive(Module, Debug)]
 pub struct Cnn1d {
@@ -87,10 +87,14 @@ impl ParityModel for Cnn1d {
         Vec::new()
     }
 
-    fn forward(&self, x: Tensor<3>, p: &mut Probe) -> Tensor<2> {
-        let h = p.layer(x, |x| self.conv.forward(x));
-        let h = p.layer(h, |h| self.relu.forward(h));
-        p.layer(h.flatten(1, 2), |h| self.fc.forward(h))
+    /// conv, relu, fc (the flatten [N, C, P] → [N, C·P] first).
+    fn stage(&self, k: usize, x: Act) -> Act {
+        match k {
+            0 => self.conv.forward(x.r3()).into(),
+            1 => self.relu.forward(x.r3()).into(),
+            2 => self.fc.forward(x.r3().flatten::<2>(1, 2)).into(),
+            _ => panic!("cnn1d has no layer {k}"),
+        }
     }
 
     fn layer_hyperparameters(&self) -> Value {

@@ -18,7 +18,7 @@ use burn::nn::{
 use burn::tensor::{Device, Tensor};
 use serde_json::{Value, json};
 
-use super::{Arrays, CLASSES, ConvSize, Entry, LENGTH, ModelSize, ParityModel, Probe};
+use super::{Act, Arrays, CLASSES, ConvSize, Entry, LENGTH, ModelSize, ParityModel};
 
 /// PyTorch's defaults, passed explicitly.
 const BN_MOMENTUM: f64 = 0.1;
@@ -138,12 +138,24 @@ impl ParityModel for CnnBn {
         ]
     }
 
-    fn forward(&self, x: Tensor<3>, p: &mut Probe) -> Tensor<2> {
-        let h = p.layer(x, |x| self.conv.forward(x));
-        let h = p.layer(h, |h| self.bn.forward(h));
-        let h = p.layer(h, |h| self.gelu.forward(h));
-        let h = p.layer(h, |h| self.ln.forward(h));
-        p.layer(h.flatten(1, 2), |h| self.fc.forward(h))
+    /// The running statistics replaced (`RunningState`s holding these values).
+    fn set_buffers(&mut self, buffers: Vec<Tensor<1>>) {
+        let [mean, var] = <[Tensor<1>; 2]>::try_from(buffers).expect("cnn_bn's two buffers");
+        self.bn.running_mean = RunningState::new(mean);
+        self.bn.running_var = RunningState::new(var);
+    }
+
+    /// conv, bn (train mode on an autodiff device: the batch's statistics), gelu, ln, fc
+    /// (the flatten [N, C, P] → [N, C·P] first).
+    fn stage(&self, k: usize, x: Act) -> Act {
+        match k {
+            0 => self.conv.forward(x.r3()).into(),
+            1 => self.bn.forward(x.r3()).into(),
+            2 => self.gelu.forward(x.r3()).into(),
+            3 => self.ln.forward(x.r3()).into(),
+            4 => self.fc.forward(x.r3().flatten::<2>(1, 2)).into(),
+            _ => panic!("cnn_bn has no layer {k}"),
+        }
     }
 
     fn layer_hyperparameters(&self) -> Value {

@@ -70,7 +70,7 @@ use burn::nn::{
 use burn::tensor::{Device, Int, Tensor};
 use serde_json::{Value, json};
 
-use super::{Arrays, Entry, GptSize, Layout, ModelSize, ParityModel, Probe};
+use super::{Act, Arrays, Entry, GptSize, Layout, ModelSize, ParityModel};
 
 /// The spec's layer hyperparameters (model_specs.py), passed explicitly.
 const DROPOUT: f64 = 0.0;
@@ -393,14 +393,24 @@ impl ParityModel for Gpt {
         Vec::new()
     }
 
-    fn forward(&self, x: Tensor<2, Int>, p: &mut Probe) -> Tensor<2> {
-        let mut h = p.tokens(x, |x| self.embed(x));
-        for block in &self.blocks {
-            h = p.layer(h, |h| block.attend(h));
-            h = p.layer(h, |h| block.feed_forward(h));
+    /// embed (of the token ids), each block's attend and feed_forward, ln_f, head (its
+    /// logits as rows [B·T, vocab]).
+    fn stage(&self, k: usize, x: Act) -> Act {
+        let blocks = self.blocks.len();
+        match k {
+            0 => self.embed(x.tokens()).into(),
+            k if k <= 2 * blocks => {
+                let block = &self.blocks[(k - 1) / 2];
+                if k % 2 == 1 {
+                    block.attend(x.r3()).into()
+                } else {
+                    block.feed_forward(x.r3()).into()
+                }
+            }
+            k if k == 2 * blocks + 1 => self.ln_f.forward(x.r3()).into(),
+            k if k == 2 * blocks + 2 => self.logits(x.r3()).into(),
+            _ => panic!("gpt has no layer {k}"),
         }
-        let h = p.layer(h, |h| self.ln_f.forward(h));
-        p.layer(h, |h| self.logits(h))
     }
 
     /// The first block's settings (every block holds the same; ln_f's epsilon is theirs).

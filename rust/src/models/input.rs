@@ -11,11 +11,12 @@ use std::ops::Range;
 
 use burn::tensor::{Device, Int, Tensor, TensorData, s};
 
-use super::tensor;
+use super::{Act, tensor};
 use crate::dataset::{Array, Dataset, Values};
 
-/// What a model's forward takes: read from the dataset's `x`, counted and cut by sample.
-pub trait ModelInput: Clone + Sized {
+/// What a model's forward takes: read from the dataset's `x`, counted and cut by sample; its
+/// first stage's input ([`Act`]).
+pub trait ModelInput: Clone + Sized + Into<Act> {
     /// The dtype of `x` in the dataset file (`F32` or `I64`).
     const DTYPE: &'static str;
     /// The rank of `x`, its samples first.
@@ -65,7 +66,10 @@ fn x_of<I: ModelInput>(data: &Dataset) -> Result<&Array, String> {
 
 /// Float samples (F32 in the file), e.g. [N, 1, 16] or [N, 1, 8, 8]; on the device in its
 /// float dtype (an exact widening on an F64 device).
-impl<const D: usize> ModelInput for Tensor<D> {
+impl<const D: usize> ModelInput for Tensor<D>
+where
+    Tensor<D>: Into<Act>,
+{
     const DTYPE: &'static str = "F32";
     const RANK: usize = D;
 

@@ -21,7 +21,7 @@ use burn::nn::{Linear, LinearConfig, PaddingConfig2d, Relu};
 use burn::tensor::{Device, Tensor};
 use serde_json::{Value, json};
 
-use super::{Arrays, Entry, LeNetSize, ModelSize, ParityModel, Probe};
+use super::{Act, Arrays, Entry, LeNetSize, ModelSize, ParityModel};
 
 /// The side of each digit image: `x` is [N, 1, 8, 8].
 pub const SIDE: usize = 8;
@@ -183,17 +183,20 @@ impl ParityModel for LeNet {
         Vec::new()
     }
 
-    fn forward(&self, x: Tensor<4>, p: &mut Probe) -> Tensor<2> {
-        let h = p.layer(x, |x| self.conv1.forward(x));
-        let h = p.layer(h, |h| self.relu.forward(h));
-        let h = p.layer(h, |h| self.pool1.forward(h));
-        let h = p.layer(h, |h| self.conv2.forward(h));
-        let h = p.layer(h, |h| self.relu.forward(h));
-        let h = p.layer(h, |h| self.pool2.forward(h));
-        // [N, C2, 2, 2] → [N, C2·4], channel-major as PyTorch's flatten(1).
-        let h = p.layer(h.flatten(1, 3), |h| self.fc1.forward(h));
-        let h = p.layer(h, |h| self.relu.forward(h));
-        p.layer(h, |h| self.fc2.forward(h))
+    /// conv1, relu1, pool1, conv2, relu2, pool2, fc1 (the flatten first), relu3, fc2.
+    fn stage(&self, k: usize, x: Act) -> Act {
+        match k {
+            0 => self.conv1.forward(x.r4()).into(),
+            1 | 4 => self.relu.forward(x.r4()).into(),
+            2 => self.pool1.forward(x.r4()).into(),
+            3 => self.conv2.forward(x.r4()).into(),
+            5 => self.pool2.forward(x.r4()).into(),
+            // [N, C2, 2, 2] → [N, C2·4], channel-major as PyTorch's flatten(1).
+            6 => self.fc1.forward(x.r4().flatten::<2>(1, 3)).into(),
+            7 => self.relu.forward(x.r2()).into(),
+            8 => self.fc2.forward(x.r2()).into(),
+            _ => panic!("lenet has no layer {k}"),
+        }
     }
 
     /// The convolutions' and pools' settings as the modules hold them, under the keys the

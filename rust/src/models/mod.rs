@@ -5,6 +5,7 @@
 //! [`build_from_arrays`]), and runs a forward that can record each layer, on its own input
 //! type ([`ModelInput`]: float samples of any rank, or token ids).
 
+mod act;
 mod arrays;
 mod cnn1d;
 mod cnn_bn;
@@ -17,14 +18,17 @@ mod size;
 mod store;
 mod transformer;
 
+pub use act::Act;
 pub use arrays::{Arrays, build_from_arrays};
 pub use cnn_bn::CnnBn;
 pub use cnn1d::Cnn1d;
 pub use gpt::Gpt;
 pub use input::{ModelInput, dtype_name, labels, labels_per_sample};
 pub use lenet::LeNet;
-pub use probe::Probe;
-pub use reader::{add_to_param, buffer_values, grad_norms, grad_values, param_norms, param_values};
+pub use probe::{Perturb, Probe};
+pub use reader::{
+    add_to_param, buffer_values, grad_norms, grad_values, param_norms, param_values, set_params,
+};
 pub use size::{ConvSize, GptSize, LeNetSize, ModelSize, TransformerSize};
 pub use store::{LinearWeights, load as build, load_with as build_with};
 pub use transformer::Transformer;
@@ -98,6 +102,17 @@ impl Model {
             Model::Transformer => Transformer::params(size),
             Model::LeNet => LeNet::params(size),
             Model::Gpt => Gpt::params(size),
+        }
+    }
+
+    /// The model's recorded layers at `size`, in forward order.
+    pub fn layers(self, size: &ModelSize) -> Vec<String> {
+        match self {
+            Model::Cnn1d => Cnn1d::layers(size),
+            Model::CnnBn => CnnBn::layers(size),
+            Model::Transformer => Transformer::layers(size),
+            Model::LeNet => LeNet::layers(size),
+            Model::Gpt => Gpt::layers(size),
         }
     }
 
@@ -241,11 +256,31 @@ pub trait ParityModel: Module + Sized {
     /// The buffers' current values, in `buffers` order (Burn's layout).
     fn buffer_tensors(&self) -> Vec<Tensor<1>>;
 
-    /// The forward pass of a batch of B samples; `probe` records each layer when it is on.
-    /// Its output is [rows, classes]: rows = B for a classifier (labels [N]), B·T for a
-    /// model that predicts at every one of T positions (labels [N, T], flattened sample by
-    /// sample). The loss, the correct count and the predictions are over those rows.
-    fn forward(&self, x: Self::Input, probe: &mut Probe) -> Tensor<2>;
+    /// Replaces the buffers by `buffers` (Burn's layout, in `buffers` order): the running
+    /// statistics another run recorded (the local mode, local.rs). No buffers by default.
+    fn set_buffers(&mut self, buffers: Vec<Tensor<1>>) {
+        assert!(buffers.is_empty(), "{} has no buffers", Self::NAME);
+    }
+
+    /// Recorded layer `k` (of [`ParityModel::layers`], in forward order) alone on `x`, which
+    /// has the shape of layer k − 1's output (layer 0: the batch, [`ModelInput`]), as the
+    /// PyTorch side's `stages()` cut the forward (a flatten before a Linear is the Linear
+    /// stage's). The forward is these stages folded; the local mode runs one at a time.
+    fn stage(&self, k: usize, x: Act) -> Act;
+
+    /// The forward pass of a batch of B samples: the stages folded, each through `probe`,
+    /// which records each layer when it is on (and adds a layer fault's delta). Its output is
+    /// [rows, classes]: rows = B for a classifier (labels [N]), B·T for a model that predicts
+    /// at every one of T positions (labels [N, T], flattened sample by sample). The loss, the
+    /// correct count and the predictions are over those rows.
+    fn forward(&self, x: Self::Input, probe: &mut Probe) -> Tensor<2> {
+        let stages = Self::layers(&self.size()).len();
+        let mut h: Act = x.into();
+        for k in 0..stages {
+            h = probe.stage(k, h, |h| self.stage(k, h));
+        }
+        h.r2()
+    }
 
     /// `meta.layer_hyperparameters`: the layers' settings as the module holds them.
     fn layer_hyperparameters(&self) -> Value;

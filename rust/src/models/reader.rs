@@ -250,3 +250,56 @@ pub fn add_to_param<M: ParityModel>(
     let model = model.map(&mut bump);
     bump.result.map(|()| model)
 }
+
+/// The model with every parameter replaced by `values` (flat, PyTorch's layouts, in `params`
+/// order, e.g. another run's trajectory row), each a leaf that requires its gradient as the
+/// optimizer leaves them; a packed parameter's parts each get their block. One line naming
+/// the parameter where a list has not its number of elements.
+pub fn set_params<M: ParityModel>(model: M, values: &[Vec<f64>]) -> Result<M, String> {
+    let params = M::params(&model.size());
+    if values.len() != params.len() {
+        return Err(format!(
+            "model {}: {} parameter lists for {} parameters",
+            M::NAME,
+            values.len(),
+            params.len()
+        ));
+    }
+    for (e, v) in params.iter().zip(values) {
+        let numel: usize = e.shape.iter().product();
+        if v.len() != numel {
+            return Err(format!(
+                "model {}: {} values for parameter {} of shape {:?}",
+                M::NAME,
+                v.len(),
+                e.name,
+                e.shape
+            ));
+        }
+    }
+    struct Set<'a> {
+        slots: HashMap<ParamId, Slot>,
+        params: &'a [Entry],
+        values: &'a [Vec<f64>],
+    }
+    impl ModuleMapper for Set<'_> {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+            let Some(&Slot { k, part, layout }) = self.slots.get(&param.id) else {
+                return param;
+            };
+            let entry = &self.params[k];
+            let block = part_of(&self.values[k], entry.parts, part);
+            let shape: [usize; D] = entry.part_shape().try_into().expect("rank");
+            param.map(|t| {
+                let new = Tensor::<D>::from_data(TensorData::new(block, shape), &t.device());
+                layout.convert(new).require_grad()
+            })
+        }
+    }
+    let mut set = Set {
+        slots: by_id(&model, &params),
+        params: &params,
+        values,
+    };
+    Ok(model.map(&mut set))
+}

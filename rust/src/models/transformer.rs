@@ -43,9 +43,7 @@ use burn::nn::{LayerNorm, Linear, LinearConfig};
 use burn::tensor::{Device, Tensor};
 use serde_json::{Value, json};
 
-use super::{
-    Arrays, CLASSES, Entry, LENGTH, Layout, ModelSize, ParityModel, Probe, TransformerSize,
-};
+use super::{Act, Arrays, CLASSES, Entry, LENGTH, Layout, ModelSize, ParityModel, TransformerSize};
 
 /// PyTorch's defaults, passed explicitly (dropout 0 rather than either side's 0.1).
 const DROPOUT: f64 = 0.0;
@@ -319,23 +317,36 @@ impl ParityModel for Transformer {
         Vec::new()
     }
 
+    /// embed (the input [N, 1, 16] read as [N, 16, 1]), then
     /// `TransformerEncoderLayer::forward` (norm_first false, no mask) of each layer in turn,
-    /// its calls in its order, cut into the recorded layers.
-    fn forward(&self, x: Tensor<3>, p: &mut Probe) -> Tensor<2> {
-        let mut h = p.layer(x, |x| self.embed.forward(x.swap_dims(1, 2)));
-        for enc in &self.enc {
-            h = p.layer(h, |x| {
+    /// its calls in its order, cut into the recorded layers (attn, norm1, ff, norm2), then fc
+    /// (the flatten first).
+    fn stage(&self, k: usize, x: Act) -> Act {
+        let last = 1 + 4 * self.enc.len();
+        if k == 0 {
+            return self.embed.forward(x.r3().swap_dims(1, 2)).into();
+        }
+        if k == last {
+            return self.fc.forward(x.r3().flatten::<2>(1, 2)).into();
+        }
+        let enc = self
+            .enc
+            .get((k - 1) / 4)
+            .unwrap_or_else(|| panic!("the transformer has no layer {k}"));
+        let x = x.r3();
+        match (k - 1) % 4 {
+            0 => {
                 let residual = enc.mha.forward(MhaInput::self_attn(x.clone())).context;
                 x + enc.dropout.forward(residual)
-            });
-            h = p.layer(h, |h| enc.norm_1.forward(h));
-            h = p.layer(h, |x| {
+            }
+            1 => enc.norm_1.forward(x),
+            2 => {
                 let residual = enc.pwff.forward(x.clone());
                 x + enc.dropout.forward(residual)
-            });
-            h = p.layer(h, |h| enc.norm_2.forward(h));
+            }
+            _ => enc.norm_2.forward(x),
         }
-        p.layer(h.flatten(1, 2), |h| self.fc.forward(h))
+        .into()
     }
 
     /// The first layer's settings; every layer holds the same.

@@ -38,6 +38,20 @@ from torch_burn_parity.report.what_was_run import hyperparameter_table, provenan
 TEMPLATES = Path(__file__).with_name("templates")
 
 
+def fault_text(fault: dict) -> str:
+    """'fc.weight flat index 67 += 1e-09 after step 3', or for a layer's output 'the output
+    of relu, flat index 3, += 1e-06 in the forward of step 1'."""
+    if "layer" in fault:
+        return (
+            f"the output of {fault['layer']}, flat index {fault['index']}, += {fault['delta']:g}"
+            f" in the forward of step {fault['step']}"
+        )
+    return (
+        f"{fault['parameter']} flat index {fault['index']} += {fault['delta']:g}"
+        f" after step {fault['step']}"
+    )
+
+
 def render(template: str, **context) -> str:
     """A template of report/templates/ filled in: the prose is there, the numbers here."""
     import jinja2
@@ -146,8 +160,7 @@ def build(args: argparse.Namespace) -> str:
     shown: dict[str, str] = {}
     faults = sorted(
         {
-            f"`{x.name}` ({fw} {dt}: {f['parameter']} flat index {f['index']} += {f['delta']:g}"
-            f" after step {f['step']})"
+            f"`{x.name}` ({fw} {dt}: {fault_text(f)})"
             for x in experiments
             for (fw, dt), run in x.runs.items()
             if (f := run["meta"].get("fault"))
