@@ -323,6 +323,21 @@ fn refused(spec: &Spec, data: &Dataset, run: &Path, fault: Option<&Fault>) -> St
 }
 
 #[test]
+fn a_parameter_fault_does_not_act_in_the_local_mode() {
+    // The local mode starts every probe step from the reference's parameters, so a fault of
+    // Burn's parameters (which the reference run here does not carry) leaves it unchanged.
+    let data = cnn1d();
+    let spec = spec(&format!("{SGD}, probe_steps: [1, 3]"), 4, 16);
+    let run = reference(&spec, &data, None);
+    let names = ["conv", "relu", "fc"];
+    let clean = run_local(&spec, &data, &run, None, &names, &[1, 3]);
+    let fault = Fault::parse("1:fc.weight:0:1e-6").unwrap();
+    let faulted = run_local(&spec, &data, &run, Some(&fault), &names, &[1, 3]);
+    assert_eq!(clean, faulted);
+    std::fs::remove_dir_all(run.parent().unwrap()).unwrap();
+}
+
+#[test]
 fn the_local_mode_refuses_another_run_on_one_line() {
     let data = cnn1d();
     let base = spec(&format!("{SGD}, probe_steps: [1, 3]"), 4, 16);
@@ -368,10 +383,11 @@ fn the_local_mode_refuses_another_run_on_one_line() {
         None,
     );
     assert!(e.contains("no layer record of probe step 4"), "{e}");
-    // A parameter fault: the parameters are the reference's.
-    let fault = Fault::parse("1:fc.weight:0:1e-6").unwrap();
+    // A parameter fault of a parameter the model does not have is refused; one it has does
+    // not act here (the parameters are the reference's): see the_local_mode_ignores_….
+    let fault = Fault::parse("1:bn.weight:0:1e-6").unwrap();
     let e = refused(&base, &data, &run, Some(&fault));
-    assert!(e.contains("a parameter fault does not apply"), "{e}");
+    assert!(e.contains("bn.weight"), "{e}");
     // A missing run file, then a missing tensors file.
     let e = refused(&base, &data, &run.with_file_name("none.json"), None);
     assert!(e.contains("none.json"), "{e}");
