@@ -155,10 +155,18 @@ def test_the_entry_layer_is_the_first_quantity_above_its_floor_before_the_update
     rows = [("update", "fc", 1, False), ("backward", "gelu", 1, True),
             ("forward", "conv", 2, True)]  # fmt: skip
     layers = pd.DataFrame(rows, columns=["phase", "layer", "step", "first_above_floor"])
-    assert judge.entry_layer(layers) == {"layer": "gelu", "phase": "backward", "step": 1}
+    gelu = {"layer": "gelu", "phase": "backward", "step": 1}
+    assert judge.entry_layer(layers) == gelu | {"introduced": False}
     layers.loc[0, "first_above_floor"] = True  # the update comes first: nothing to add
     assert judge.entry_layer(layers) is None
     assert judge.entry_layer(None) is None
+    # With the layers run on PyTorch's input, the first that introduces a difference.
+    layers["introduced_first"] = [False, False, True]
+    assert judge.entry_layer(layers) == {
+        "layer": "conv", "phase": "forward", "step": 2, "introduced": True,
+    }  # fmt: skip
+    layers["introduced_first"] = False  # measured, and no layer introduces one
+    assert judge.entry_layer(layers) is None
 
 
 # --------------------------------------------------------------------------- the pipeline's records

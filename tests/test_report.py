@@ -556,12 +556,29 @@ def test_a_difference_before_the_update_says_why_the_replay_cannot_follow(tmp_pa
     x.layers["first_above_floor"] = False
     gelu = x.layers[(x.layers["phase"] == "backward") & (x.layers["layer"] == "gelu")].index[0]
     x.layers.loc[gelu, "first_above_floor"] = True
+    x.layers["introduced_first"] = False
     rejudge(x)
-    assert x.record["entry"] == {"layer": "gelu", "phase": "backward", "step": 1}
+    assert x.record["entry"] == {
+        "layer": "gelu", "phase": "backward", "step": 1, "introduced": False,
+    }  # fmt: skip
     assert vt.model_entry(x.record) == (
         "; it enters before the update, at the input gradient of `gelu` in the backward pass of"
         " step 1 (layers table): the replay re-runs only the update on PyTorch's gradients, so"
         " it cannot follow a difference in the backward pass"
+    )
+    # Measured on PyTorch's input, the layer that introduces it names the entry, even where
+    # an earlier quantity (here conv's output) is already above its floor.
+    conv = x.layers[(x.layers["phase"] == "forward") & (x.layers["layer"] == "conv")].index[0]
+    x.layers["first_above_floor"] = False
+    x.layers.loc[conv, "first_above_floor"] = True
+    x.layers.loc[gelu, "introduced_first"] = True
+    rejudge(x)
+    assert x.record["entry"] == {
+        "layer": "gelu", "phase": "backward", "step": 1, "introduced": True,
+    }  # fmt: skip
+    assert vt.model_entry(x.record).startswith(
+        "; Burn's `gelu` introduces it, at the input gradient of `gelu` in the backward pass of"
+        " step 1 (the layer run on PyTorch's input, layers table): the replay"
     )
 
 

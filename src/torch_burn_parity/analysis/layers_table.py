@@ -398,12 +398,21 @@ def local_sentence(frame: pd.DataFrame) -> str:
         text = "Each layer run on PyTorch's input stays within its floor (f64): no layer"
         text += " introduces a difference"
         if len(carried):
-            text += f"; the {len(carried)} above their floors only carry one in"
+            text += (
+                f"; the {len(carried)} layer outputs and input gradients above their floors"
+                " only carry one in"
+            )
         return text + "."
     row = first.iloc[0]
+    last = frame[frame["phase"] == "forward"]["layer"].iloc[-1]
+    loss = (
+        ", the loss included: the last layer's backward starts from Burn's loss"
+        if row["what"] == INPUT_GRAD and row["layer"] == last
+        else ""
+    )
     text = (
         f"Run on PyTorch's input, the first layer to introduce a difference is `{row['layer']}`:"
-        f" {quantity(row)} differs by {e(row['local_f64'])} (its floor {e(row['floor'])})"
+        f" {quantity(row)} differs by {e(row['local_f64'])} (its floor {e(row['floor'])}{loss})"
     )
     if len(carried):
         names = list(dict.fromkeys(carried["layer"]))

@@ -179,16 +179,23 @@ def unexplained_start(
 
 
 def entry_layer(layers: pd.DataFrame | None) -> dict | None:
-    """The first quantity of the layers table above its floor, when it comes before the
-    update (in the forward pass, the loss or the backward pass): the replay re-runs only
-    the update, so it cannot follow a difference that enters there."""
+    """Where the model's own computation makes a difference the replay cannot follow (it
+    re-runs only the update): the first layer that introduces one, run on PyTorch's input
+    (`introduced_first`, `introduced`: true); else, without that measurement, the first
+    quantity above its floor when it comes before the update (the forward pass, the loss or
+    the backward pass)."""
     if layers is None:
         return None
-    first = layers[layers["first_above_floor"].astype(str) == "True"]
-    if first.empty or first.iloc[0]["phase"] == "update":
-        return None
-    row = first.iloc[0]
-    return {"layer": str(row["layer"]), "phase": str(row["phase"]), "step": int(row["step"])}
+    introduced = "introduced_first" in layers and layers["introduced_first"].astype(str) == "True"
+    if "introduced_first" in layers and introduced.any():
+        row = layers[introduced].iloc[0]
+    else:
+        first = layers[layers["first_above_floor"].astype(str) == "True"]
+        if first.empty or first.iloc[0]["phase"] == "update":
+            return None
+        row = first.iloc[0]
+    return {"layer": str(row["layer"]), "phase": str(row["phase"]), "step": int(row["step"]),
+            "introduced": bool(introduced is not False and introduced.any())}  # fmt: skip
 
 
 def buffers_cause(

@@ -75,10 +75,15 @@ def model_entry(record: dict) -> str:
     }[phase]
     passes = {"forward": "the forward pass", "loss": "the loss",
               "backward": "the backward pass"}  # fmt: skip
+    where = (
+        f"Burn's `{layer}` introduces it, at {what} of step {step} (the layer run on"
+        " PyTorch's input, layers table)"
+        if entry.get("introduced")
+        else f"it enters before the update, at {what} of step {step} (layers table)"
+    )
     return (
-        f"; it enters before the update, at {what} of step {step} (layers table): the"
-        " replay re-runs only the update on PyTorch's gradients, so it cannot follow a"
-        f" difference in {passes[phase]}"
+        f"; {where}: the replay re-runs only the update on PyTorch's gradients, so it cannot"
+        f" follow a difference in {passes[phase]}"
     )
 
 
