@@ -333,7 +333,10 @@ class Experiment:
         against eval-mode losses."""
         sentence = body(self.md["layers"]).split("\n\n")[0]
         if depth_plot.is_deep(self.layers):  # a summary; the full table is a page
-            sentence += " " + depth_plot.summary(self.layers)
+            sentence += (
+                f" {depth_plot.summary(self.layers)} The full table is a page of its own:"
+                f" `html/{self.name}/layers.html`."
+            )
         parts = [
             "### Where the difference enters\n",
             f"{sentence} Every quantity of the probe steps, torch vs burn at each dtype and"
