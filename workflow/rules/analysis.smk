@@ -3,9 +3,10 @@
 
 
 rule analyse:
-    """One experiment's compare outputs, steps table, config diff, replay and
-    counterfactual, gradient probe, learning rates, layers table, plots, its tables as HTML
-    pages, and its verdict record (judged once, from all of these).
+    """One experiment's Burn layers on PyTorch's inputs (the Burn binary's local mode),
+    compare outputs, steps table, config diff, replay and counterfactual, gradient probe,
+    learning rates, layers table, plots, its tables as HTML pages, and its verdict record
+    (judged once, from all of these).
 
     One job running each script in turn (each a warm start: see warm.py in common.smk):
     each takes a fraction of a second, and one job per experiment keeps Snakemake's
@@ -14,9 +15,7 @@ rule analyse:
     input:
         unpack(lambda w: run_files(w.experiment)),
         tensors=lambda w: tensor_files(w.experiment),
-        local=expand(
-            "results/runs/{{experiment}}/burn-local-{dtype}.safetensors", dtype=DTYPES
-        ),
+        binary="results/bin/parity-train",
         code=code(
             "analysis.compare",
             "analysis.steps_table",
@@ -32,6 +31,10 @@ rule analyse:
         spec="results/specs/{experiment}.json",
         data=lambda w: dataset(w.experiment),
     output:
+        # each Burn layer on PyTorch's inputs (analysis/local_layers.py)
+        local=expand(
+            "results/runs/{{experiment}}/burn-local-{dtype}.safetensors", dtype=DTYPES
+        ),
         compare=expand("results/compare/{{experiment}}-{dtype}.txt", dtype=DTYPES),
         steps_csv="results/tables/steps_{experiment}.csv",
         steps_md="results/tables/steps_{experiment}.md",
@@ -76,6 +79,7 @@ rule analyse:
         plots="results/logs/analyse/{experiment}/plots.log",
         lrs="results/logs/analyse/{experiment}/lrs_table.log",
         layers="results/logs/analyse/{experiment}/layers_table.log",
+        local="results/logs/analyse/{experiment}/burn_local.log",
         pages="results/logs/analyse/{experiment}/render_html.log",
         judge="results/logs/analyse/{experiment}/judge.log",
     params:
@@ -86,6 +90,13 @@ rule analyse:
         page_sources=lambda w: [source for source, *_ in experiment_pages(w.experiment)],
     shell:
         """
+        # Each Burn layer run again at the probe steps on PyTorch's recorded input to it and
+        # gradient at its output (parity-train local): what each layer introduces.
+        for dtype in f32 f64; do
+            {input.binary} local --spec {input.spec} --data {input.data} \
+                --torch-run results/runs/{wildcards.experiment}/torch-$dtype.json \
+                --dtype $dtype --out results/runs/{wildcards.experiment}/burn-local-$dtype.safetensors
+        done >{log.local} 2>&1
         # The seed's compare output: torch vs burn at each dtype, with its tolerance.
         python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.compare {input.torch_f32} {input.burn_f32} \
             --tol {params.tol_f32} --out {output.compare[0]} >{log.compare} 2>&1
@@ -125,7 +136,7 @@ rule analyse:
             --experiment {wildcards.experiment} \
             --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
-            --burn-local-f32 {input.local[0]} --burn-local-f64 {input.local[1]} \
+            --burn-local-f32 {output.local[0]} --burn-local-f64 {output.local[1]} \
             --csv {output.layers_csv} --md {output.layers_md} --png {output.layers_png} \
             >{log.layers} 2>&1
         # Every table and compare output above as a page for the Snakemake report.

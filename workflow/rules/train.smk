@@ -48,30 +48,3 @@ rule train_burn:
         " {input.binary} --spec {input.spec} --dtype $dtype --data {input.data}"
         " --out results/runs/{wildcards.experiment}/burn-$dtype.json;"
         " done > {log} 2>&1"
-
-
-rule burn_local:
-    """Each Burn layer of one experiment run again at the probe steps on PyTorch's recorded
-    input to it and gradient at its output, f32 and f64 (`parity-train local`): what each
-    layer introduces, apart from what it carries in (analysis/local_layers.py)."""
-    input:
-        binary="results/bin/parity-train",
-        spec="results/specs/{experiment}.json",
-        data=lambda w: dataset(w.experiment),
-        torch=expand(
-            "results/runs/{{experiment}}/torch-{dtype}.{ext}",
-            dtype=DTYPES,
-            ext=RUN_EXTENSIONS,
-        ),
-    output:
-        expand(
-            "results/runs/{{experiment}}/burn-local-{dtype}.safetensors", dtype=DTYPES
-        ),
-    log:
-        "results/logs/train/{experiment}/burn_local.log",
-    shell:
-        "for dtype in f32 f64; do"
-        " {input.binary} local --spec {input.spec} --data {input.data}"
-        " --torch-run results/runs/{wildcards.experiment}/torch-$dtype.json --dtype $dtype"
-        " --out results/runs/{wildcards.experiment}/burn-local-$dtype.safetensors;"
-        " done > {log} 2>&1"
