@@ -11,7 +11,7 @@ import pytest
 
 from torch_burn_parity.analysis import layers_table as lt
 from torch_burn_parity.models.model_specs import spec as model_spec
-from torch_burn_parity.report import plots
+from torch_burn_parity.report import layers_plot
 
 STEPS = 3
 PROBE_STEPS = [1, 3]
@@ -312,10 +312,10 @@ def test_the_plot_is_byte_deterministic_and_follows_the_data(tmp_path):
 
 def test_the_plot_title_says_where_the_difference_enters():
     frame = table(blocks(shift={("buffers", "bn.running_var"): 2e-3}))
-    title, subtitle = plots.layers_title("cnn_bn_sgd", frame)
+    title, subtitle = layers_plot.layers_title("cnn_bn_sgd", frame)
     assert title == "cnn_bn_sgd: the f64 difference enters at bn.running_var (after step 1)"
     assert subtitle.startswith("there f64 max|Δ| 0.002 against a rounding floor of")
-    title, _ = plots.layers_title("cnn1d", table(blocks()))
+    title, _ = layers_plot.layers_title("cnn1d", table(blocks()))
     assert title == "cnn1d: every f64 difference stays within rounding at the probe steps"
 
 

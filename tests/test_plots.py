@@ -10,7 +10,7 @@ import pytest
 
 from conftest import python_module
 from torch_burn_parity.judgement import verdict
-from torch_burn_parity.report import plots
+from torch_burn_parity.report import layers_plot, plots
 
 STEPS = 30
 F32_NOISE = np.linspace(2e-8, 5e-7, STEPS)  # a typical f32-vs-f64 gap series
@@ -160,16 +160,16 @@ def layers_frame(first: int | None) -> pd.DataFrame:
 
 
 def test_layer_rows_tell_an_input_gradient_from_an_output():
-    assert plots.row_labels(layers_frame(None)) == [
+    assert layers_plot.row_labels(layers_frame(None)) == [
         "bn", "loss", "bn (input)", "bn.weight", "bn.running_var"
     ]  # fmt: skip
-    title, _ = plots.layers_title("x", layers_frame(2))
+    title, _ = layers_plot.layers_title("x", layers_frame(2))
     assert title == "x: the f64 difference enters at bn (input) (backward, step 1)"
 
 
 def test_the_layers_plot_is_written_with_zeros_and_a_marked_row(tmp_path):
     for first in (None, 4):
-        plots.layers_plot(layers_frame(first), "x", tmp_path / f"{first}.png")
+        layers_plot.layers_plot(layers_frame(first), "x", tmp_path / f"{first}.png")
     a, b = (tmp_path / f"{first}.png" for first in (None, 4))
     assert a.read_bytes().startswith(b"\x89PNG") and a.read_bytes() != b.read_bytes()
 
@@ -181,7 +181,8 @@ def test_the_layers_plot_is_written_with_zeros_and_a_marked_row(tmp_path):
 def drawn(monkeypatch):
     """The figures the plots draw, kept for their text (save() writes nothing)."""
     figures = []
-    monkeypatch.setattr(plots, "save", lambda fig, path: figures.append(fig))
+    for module in (plots, layers_plot):
+        monkeypatch.setattr(module, "save", lambda fig, path: figures.append(fig))
     return figures
 
 
@@ -232,7 +233,7 @@ def test_the_zero_note_sits_in_the_panel_with_the_zeros(drawn):
     frame = pd.concat([layers_frame(None), layers_frame(None).assign(step=100)])
     frame.loc[frame["step"] == 100, ["max_abs_diff_f32", "max_abs_diff_f64"]] = 1e-9
     frame = frame.reset_index(drop=True)
-    plots.layers_plot(frame, "x", None)
+    layers_plot.layers_plot(frame, "x", None)
     (fig,) = drawn
     notes = [[t.get_text() for t in ax.texts] for ax in fig.axes]
     assert "exact 0 drawn on the bottom edge" in notes[0]  # step 1 has the loss's exact 0

@@ -23,7 +23,7 @@ floor of verdict.py for that quantity alone, see `floor_of`), first_above_floor 
 the first row, in table order, whose f64 difference exceeds its floor). Markdown: one
 sentence saying where the f64 difference enters (or that nothing leaves rounding), then
 the table. PNG (--png): both dtypes' differences along the rows on a log scale, with the
-floor and the phases (plots.layers_plot).
+floor and the phases (report/layers_plot.py; a deep model's along its depth, depth_plot.py).
 
 Parameters and buffers come in the model's order (model_specs.py); the four runs must be of
 the same model, probe steps, layer names and parameter and buffer names.
@@ -481,12 +481,12 @@ def main(argv: list[str] | None = None) -> None:
     csv = frame[COLUMNS].to_csv(index=False, float_format="%.17g")
     md = render_md(frame, title)
     if args.png:
-        from torch_burn_parity.report import depth_plot, plots
+        from torch_burn_parity.report import depth_plot, layers_plot
 
         if depth_plot.is_deep(frame):  # a summary along the depth: too many rows to read
             depth_plot.depth_plot(frame, args.experiment, args.png)
         else:
-            plots.layers_plot(frame, args.experiment, args.png)
+            layers_plot.layers_plot(frame, args.experiment, args.png)
     write_text_atomic(args.csv, csv)
     write_text_atomic(args.md, md)
     print(f"{args.experiment}: {len(frame)} rows; {sentence(frame)} -> {args.csv}, {args.md}")

@@ -2,7 +2,7 @@
 that introduce the largest differences.
 
 A model of DEPTH layers or more has too many rows per probe step for the row-by-row plot
-(plots.layers_plot) to be read: each layer's output and input gradient, every parameter's
+(layers_plot.py) to be read: each layer's output and input gradient, every parameter's
 gradient and update. Here each probe step is one panel along the layers in forward order:
 the accumulated f64 difference of each layer's output (PyTorch's own forward vs Burn's own)
 against Burn's layer run on PyTorch's input (what the layer introduces), with each output's

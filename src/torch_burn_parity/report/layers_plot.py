@@ -1,0 +1,149 @@
+"""The layers table along its rows: one panel per probe step, each quantity's f32 and f64
+differences (accumulated, and introduced by a Burn layer on PyTorch's input) against its
+rounding floor, the phases as coloured bands (layers_table.py writes it with --png; a deep
+model's is depth_plot.py's instead)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from torch_burn_parity.report.plots import (  # noqa: E402
+    FLOOR_COLOUR,
+    bottom_edge,
+    e,
+    save,
+    top_of,
+    zero_note,
+)
+
+# Background of each phase of a probe step (layers_table.py's rows), light enough that the
+# markers stay readable on it.
+PHASE_COLOURS = {
+    "forward": "#e8f0fa",
+    "loss": "#f3e8f7",
+    "backward": "#fbeee2",
+    "update": "#e6f4e6",
+}
+LAYER_SERIES = {
+    "max_abs_diff_f32": ("f32: torch vs burn", "tab:blue", "o", 7),
+    "max_abs_diff_f64": ("f64: torch vs burn", "tab:red", "D", 5),
+    "local_f64": ("f64: torch vs burn's layer\non torch's input (introduced)", "tab:green", "s", 5),
+}
+
+
+def row_labels(frame: pd.DataFrame) -> list[str]:
+    """Each row's name; a layer's input gradient as 'fc (input)', apart from its output."""
+    what = frame["what"] if "what" in frame else pd.Series("", index=frame.index)
+    return [
+        f"{layer} (input)" if kind == "input gradient" else str(layer)
+        for layer, kind in zip(frame["layer"], what, strict=True)
+    ]
+
+
+def layers_title(experiment: str, frame: pd.DataFrame) -> tuple[str, str]:
+    """(title, subtitle): where the f64 difference first leaves its floor, and the sizes."""
+    first = frame[frame["first_above_floor"].astype(bool)]
+    labels = row_labels(frame)
+    f32 = frame["max_abs_diff_f32"].to_numpy(float)
+    worst32 = int(np.nanargmax(f32)) if np.isfinite(f32).any() else 0
+    sizes = (
+        f"largest f32 max|Δ| {e(f32[worst32])} ({labels[worst32]},"
+        f" {frame['phase'].iloc[worst32]}, step {frame['step'].iloc[worst32]})"
+    )
+    if first.empty:
+        f64 = frame["max_abs_diff_f64"].to_numpy(float)
+        return (
+            f"{experiment}: every f64 difference stays within rounding at the probe steps",
+            f"largest f64 max|Δ| {e(np.nanmax(f64, initial=0.0))} · {sizes}",
+        )
+    row = first.iloc[0]
+    # A value after the step (a parameter, or a buffer the train-mode forward updated).
+    when = (
+        f"after step {row['step']}"
+        if row["phase"] == "update"
+        else f"{row['phase']}, step {row['step']}"
+    )
+    return (
+        f"{experiment}: the f64 difference enters at {labels[frame.index.get_loc(first.index[0])]}"
+        f" ({when})",
+        f"there f64 max|Δ| {e(row['max_abs_diff_f64'])} against a rounding floor of"
+        f" {e(row['floor'])} · {sizes}",
+    )
+
+
+def layers_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
+    """Both dtypes' torch-vs-burn differences along the rows of the layers table: one panel
+    per probe step, phases as coloured bands, each row's rounding floor as a grey bar."""
+    steps = list(dict.fromkeys(frame["step"]))
+    columns = [c for c in LAYER_SERIES if c in frame and frame[c].notna().any()]
+    series = [frame[c].to_numpy(float) for c in columns]
+    floor = frame["floor"].to_numpy(float)
+    bottom = bottom_edge(*series, floor)
+    top = 10.0 ** (np.ceil(np.log10(top_of(*series, floor))) + 0.8)
+    most = max(int((frame["step"] == s).sum()) for s in steps)
+    fig, axes = plt.subplots(
+        len(steps), 1, figsize=(min(max(10.0, 0.3 * most + 3.5), 24.0), 1.2 + 3.6 * len(steps)),
+        layout="constrained", squeeze=False,
+    )  # fmt: skip
+    for ax, step in zip(axes[:, 0], steps, strict=True):
+        zeros = False  # this panel's: its note goes in it
+        rows = frame[frame["step"] == step].reset_index(drop=True)
+        x = np.arange(len(rows))
+        for phase, group in rows.groupby("phase", sort=False):
+            lo, hi = group.index.min() - 0.5, group.index.max() + 0.5
+            ax.axvspan(lo, hi, color=PHASE_COLOURS.get(phase, "0.95"), linewidth=0, zorder=0)
+            ax.text(
+                (lo + hi) / 2, 0.985, phase, transform=ax.get_xaxis_transform(), ha="center",
+                va="top", fontsize=8, color="0.3",
+            )  # fmt: skip
+        ax.bar(
+            x, rows["floor"] - bottom, bottom=bottom, width=0.8, color=FLOOR_COLOUR, alpha=0.35,
+            linewidth=0, label="rounding floor of each quantity:\nan f64 difference inside the"
+            " grey bar is rounding", zorder=1,
+        )  # fmt: skip
+        for column in columns:
+            label, colour, marker, size = LAYER_SERIES[column]
+            values = rows[column].to_numpy(float)
+            style = {"color": colour, "marker": marker, "markersize": size,
+                     "markerfacecolor": "none", "markeredgewidth": 1.4, "zorder": 3}  # fmt: skip
+            # Exact zeros as markers on the bottom edge, not joined to the line (a line down
+            # to the edge would look like a value).
+            ax.plot(x, np.where(values > 0, values, np.nan), label=label, linewidth=0.8, **style)
+            zero = values == 0
+            if zero.any():  # (an empty unclipped line would break the layout)
+                zeros = True
+                ax.plot(x[zero], np.full(zero.sum(), bottom), linestyle="none", clip_on=False,
+                        **style)  # fmt: skip
+        first = rows.index[rows["first_above_floor"].astype(bool)]
+        ax.set_xticks(x, row_labels(rows), rotation=90, fontsize=8)
+        if len(first):
+            i = int(first[0])
+            ax.axvline(i, color="tab:red", linestyle="--", linewidth=1.2, zorder=2,
+                       label="where the f64 difference\nfirst leaves its floor")  # fmt: skip
+            tick = ax.get_xticklabels()[i]
+            tick.set_color("tab:red")
+            tick.set_fontweight("bold")
+        ax.set_yscale("log")
+        ax.set_ylim(bottom, top)
+        ax.set_xlim(-0.6, len(rows) - 0.4)
+        ax.set_ylabel(f"step {step}: max |Δ|")
+        ax.grid(True, axis="y", which="major", alpha=0.3)
+        zero_note(ax, zeros)
+    title, subtitle = layers_title(experiment, frame)
+    # the subtitle's facts on lines of their own: a figure of few rows is narrow
+    fig.suptitle(f"{title}\n" + subtitle.replace(" · ", "\n"), fontsize=10)
+    legend = {}  # every panel's entries once: the marked row may be in any panel
+    for ax in axes[:, 0]:
+        legend.update(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
+    axes[0, 0].legend(
+        legend.values(), legend.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1),
+        borderaxespad=0,
+    )  # fmt: skip
+    save(fig, path)
