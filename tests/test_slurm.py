@@ -210,9 +210,12 @@ def test_slurm_run_matches_local_run(slurm_cluster, tmp_path, capsys):
     assert slurm_files.keys() == local_files.keys()
     runs = [name for name in local_files if name.startswith("runs/") and name.endswith(".json")]
     assert len(runs) == 4 * len(EXPERIMENTS), runs
-    # each run's tensors file beside it, compared byte for byte below
+    # each run's tensors file beside it, and Burn's layers on PyTorch's inputs per dtype
+    # (burn-local-*), compared byte for byte below
     tensors = [n for n in local_files if n.startswith("runs/") and n.endswith(".safetensors")]
-    assert len(tensors) == 4 * len(EXPERIMENTS), tensors
+    layers = [n for n in tensors if "/burn-local-" in n]
+    assert len(tensors) - len(layers) == 4 * len(EXPERIMENTS), tensors
+    assert len(layers) == 2 * len(EXPERIMENTS), layers
     for name in runs:
         difference = first_difference(
             json.loads(local_files[name].read_text()), json.loads(slurm_files[name].read_text())
