@@ -43,11 +43,17 @@ class DataSpec:
 
     def describe(self) -> str:
         """What the data gives, for refusals: e.g. `8×8 images in 10 classes`."""
-        if self.tokens:
-            return f"blocks of {self.sample[0]} characters over {self.classes} characters"
-        shape = "×".join(map(str, self.sample[1:]))
-        kind = "images" if len(self.sample) == 3 else "sequences"
-        return f"{shape} {kind} in {self.classes} classes"
+        return describe(self.sample, self.tokens, self.classes)
+
+
+def describe(sample: tuple[int, ...], tokens: bool, classes: int) -> str:
+    """An input in words, a dataset's or a model's: `8×8 images in 10 classes`, `16
+    sequences in 3 classes`, `token ids, blocks of 32 over 84 characters`."""
+    if tokens:
+        return f"token ids, blocks of {sample[0]} over {classes} characters"
+    shape = "×".join(map(str, sample[1:]))
+    kind = "images" if len(sample) == 3 else "sequences"
+    return f"{shape} {kind} in {classes} classes"
 
 
 class DataError(ValueError):
@@ -94,11 +100,7 @@ def fit_problem(name: str, model) -> str | None:
 
 
 def _takes(model) -> str:
-    if model.tokens:
-        return f"token ids, blocks of {model.sample[0]} over {model.classes} characters"
-    shape = "×".join(map(str, model.sample[1:]))
-    kind = "images" if len(model.sample) == 3 else "sequences"
-    return f"{shape} {kind} in {model.classes} classes"
+    return describe(model.sample, model.tokens, model.classes)
 
 
 def default_data(model) -> str:

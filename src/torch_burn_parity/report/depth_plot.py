@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from torch_burn_parity.report.plots import save  # noqa: E402
+from torch_burn_parity.report.verdict_text import e  # noqa: E402
 
 DEPTH = 40  # layers from which the report summarises the layers table
 TOP = 5  # the layers with the largest local differences the summary names
@@ -35,10 +36,6 @@ def layer_count(frame: pd.DataFrame) -> int:
 
 def is_deep(frame: pd.DataFrame) -> bool:
     return layer_count(frame) >= DEPTH
-
-
-def e(x: float) -> str:
-    return "NaN" if x != x else f"{x:.2e}"
 
 
 def largest_local(frame: pd.DataFrame, n: int = TOP) -> pd.DataFrame:
