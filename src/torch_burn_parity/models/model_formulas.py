@@ -68,6 +68,12 @@ def cnn_bn(shapes: dict[str, list[int]]) -> dict[str, np.ndarray]:
     }
 
 
+def near_constant(shape: list[int], base: float, scale: float, f, phase: float) -> np.ndarray:
+    """base + scale·f(i + phase): a norm's weights near 1, biases near 0 (base 0: no add)."""
+    values = scale * f(index(shape) + phase)
+    return values if base == 0 else base + values
+
+
 # Each encoder layer after the first shifts every phase by this much, so that no two layers
 # start alike (the first layer's values are the one-layer model's).
 LAYER_PHASE = 7.0
@@ -83,8 +89,7 @@ def transformer(shapes: dict[str, list[int]], prefixes: list[str]) -> dict[str, 
         return scale * f(index(shape) + phase) / math.sqrt(shape[1])
 
     def near(name: str, base: float, scale: float, f, phase: float) -> np.ndarray:
-        values = scale * f(index(shapes[name]) + phase)
-        return values if base == 0 else base + values
+        return near_constant(shapes[name], base, scale, f, phase)
 
     values = {
         "embed.weight": 0.8 * sin(index(shapes["embed.weight"]) + 1),
@@ -141,8 +146,7 @@ def gpt(shapes: dict[str, list[int]], prefixes: list[str]) -> dict[str, np.ndarr
     per array, shifted by LAYER_PHASE per block); norms near 1 (weights) and 0 (biases)."""
 
     def near(name: str, base: float, scale: float, f, phase: float) -> np.ndarray:
-        values = scale * f(index(shapes[name]) + phase)
-        return values if base == 0 else base + values
+        return near_constant(shapes[name], base, scale, f, phase)
 
     values = {
         "tok_emb.weight": 0.5 * sin(0.7 * index(shapes["tok_emb.weight"]) + 1),
