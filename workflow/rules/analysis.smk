@@ -8,9 +8,11 @@ rule analyse:
     learning rates, layers table, plots, its tables as HTML pages, and its verdict record
     (judged once, from all of these).
 
-    One job running each script in turn (each a warm start: see warm.py in common.smk):
-    each takes a fraction of a second, and one job per experiment keeps Snakemake's
-    bookkeeping to one job where it was seven. Each script keeps its own log.
+    One job running the scripts (each a warm start: see warm.py in common.smk): one job
+    per experiment keeps Snakemake's bookkeeping to one job where it was seven. The replay,
+    the longest script (it trains the model again on the PyTorch side, once per variant),
+    runs beside the others, which run in turn; the HTML pages, the verdict and the plots
+    wait for both. Each script keeps its own log.
     """
     input:
         unpack(lambda w: run_files(w.experiment)),
@@ -82,6 +84,8 @@ rule analyse:
         local="results/logs/analyse/{experiment}/burn_local.log",
         pages="results/logs/analyse/{experiment}/render_html.log",
         judge="results/logs/analyse/{experiment}/judge.log",
+    # The replay beside the other scripts (see above).
+    threads: 2
     params:
         tol_f32=lambda w: tolerance(w.experiment, "f32"),
         tol_f64=lambda w: tolerance(w.experiment, "f64"),
@@ -90,6 +94,22 @@ rule analyse:
         page_sources=lambda w: [source for source, *_ in experiment_pages(w.experiment)],
     shell:
         """
+        # Each script runs on one thread: the job's two are two scripts side by side.
+        # Snakemake sets these to the job's threads; as in every other job (one thread),
+        # they keep the same warm server serving this job (its key includes them, warm.py).
+        export OMP_NUM_THREADS=1 GOTO_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+        # Burn's update rule replayed on the PyTorch side in f64, and its counterfactual:
+        # in the background, beside the scripts up to the layers table (`wait` below takes
+        # its exit status: a failed replay fails the job).
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.replay --experiment {wildcards.experiment} \
+            --data {input.data} --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
+            --report-steps {params.report_steps} \
+            --replay-csv {output.replay_csv} --replay-md {output.replay_md} \
+            --counterfactual-csv {output.counterfactual_csv} \
+            --counterfactual-md {output.counterfactual_md} >{log.replay} 2>&1 &
+        replay=$!
+        # A script below that fails ends the job: the replay goes with it.
+        trap 'kill $replay 2>/dev/null || true' EXIT
         # Each Burn layer run again at the probe steps on PyTorch's recorded input to it and
         # gradient at its output (parity-train local): what each layer introduces.
         for dtype in f32 f64; do
@@ -113,13 +133,6 @@ rule analyse:
             --torch-run {input.torch_f64} --burn-run {input.burn_f64} \
             --csv {output.config_diff_csv} --md {output.config_diff_md} \
             >{log.config_diff} 2>&1
-        # Burn's update rule replayed on the PyTorch side in f64, and its counterfactual.
-        python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.replay --experiment {wildcards.experiment} \
-            --data {input.data} --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
-            --report-steps {params.report_steps} \
-            --replay-csv {output.replay_csv} --replay-md {output.replay_md} \
-            --counterfactual-csv {output.counterfactual_csv} \
-            --counterfactual-md {output.counterfactual_md} >{log.replay} 2>&1
         # Step-1 gradient and update of the least accurate (or the configured) parameter.
         python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.probe --experiment {wildcards.experiment} \
             --data {input.data} --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
@@ -139,6 +152,7 @@ rule analyse:
             --burn-local-f32 {output.local[0]} --burn-local-f64 {output.local[1]} \
             --csv {output.layers_csv} --md {output.layers_md} --png {output.layers_png} \
             >{log.layers} 2>&1
+        wait $replay
         # Every table and compare output above as a page for the Snakemake report.
         python -m torch_burn_parity.tooling.warm torch_burn_parity.report.render_html \
             --tables {params.page_sources} --tables-out {output.pages} >{log.pages} 2>&1
