@@ -8,9 +8,13 @@
 //! `param_groups` gives some parameters (PyTorch names) an optimizer of their own; the
 //! others ("the rest") take the experiment's. `model_size` holds exactly the `model`'s size
 //! keys (models/size.rs), each a positive integer. `data` names the dataset (`sine`,
-//! `digits`, `text`) and `label_smoothing` the cross-entropy's ε, in [0, 1).
+//! `digits`, `text`, `file`) and `label_smoothing` the cross-entropy's ε, in [0, 1).
+//!
+//! A user's own port (`model: port`, `model_size: {}`, `data: file`) also has `port`: its
+//! name, its parameters (PyTorch names and shapes, in model order) and its recorded layers
+//! ([`PortDecl`]); no other model has it.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 use crate::models::{Model, ModelSize};
@@ -143,11 +147,13 @@ pub enum Data {
     Digits,
     /// Token ids, a label per position (a language model).
     Text,
+    /// A port's own dataset file: whatever inputs the user's module takes.
+    File,
 }
 
 impl Data {
     /// Every dataset, in the order the error messages list them.
-    pub const ALL: [Data; 3] = [Data::Sine, Data::Digits, Data::Text];
+    pub const ALL: [Data; 4] = [Data::Sine, Data::Digits, Data::Text, Data::File];
 
     /// The name the config and the run file use.
     pub fn name(self) -> &'static str {
@@ -155,6 +161,7 @@ impl Data {
             Data::Sine => "sine",
             Data::Digits => "digits",
             Data::Text => "text",
+            Data::File => "file",
         }
     }
 
@@ -251,6 +258,25 @@ pub struct ParamGroup {
     pub burn_defaults: Vec<String>,
 }
 
+/// One parameter of a port as the spec declares it: PyTorch's name and shape.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortParam {
+    pub name: String,
+    pub shape: Vec<usize>,
+}
+
+/// A user's port as the spec's `port` declares it (the PyTorch side reads it off the
+/// module): its name, its parameters in model order (the run file's order), the names of
+/// its recorded layers in forward order. No buffers.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortDecl {
+    pub name: String,
+    pub params: Vec<PortParam>,
+    pub layers: Vec<String>,
+}
+
 /// One experiment, resolved: every key the Python side writes, none other.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -262,8 +288,8 @@ struct ResolvedSpec {
     schedule: Schedule,
     clip_grad: Option<ClipGrad>,
     burn_backend: Backend,
-    #[serde(deserialize_with = "model_by_name")]
-    model: Model,
+    /// A built-in model's name, or a port's (`port.name`): resolved in [`parse`].
+    model: String,
     /// Checked against `model` in [`parse`].
     model_size: serde_json::Map<String, serde_json::Value>,
     /// Checked in [`parse`] ([`Data::parse`]): read as any JSON so that a wrong one is
@@ -282,15 +308,22 @@ struct ResolvedSpec {
     param_groups: Vec<RawGroup>,
     #[allow(dead_code)] // what each framework is asked for: for readers of the file
     requested: serde_json::Value,
+    /// A port's declaration; checked against `model` in [`parse`].
+    #[serde(default)]
+    port: Option<PortDecl>,
 }
 
-fn model_by_name<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Model, D::Error> {
-    let name = String::deserialize(deserializer)?;
-    Model::from_name(&name).ok_or_else(|| {
-        serde::de::Error::custom(format!(
-            "unknown model '{name}' (known: {})",
-            Model::NAMES.join(", ")
-        ))
+/// The spec's `model`: a built-in model by name, or [`Model::Port`] when it names the
+/// spec's port (`port.name`; `port` itself is accepted too).
+fn model_by_name(name: &str, port: Option<&PortDecl>) -> Result<Model, String> {
+    if port.is_some_and(|p| p.name == name) {
+        return Ok(Model::Port);
+    }
+    Model::from_name(name).ok_or_else(|| {
+        format!(
+            "unknown model '{name}' (known: {}, or a port's name with its `port`)",
+            Model::NAMES.join(", "),
+        )
     })
 }
 
@@ -325,6 +358,8 @@ pub struct Spec {
     pub cpu_path: String,
     /// Parameters with an optimizer of their own, in the spec's order (possibly none).
     pub param_groups: Vec<ParamGroup>,
+    /// The port's declaration: present exactly when `model` is [`Model::Port`].
+    pub port: Option<PortDecl>,
 }
 
 impl Spec {
@@ -366,10 +401,12 @@ fn record_steps(value: &serde_json::Value, steps: usize) -> Result<Vec<usize>, S
 /// The spec in a resolved spec's JSON text; one line naming what is wrong otherwise.
 pub fn parse(text: &str) -> Result<Spec, String> {
     let raw: ResolvedSpec = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let model_size = ModelSize::parse(raw.model, &raw.model_size)?;
+    let model = model_by_name(&raw.model, raw.port.as_ref())?;
+    let model_size = ModelSize::parse(model, &raw.model_size)?;
     let data = Data::parse(&raw.data)?;
     let label_smoothing = label_smoothing(&raw.label_smoothing)?;
     let record_steps = record_steps(&raw.record_steps, raw.steps)?;
+    check_port(model, raw.port.as_ref())?;
     let optimizer = Optimizer::tagged(&raw.optimizer, raw.hyperparameters)?;
     let param_groups = raw
         .param_groups
@@ -391,7 +428,7 @@ pub fn parse(text: &str) -> Result<Spec, String> {
         schedule: raw.schedule,
         clip_grad: raw.clip_grad,
         backend: raw.burn_backend,
-        model: raw.model,
+        model,
         model_size,
         data,
         label_smoothing,
@@ -402,7 +439,46 @@ pub fn parse(text: &str) -> Result<Spec, String> {
         threads: raw.threads,
         cpu_path: raw.cpu_path,
         param_groups,
+        port: raw.port,
     })
+}
+
+/// Refuses, on one line, a port without its declaration, a declaration for a built-in
+/// model, and a declaration with no parameter, no layer, a parameter declared twice or a
+/// shape with a zero.
+fn check_port(model: Model, port: Option<&PortDecl>) -> Result<(), String> {
+    let port = match (model, port) {
+        (Model::Port, Some(port)) => port,
+        (Model::Port, None) => return Err("port: missing (model port declares its port)".into()),
+        (_, None) => return Ok(()),
+        (m, Some(_)) => {
+            return Err(format!(
+                "port: only model port has one, the spec's model is {}",
+                m.name()
+            ));
+        }
+    };
+    if port.params.is_empty() {
+        return Err(format!(
+            "port.params: port {} declares no parameter",
+            port.name
+        ));
+    }
+    if port.layers.is_empty() {
+        return Err(format!("port.layers: port {} declares no layer", port.name));
+    }
+    for (i, p) in port.params.iter().enumerate() {
+        if port.params[..i].iter().any(|q| q.name == p.name) {
+            return Err(format!("port.params: {} is declared twice", p.name));
+        }
+        if p.shape.contains(&0) {
+            return Err(format!(
+                "port.params: {} has shape {:?}, with a zero",
+                p.name, p.shape
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The spec in a resolved spec file (`python -m torch_burn_parity.config.resolve`).

@@ -1,6 +1,7 @@
 //! Burn side of the PyTorch ↔ Burn training-parity pipeline.
 
 pub mod adam_factors;
+pub mod cli;
 pub mod config;
 pub mod dataset;
 pub mod fault;
@@ -8,6 +9,7 @@ pub mod groups;
 pub mod local;
 pub mod models;
 pub mod optimizers;
+pub mod port;
 pub mod record;
 pub mod runfile;
 pub mod schedule;

@@ -66,7 +66,34 @@ pub fn local(
         Model::Transformer => local_for::<Transformer>(spec, data, device, fault, torch_run, out),
         Model::LeNet => local_for::<LeNet>(spec, data, device, fault, torch_run, out),
         Model::Gpt => local_for::<Gpt>(spec, data, device, fault, torch_run, out),
+        Model::Port => Err(match &spec.port {
+            Some(port) => crate::port::not_built_in(spec, port),
+            None => "a port without its declaration".into(),
+        }),
     }
+}
+
+/// The local file of a model whose layers are not run one by one (a port: it has no
+/// stages, src/port): the same file, of the spec's probe steps, with no layer entries
+/// (`names` `[]`), in `device`'s dtype.
+pub fn write_without_layers(spec: &Spec, device: &Device, out: &Path) -> Result<Written, String> {
+    let dtype = Dtype::of(DType::from(device.settings().float_dtype))?;
+    let steps = probe_steps(spec);
+    let metadata = [
+        ("format".to_string(), FORMAT.to_string()),
+        (
+            "steps".to_string(),
+            json_list(steps.iter().map(|&s| Value::from(s))),
+        ),
+        ("names".to_string(), json_list([])),
+    ];
+    let writer = TensorWriter::create_with(out, &[], dtype, &[], &metadata)?;
+    let bytes = writer.close()?;
+    Ok(Written {
+        steps,
+        names: Vec::new(),
+        bytes,
+    })
 }
 
 /// A JSON list as `[1, 100]` / `["conv", "relu"]` (Python's `json.dumps` spacing).

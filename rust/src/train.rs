@@ -159,6 +159,13 @@ pub fn train_into(
         Model::Transformer => run_into::<Transformer>(spec, data, device, fault, output)?.0,
         Model::LeNet => run_into::<LeNet>(spec, data, device, fault, output)?.0,
         Model::Gpt => run_into::<Gpt>(spec, data, device, fault, output)?.0,
+        // A port is trained by its own binary (src/port), as the model type it is.
+        Model::Port => {
+            return Err(match &spec.port {
+                Some(port) => crate::port::not_built_in(spec, port),
+                None => "a port without its declaration".into(),
+            });
+        }
     };
     Ok(block)
 }
@@ -390,7 +397,11 @@ pub fn run_into<M: ParityModel>(
         tensors,
         layers,
         meta: Meta {
-            model: M::NAME.to_string(),
+            // A port's own name (the spec's `port.name`), a built-in model's NAME.
+            model: spec
+                .port
+                .as_ref()
+                .map_or_else(|| M::NAME.to_string(), |p| p.name.clone()),
             model_size: model.size(),
             data: spec.data.name().to_string(),
             layer_hyperparameters: model.layer_hyperparameters(),

@@ -17,7 +17,7 @@ rule analyse:
     input:
         unpack(lambda w: run_files(w.experiment)),
         tensors=lambda w: tensor_files(w.experiment),
-        binary="results/bin/parity-train",
+        binary=lambda w: burn_binary(w.experiment),
         code=code(
             "analysis.compare",
             "analysis.steps_table",

@@ -20,3 +20,42 @@ rule build_burn:
         target="${{CARGO_TARGET_DIR:-rust/target}}"
         cp "$target/release/parity-train" {output}.tmp && mv {output}.tmp {output}
         """
+
+
+def port_sources(wildcards):
+    """A port's crate (its manifest, lock file and Rust sources) and the trainer library it
+    calls: an edit to either rebuilds the port's binary."""
+    crate = Path(PORTS[wildcards.port].crate)
+    own = [crate / "Cargo.toml", crate / "Cargo.lock"]
+    own += sorted(p for p in crate.rglob("*.rs") if "target" not in p.relative_to(crate).parts)
+    library = ["rust/Cargo.toml", "rust/build.rs", *sorted(Path("rust/src").rglob("*.rs"))]
+    return [str(p) for p in own] + library
+
+
+rule build_port:
+    """Your own port's Burn binary (models/port.py): your crate built with
+    `cargo build --release --locked` into the trainer's target folder, where Burn is already
+    compiled (the crates your lock file shares with rust/Cargo.lock are built once), and
+    copied out. A crate that does not build stops here, its first compiler error on screen."""
+    input:
+        port_sources,
+    output:
+        "results/bin/ports/{port}",
+    log:
+        "results/logs/build_port/{port}.log",
+    params:
+        crate=lambda w: PORTS[w.port].crate,
+        bin=lambda w: PORTS[w.port].bin,
+    shell:
+        """
+        target="${{CARGO_TARGET_DIR:-$PWD/rust/target}}"
+        echo "build_port: cargo build --release --locked in {params.crate} (log: {log})" >&2
+        if ! cargo build --release --locked --manifest-path {params.crate}/Cargo.toml \
+                --bin {params.bin} --target-dir "$target" >{log} 2>&1; then
+            echo "build_port: {params.crate} does not build; its first error:" >&2
+            grep -m1 -A8 '^error' {log} >&2 || tail -n 20 {log} >&2
+            exit 1
+        fi
+        mkdir -p $(dirname {output})
+        cp "$target/release/{params.bin}" {output}.tmp && mv {output}.tmp {output}
+        """

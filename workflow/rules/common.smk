@@ -16,6 +16,7 @@ from torch_burn_parity.config.parity_config import (
 from torch_burn_parity.config.sweeps import expand_all
 from torch_burn_parity.config.data_problems import experiment_data
 from torch_burn_parity.datasets.registry import dataset_stem
+from torch_burn_parity.models.port import register_ports
 from torch_burn_parity.models.model_specs import spec_of_config
 from torch_burn_parity.tooling.code import module_files
 from torch_burn_parity.tooling.slurm_cores import cap_cores
@@ -44,6 +45,9 @@ config.setdefault("experiments", {})
 for _points in SWEEPS.values():
     config["experiments"].update({name: exp for name, exp, _ in _points})
 EXPERIMENTS = list(config["experiments"])
+
+# Your own ports (models/port.py), known by name here and in every job (the environment).
+PORTS = register_ports(config["experiments"])
 FRAMEWORKS = ["torch", "burn"]
 DTYPES = ["f32", "f64"]
 
@@ -84,7 +88,8 @@ wildcard_constraints:
     dtype="f32|f64",
     sweep="[A-Za-z][A-Za-z0-9_]*",
     # a model's name, then its size keys when not the default (model_specs.model_tag)
-    model="(" + "|".join(MODELS) + ")(-[a-z_]+[0-9]+)*",
+    model="(" + "|".join([*MODELS, *PORTS]) + ")(-[a-z_]+[0-9]+)*",
+    port="[a-z][a-z0-9_]*",
 
 
 def settings(experiment):
@@ -113,6 +118,23 @@ def dataset(experiment):
     exp = settings(experiment)
     stem = dataset_stem(experiment_data(exp), spec_of_config(exp.get("model")))
     return f"results/data/{stem}.safetensors"
+
+
+def port_of(experiment):
+    """The experiment's port (models/port.py), None for a built-in model."""
+    return PORTS.get(spec_of_config(settings(experiment).get("model")).name)
+
+
+def burn_binary(experiment):
+    """The Burn trainer of the experiment: parity-train, or its port's own binary."""
+    port = port_of(experiment)
+    return f"results/bin/ports/{port.name}" if port else "results/bin/parity-train"
+
+
+def port_files(model):
+    """A port's weights and data files (what its dataset file is made of); [] otherwise."""
+    port = PORTS.get(model)
+    return [port.init, port.data] if port else []
 
 
 def datasets():

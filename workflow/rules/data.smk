@@ -3,6 +3,8 @@ rule make_data:
     (parameters and buffers), rounded to f32 once."""
     input:
         code=code("training.make_data"),
+        # a port's dataset file is its weights and data files (models/port.py)
+        port=lambda w: port_files(w.model),
     output:
         "results/data/{model}.safetensors",
     log:

@@ -29,7 +29,7 @@ rule train_torch:
 rule train_burn:
     """Burn runs of one experiment, f32 and f64 (Flex device configured for the dtype)."""
     input:
-        binary="results/bin/parity-train",
+        binary=lambda w: burn_binary(w.experiment),
         spec="results/specs/{experiment}.json",
         data=lambda w: dataset(w.experiment),
     output:

@@ -154,8 +154,10 @@ fn names_what_is_wrong_on_one_line() {
         "unknown optimizer 'lion' (known: sgd, adam, adamw, adagrad, rmsprop, muon)"
     );
     assert!(
-        refused(r#""model": "cnn_bn""#, r#""model": "mlp""#)
-            .starts_with("unknown model 'mlp' (known: cnn1d, cnn_bn, transformer, lenet, gpt)")
+        refused(r#""model": "cnn_bn""#, r#""model": "mlp""#).starts_with(
+            "unknown model 'mlp' (known: cnn1d, cnn_bn, transformer, lenet, gpt, or a port's name \
+             with its `port`)"
+        )
     );
     assert!(
         refused(r#""eps": 1e-08,"#, "").starts_with("hyperparameters of adam: missing field `eps`")
@@ -218,24 +220,24 @@ fn reads_the_data_and_the_label_smoothing_and_refuses_wrong_ones_on_one_line() {
     assert_eq!(with(r#""sine""#, "0.999").unwrap().label_smoothing, 0.999);
     assert_eq!(
         Data::ALL.map(Data::name),
-        ["sine", "digits", "text"],
+        ["sine", "digits", "text", "file"],
         "the names the spec and meta.data use"
     );
     for (data, smoothing, error) in [
         (
             r#""mnist""#,
             "0",
-            r#"data: "mnist" is not a known dataset (known: sine, digits, text)"#,
+            r#"data: "mnist" is not a known dataset (known: sine, digits, text, file)"#,
         ),
         (
             "3",
             "0",
-            "data: 3 is not a known dataset (known: sine, digits, text)",
+            "data: 3 is not a known dataset (known: sine, digits, text, file)",
         ),
         (
             "null",
             "0",
-            "data: null is not a known dataset (known: sine, digits, text)",
+            "data: null is not a known dataset (known: sine, digits, text, file)",
         ),
         (
             r#""sine""#,

@@ -29,7 +29,8 @@ pub use probe::{Perturb, Probe};
 pub use reader::{
     add_to_param, buffer_values, grad_norms, grad_values, param_norms, param_values, set_params,
 };
-pub use size::{ConvSize, GptSize, LeNetSize, ModelSize, TransformerSize};
+pub use size::{ConvSize, GptSize, LeNetSize, ModelSize, PortSize, TransformerSize};
+pub(crate) use store::from_arrays;
 pub use store::{LinearWeights, load as build, load_with as build_with};
 pub use transformer::Transformer;
 
@@ -59,10 +60,17 @@ pub enum Model {
     /// Token and position embeddings → pre-norm blocks (causal self-attention, GELU
     /// feed-forward) → LayerNorm → Linear head, on the text's token ids.
     Gpt,
+    /// A user's own Burn port of their PyTorch module, trained by their own binary
+    /// (`parity_train::port`); its parameters and layers are declared by the spec's `port`.
+    Port,
 }
 
+/// The name of [`Model::Port`] in the spec and the run file.
+pub const PORT: &str = "port";
+
 impl Model {
-    /// Every model, in the order the error messages list them.
+    /// Every built-in model, in the order the error messages list them ([`Model::Port`] is
+    /// not one: it has no declarations of its own).
     pub const ALL: [Model; 5] = [
         Model::Cnn1d,
         Model::CnnBn,
@@ -79,9 +87,13 @@ impl Model {
         Gpt::NAME,
     ];
 
-    /// The model of that name; found through `name()`, whose match is exhaustive.
+    /// The model of that name: a built-in one (found through `name()`, whose match is
+    /// exhaustive) or `port`.
     pub fn from_name(name: &str) -> Option<Model> {
-        Model::ALL.into_iter().find(|m| m.name() == name)
+        match name {
+            PORT => Some(Model::Port),
+            _ => Model::ALL.into_iter().find(|m| m.name() == name),
+        }
     }
 
     pub fn name(self) -> &'static str {
@@ -91,10 +103,12 @@ impl Model {
             Model::Transformer => Transformer::NAME,
             Model::LeNet => LeNet::NAME,
             Model::Gpt => Gpt::NAME,
+            Model::Port => PORT,
         }
     }
 
-    /// The model's parameters at `size` (PyTorch names, model order).
+    /// The model's parameters at `size` (PyTorch names, model order); none for a port,
+    /// whose parameters are its spec's (`port.params`, src/port).
     pub fn params(self, size: &ModelSize) -> Vec<Entry> {
         match self {
             Model::Cnn1d => Cnn1d::params(size),
@@ -102,10 +116,12 @@ impl Model {
             Model::Transformer => Transformer::params(size),
             Model::LeNet => LeNet::params(size),
             Model::Gpt => Gpt::params(size),
+            Model::Port => Vec::new(),
         }
     }
 
-    /// The model's recorded layers at `size`, in forward order.
+    /// The model's recorded layers at `size`, in forward order; none for a port (its spec's
+    /// `port.layers`).
     pub fn layers(self, size: &ModelSize) -> Vec<String> {
         match self {
             Model::Cnn1d => Cnn1d::layers(size),
@@ -113,6 +129,7 @@ impl Model {
             Model::Transformer => Transformer::layers(size),
             Model::LeNet => LeNet::layers(size),
             Model::Gpt => Gpt::layers(size),
+            Model::Port => Vec::new(),
         }
     }
 

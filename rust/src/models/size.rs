@@ -53,6 +53,11 @@ pub struct GptSize {
     pub vocab: usize,
 }
 
+/// A port's size: none. A port's shapes are its spec's declaration (`port.params`), not
+/// sizes; it is written `{}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PortSize {}
+
 /// One model's sizes, checked ([`ModelSize::parse`]); written as the plain object of its
 /// keys, in the order of [`ModelSize::keys`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -63,6 +68,8 @@ pub enum ModelSize {
     Transformer(TransformerSize),
     LeNet(LeNetSize),
     Gpt(GptSize),
+    /// A user's own port (src/port): no size keys.
+    Port(PortSize),
 }
 
 impl ModelSize {
@@ -73,6 +80,7 @@ impl ModelSize {
             Model::Transformer => &["d_model", "heads", "layers", "d_ff"],
             Model::LeNet => &["conv1", "conv2", "hidden"],
             Model::Gpt => &["d_model", "heads", "layers", "d_ff", "context", "vocab"],
+            Model::Port => &[],
         }
     }
 
@@ -103,6 +111,7 @@ impl ModelSize {
                 context: 32,
                 vocab: 84,
             }),
+            Model::Port => ModelSize::Port(PortSize {}),
         }
     }
 
@@ -111,7 +120,10 @@ impl ModelSize {
     /// [`check`](ModelSize::check)).
     pub fn parse(model: Model, object: &Map<String, Value>) -> Result<ModelSize, String> {
         let keys = ModelSize::keys(model);
-        let sizes = || keys.join(", ");
+        let sizes = || match keys {
+            [] => "no keys".to_string(),
+            _ => keys.join(", "),
+        };
         if let Some(key) = object.keys().find(|k| !keys.contains(&k.as_str())) {
             return Err(format!(
                 "model_size.{key}: unknown key (model {} is sized by {})",
@@ -154,6 +166,7 @@ impl ModelSize {
                 context: get("context")?,
                 vocab: get("vocab")?,
             }),
+            Model::Port => ModelSize::Port(PortSize {}),
         };
         size.check()?;
         Ok(size)
@@ -182,6 +195,7 @@ impl ModelSize {
                 ("context", s.context),
                 ("vocab", s.vocab),
             ],
+            ModelSize::Port(_) => Vec::new(),
         };
         if let Some((key, _)) = pairs.iter().find(|(_, n)| *n == 0) {
             return Err(format!("model_size.{key}: 0 is not a positive integer"));

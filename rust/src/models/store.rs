@@ -166,7 +166,11 @@ fn one_line(text: &str) -> String {
 
 /// Sets, by parameter id, every part of each parameter whose entry `pick` accepts from the
 /// arrays, as [`ParityModel::build`] sets it (`Arrays::param_part`), keeping the id.
-fn from_arrays<M: ParityModel>(model: M, arrays: &Arrays, pick: impl Fn(&Entry) -> bool) -> M {
+pub(crate) fn from_arrays<M: ParityModel>(
+    model: M,
+    arrays: &Arrays,
+    pick: impl Fn(&Entry) -> bool,
+) -> M {
     let params = M::params(&arrays.size());
     let parts: Vec<(&Entry, usize)> = params
         .iter()

@@ -21,6 +21,7 @@ from torch_burn_parity.datasets.registry import (
     fit_problem,
 )
 from torch_burn_parity.models.model_specs import valid_spec
+from torch_burn_parity.models.port import header, is_port
 
 Path = tuple[str | int, ...]
 
@@ -34,6 +35,8 @@ def experiment_data(exp: Any) -> str:
     the model is not a valid one: its own check names it)."""
     if not isinstance(exp, dict):
         return DEFAULT_DATA
+    if is_port(exp.get("model")):
+        return "file"  # the port's own (models/port.py)
     model = valid_spec(exp.get("model"))
     return exp.get("data") or (default_data(model) if model else DEFAULT_DATA)
 
@@ -65,6 +68,8 @@ def data_problems(at: Path, exp: dict[str, Any], batch_size: Any) -> list[tuple[
             ((*at, "dropout"), f"{dropout}: only 0 (PyTorch and Burn draw dropout masks from"
              " their own random streams, so no run could match step for step)")
         )  # fmt: skip
+    if is_port(exp.get("model")):
+        return problems + port_data_problems(at, exp, batch_size)
     model = valid_spec(exp.get("model"))
     if model is None:
         return problems  # the model's own check names it
@@ -80,3 +85,19 @@ def data_problems(at: Path, exp: dict[str, Any], batch_size: Any) -> list[tuple[
             ((*at, "data"), f"{data} has {samples} samples, fewer than batch_size {batch_size}")
         )
     return problems
+
+
+def port_data_problems(at: Path, exp: dict[str, Any], batch_size: Any) -> list[tuple[Path, str]]:
+    """A port trains on its own data file (`model.data`): no `data` beside it, and a batch
+    no larger than the file's samples."""
+    if "data" in exp:
+        return [((*at, "data"), "a port trains on its own data: give the file as `model.data`")]
+    value = exp["model"]
+    try:
+        samples = header(value["data"])["x"]["shape"][0]
+    except (KeyError, TypeError, ValueError, IndexError):
+        return []  # the port's own check names it
+    if isinstance(batch_size, int) and batch_size > samples:
+        return [((*at, "model", "data"), f"{value['data']} has {samples} samples, fewer than"
+                 f" batch_size {batch_size}")]  # fmt: skip
+    return []

@@ -44,6 +44,7 @@ from torch_burn_parity.models.model_specs import (
     size_problems,
     valid_spec,
 )
+from torch_burn_parity.models.port import is_port, port_problems
 from torch_burn_parity.optimizers import REGISTRY
 
 # Every hyperparameter each optimizer needs, in the order runs record them; those an
@@ -410,6 +411,8 @@ def model_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
     value = exp["model"]
     if not isinstance(value, dict):
         return choice_problems(at, exp, "model", "model", MODELS)
+    if is_port(value):  # your own port (models/port.py)
+        return [Problem(path, m) for path, m in port_problems((*at, "model"), value, MODELS)]
     if "name" not in value:
         return [Problem((*at, "model"), "a model given with sizes needs its `name`")]
     problems = choice_problems((*at, "model"), value, "name", "model", MODELS)

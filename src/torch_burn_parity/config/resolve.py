@@ -111,6 +111,14 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
     # What each framework will be asked for: the values, or its own defaults where kept.
     spec["requested"] = {f: requested_hyperparameters(spec, f) for f in FRAMEWORKS}
     spec["param_groups"] = resolved_groups(name, exp)
+    if model.port is not None:
+        # Your own port (models/port.py): what the Burn side checks your module against,
+        # PyTorch's names and shapes in the weights file's order, and the layers recorded.
+        spec["port"] = {
+            "name": model.name,
+            "params": [{"name": n, "shape": model.state_shapes[n]} for n in model.param_names],
+            "layers": list(model.layers),
+        }
     return spec
 
 

@@ -51,6 +51,8 @@ def describe(sample: tuple[int, ...], tokens: bool, classes: int) -> str:
     sequences in 3 classes`, `token ids, blocks of 32 over 84 characters`."""
     if tokens:
         return f"token ids, blocks of {sample[0]} over {classes} characters"
+    if len(sample) == 1:  # a vector of features (your own data, models/port.py)
+        return f"{sample[0]} features in {classes} classes"
     shape = "×".join(map(str, sample[1:]))
     kind = "images" if len(sample) == 3 else "sequences"
     return f"{shape} {kind} in {classes} classes"
@@ -115,6 +117,8 @@ def dataset_stem(data: str, model) -> str:
     """The dataset file's name without its suffix: the model's tag on the data the model
     takes by default (`cnn1d`, `transformer-d_model256-…`, `lenet`: the names the sine
     files always had), `{data}-{tag}` on any other."""
+    if model.port is not None:  # a port's data is its own file (models/port.py)
+        return model.tag
     return model.tag if data == default_data(model) else f"{data}-{model.tag}"
 
 
@@ -126,7 +130,7 @@ def parse_stem(stem: str):
     if data in DATA_NAMES and rest:
         return data, parse_tag(rest)
     model = parse_tag(stem)
-    return default_data(model), model
+    return ("file" if model.port is not None else default_data(model)), model
 
 
 def input_arrays(data: DataSpec) -> dict[str, tuple[list[int], list]]:

@@ -20,6 +20,7 @@ when make_data.py packs them.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -32,6 +33,7 @@ import numpy as np
 from torch_burn_parity.config.suggest import closest_key
 from torch_burn_parity.datasets import digits, text
 from torch_burn_parity.models import model_formulas as formulas
+from torch_burn_parity.models import port
 
 # The seed's problem (data sine): 96 sequences of length 16 in 3 classes.
 N, LENGTH, CLASSES = 96, 16, 3
@@ -90,6 +92,8 @@ class ModelSpec:
     sample: tuple[int, ...] = (1, LENGTH)
     tokens: bool = False
     classes: int = CLASSES
+    # Your own port (models/port.py: a Port), None for the built-in models.
+    port: Any = field(default=None, compare=False)
 
     def parts_of(self, name: str) -> int:
         """How many tensors Burn holds parameter ``name`` as (1 but for packed ones)."""
@@ -399,10 +403,24 @@ def _spec(name: str, size: tuple[tuple[str, int], ...]) -> ModelSpec:
 
 
 def spec(name: str, size: Mapping[str, Any] | None = None) -> ModelSpec:
-    """Model ``name`` at ``size`` (its defaults for the keys not given); ModelError naming
-    the known models or the wrong size otherwise."""
+    """Model ``name`` at ``size`` (its defaults for the keys not given), or the port
+    registered as ``name`` (models/port.py); ModelError naming the known models or the
+    wrong size otherwise."""
+    if name not in SIZES and (found := port.registered().get(name)) is not None:
+        return _port_spec(found)
     full = full_size(name, size)
     return _spec(name, tuple(full.items()))
+
+
+_PORT_SPECS: dict[str, ModelSpec] = {}
+
+
+def _port_spec(found: port.Port) -> ModelSpec:
+    """A port's spec, read from its files once per process and settings."""
+    key = json.dumps(found.as_config(), sort_keys=True)
+    if key not in _PORT_SPECS:
+        _PORT_SPECS[key] = port.port_spec(found)
+    return _PORT_SPECS[key]
 
 
 SPECS = {name: spec(name) for name in SIZES}  # every model at its default size
@@ -420,7 +438,9 @@ def config_model(value: Any) -> tuple[str, dict[str, Any]]:
 
 
 def spec_of_config(value: Any) -> ModelSpec:
-    """The model a config's `model` value names, at its size."""
+    """The model a config's `model` value names, at its size; a port's (models/port.py)."""
+    if port.is_port(value):
+        return _port_spec(port.Port.of(value))
     return spec(*config_model(value))
 
 
@@ -428,9 +448,11 @@ def valid_spec(value: Any) -> ModelSpec | None:
     """The model a config's `model` value names, or None when it names none (the config
     check says why)."""
     try:
+        if port.is_port(value):
+            return spec_of_config(value)
         name, size = config_model(value)
         return spec(name, size) if isinstance(name, str) else None
-    except (ModelError, TypeError):
+    except (ModelError, TypeError, KeyError, ValueError):
         return None
 
 

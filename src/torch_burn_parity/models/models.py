@@ -30,6 +30,7 @@ from torch_burn_parity.models import (
     model_gpt,
     model_lenet,
     model_transformer,
+    port_torch,
 )
 from torch_burn_parity.models.model_specs import ModelError, array_problem, spec
 
@@ -70,7 +71,11 @@ def build(
     than x and y are exactly the module's parameters and buffers, with the same shapes. The
     f32 values are widened exactly to dtype: the same start for both precisions.
     """
-    model = module_of(name).new(spec(name, size)).to(dtype)
+    declared_spec = spec(name, size)
+    if declared_spec.port is not None:  # your own module (models/port_torch.py)
+        model = port_torch.new(declared_spec).to(dtype)
+    else:
+        model = module_of(name).new(declared_spec).to(dtype)
     tensors = state(model)
     declared = {key: list(t.shape) for key, t in tensors.items()}
     found = {key: shape for key, (shape, _) in arrays.items() if key not in ("x", "y")}
@@ -80,6 +85,8 @@ def build(
         for key, tensor in tensors.items():
             shape, values = arrays[key]
             tensor.copy_(torch.as_tensor(values, dtype=torch.float32).reshape(shape).to(dtype))
+    if declared_spec.port is not None:
+        port_torch.check_input(model, inputs(arrays, dtype)[0])
     return model
 
 
@@ -103,12 +110,15 @@ def loss(out: torch.Tensor, y: torch.Tensor, label_smoothing: float = 0.0) -> to
 
 
 def model_size(name: str, model: nn.Module) -> dict[str, int]:
-    """The model's size keys as the module holds them."""
-    return module_of(name).model_size(model)
+    """The model's size keys as the module holds them ({} for a port: it has none)."""
+    return {} if port_torch.is_port_module(model) else module_of(name).model_size(model)
 
 
 def layer_hyperparameters(name: str, model: nn.Module) -> dict[str, Any]:
-    """The model's layer hyperparameters as the module holds them ({} for cnn1d)."""
+    """The model's layer hyperparameters as the module holds them ({} for cnn1d and for a
+    port)."""
+    if port_torch.is_port_module(model):
+        return {}
     return module_of(name).layer_hyperparameters(model)
 
 
@@ -127,6 +137,8 @@ def recorded_forward(
     and every parameter gradient is what an unrecorded step computes. A batch of token ids
     has no gradient: the first layer's input gradient is then recorded as empty.
     """
+    if port_torch.is_port_module(model):
+        return port_torch.recorded_forward(model, x, flat)
     tokens = not torch.is_floating_point(x)
     x = x.detach() if tokens else x.detach().requires_grad_()
     names, outputs, layer_inputs = [], [], [x]

@@ -29,6 +29,7 @@ from torch_burn_parity.datasets.registry import (
     parse_stem,
 )
 from torch_burn_parity.io.parity_io import encode_dataset, write_atomic
+from torch_burn_parity.models import port
 from torch_burn_parity.models.model_specs import CNN1D, DEFAULT_MODEL, ModelError, ModelSpec
 
 
@@ -44,6 +45,9 @@ def dataset_bytes(model: str | ModelSpec = DEFAULT_MODEL, data: str | None = Non
     buffers."""
     if isinstance(model, str):
         data, model = parse_stem(model)
+    if model.port is not None:  # your own data and weights (models/port.py)
+        arrays = port.input_arrays(model.port) | model.initial_arrays()
+        return encode_dataset(arrays, model.tag, "file", model.tokens)
     data = data or default_data(model)
     if problem := fit_problem(data, model):
         raise DataError(problem)

@@ -53,6 +53,7 @@ from torch_burn_parity.models.models import (
     recorded_forward,
     state,
 )
+from torch_burn_parity.models.port_torch import layer_count
 from torch_burn_parity.optimizers import REGISTRY
 
 TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64}
@@ -228,6 +229,8 @@ def train(
     clip = spec["clip_grad"]
     tensors = state(model)  # parameters, then buffers
     param_names = [name for name, _ in model.named_parameters()]
+    if "port" in spec:  # your own port: the weights file's order, as the Burn side's
+        param_names = [p["name"] for p in spec["port"]["params"]]
     buffer_names = [name for name in tensors if name not in param_names]
     n, batch = x.shape[0], spec["batch_size"]
     batches = n // batch
@@ -243,7 +246,7 @@ def train(
             {name: shape(name) for name in buffer_names},
             spec.get("record_steps", list(range(1, spec["steps"] + 1))),
             sorted(p for p in probe_steps if p <= spec["steps"]),
-            len(list(model.stages())),
+            layer_count(model),
         )
     numpy = lambda t: t.detach().numpy()  # noqa: E731
     # The L2 norm of each parameter and gradient after every step, in f64 (an f32 tensor

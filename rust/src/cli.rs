@@ -1,0 +1,337 @@
+//! The command line of a trainer binary, shared by `parity-train` (the built-in models) and a
+//! user's port binary ([`crate::port::main`]): the same arguments, the same run file, the
+//! same `local` subcommand; only what trains differs ([`Runner`]).
+//!
+//! ```text
+//! BIN --spec S --dtype f32|f64 --data D --out O [--bare]
+//! BIN local --spec S --data D --torch-run R --dtype f32|f64 --out O
+//! ```
+//!
+//! Every error is one line on stderr starting with the binary's name: exit code 2 for a
+//! refusal before any training step ([`Failure::Refused`]) and for any error of the local
+//! mode (`BIN local: …`), 1 for any other training error.
+
+use burn::tensor::{Device, FloatDType};
+use clap::{CommandFactory, FromArgMatches, Parser};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use crate::config::{Backend, Spec};
+use crate::dataset::Dataset;
+use crate::fault::Fault;
+use crate::local::Written;
+use crate::record::Output;
+use crate::runfile::{CpuPath, Provenance, RunBlock, RunFile};
+use crate::{
+    BURN_VERSION, RUSTC_VERSION, config, cpu, cpu_path, dataset, fault, git_state, hex_sha256,
+    runfile, tensors,
+};
+
+/// Why a binary stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// Refused before any training step (a port that does not fit its spec, a spec for
+    /// another binary): exit code 2.
+    Refused(String),
+    /// Any other error: exit code 1.
+    Failed(String),
+}
+
+impl From<String> for Failure {
+    fn from(e: String) -> Failure {
+        Failure::Failed(e)
+    }
+}
+
+impl Failure {
+    fn message(&self) -> &str {
+        match self {
+            Failure::Refused(e) | Failure::Failed(e) => e,
+        }
+    }
+}
+
+/// Trains one experiment: the run block without `meta.provenance`.
+pub type TrainFn =
+    fn(&Spec, &Dataset, &Device, Option<&Fault>, Output<'_>) -> Result<RunBlock, Failure>;
+/// Runs the local mode of one experiment against a PyTorch run, writing `out`.
+pub type LocalFn = fn(
+    spec: &Spec,
+    data: &Dataset,
+    device: &Device,
+    fault: Option<&Fault>,
+    torch_run: &Path,
+    out: &Path,
+) -> Result<Written, Failure>;
+
+/// What a binary trains: its name (the first word of its error lines) and its two modes.
+pub struct Runner {
+    pub program: String,
+    pub train: TrainFn,
+    pub local: LocalFn,
+}
+
+/// Train one resolved experiment with Burn for one dtype; write a run file.
+#[derive(Parser)]
+#[command(
+    name = "parity-train",
+    version = BURN_VERSION,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+struct Args {
+    /// One experiment resolved (python -m torch_burn_parity.config.resolve CONFIG NAME).
+    #[arg(long, required = true)]
+    spec: Option<PathBuf>,
+    /// The float precision of the run.
+    #[arg(long, value_parser = ["f32", "f64"], required = true)]
+    dtype: Option<String>,
+    /// The model's dataset file: inputs and initial weights.
+    #[arg(long, required = true)]
+    data: Option<PathBuf>,
+    /// The run file to write; its tensors go to the same path with `.safetensors`.
+    #[arg(long, required = true)]
+    out: Option<PathBuf>,
+    /// Record nothing per step (no trajectory, layer record, norms or tensors file): the
+    /// run file keeps `losses`, `lrs`, `final`, `layers` (`[]`) and `meta`; for timing.
+    #[arg(long)]
+    bare: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Each Burn layer on the PyTorch run's recorded input to it and gradient at its output,
+    /// at the spec's probe steps (PaDiff's single-step mode); writes a safetensors file.
+    Local(LocalArgs),
+}
+
+#[derive(clap::Args)]
+struct LocalArgs {
+    /// One experiment resolved, as for training.
+    #[arg(long)]
+    spec: PathBuf,
+    /// The model's dataset file: inputs and initial weights.
+    #[arg(long)]
+    data: PathBuf,
+    /// The PyTorch run file of that experiment (its tensors file beside it).
+    #[arg(long)]
+    torch_run: PathBuf,
+    /// The float precision (the PyTorch run's).
+    #[arg(long, value_parser = ["f32", "f64"])]
+    dtype: String,
+    /// The safetensors file to write (`local/{step}/outputs/{k}`, `local/{step}/input_grads/{k}`).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// The spec's device: Flex or NdArray, autodiff, configured for `dtype`.
+fn device(backend: Backend, dtype: &str) -> Result<Device, String> {
+    let mut device = match backend {
+        Backend::Flex => Device::flex(),
+        // Deprecated in Burn 0.22 in favour of Flex; kept here to compare the two.
+        #[allow(deprecated)]
+        Backend::NdArray => Device::ndarray(),
+    };
+    if dtype == "f64" {
+        device.configure(FloatDType::F64).map_err(|e| {
+            format!(
+                "cannot configure the {} device for F64: {e:?}",
+                backend.name()
+            )
+        })?;
+    }
+    Ok(device.autodiff())
+}
+
+fn threads(n: usize) -> Result<(), String> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build_global()
+        .map_err(|e| format!("cannot set {n} threads: {e}"))
+}
+
+/// The local mode.
+fn run_local(runner: &Runner, args: LocalArgs) -> Result<(), Failure> {
+    let fault = fault::Fault::from_env()?;
+    let spec = config::load(&args.spec)?;
+    let data = dataset::read(&args.data)?;
+    threads(spec.threads)?;
+    let device = device(spec.backend, &args.dtype)?;
+    let started = Instant::now();
+    let written = (runner.local)(
+        &spec,
+        &data,
+        &device,
+        fault.as_ref(),
+        &args.torch_run,
+        &args.out,
+    )?;
+    println!(
+        "burn local {} {}: steps {:?}, {} layers in {:.2}s -> {}",
+        spec.name,
+        args.dtype,
+        written.steps,
+        written.names.len(),
+        started.elapsed().as_secs_f64(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+fn run(runner: &Runner, args: Args) -> Result<(), Failure> {
+    let (Some(spec_path), Some(dtype), Some(data_path), Some(out)) =
+        (args.spec, args.dtype, args.data, args.out)
+    else {
+        unreachable!("clap requires them without a subcommand")
+    };
+    let fault = fault::Fault::from_env()?;
+    let spec = config::load(&spec_path)?;
+    let data = dataset::read(&data_path)?;
+    threads(spec.threads)?;
+    // One float dtype per process: configure the device before any tensor exists.
+    let device = device(spec.backend, &dtype)?;
+    let started = Instant::now();
+    // The tensors go to the tensors file beside the run file as the steps go.
+    let output = if args.bare {
+        Output::Bare
+    } else {
+        Output::File(&out)
+    };
+    let mut block = (runner.train)(&spec, &data, &device, fault.as_ref(), output)?;
+    if args.bare {
+        // An earlier run's tensors file would sit beside a run file that does not name it.
+        let stale = tensors::tensors_path(&out);
+        match std::fs::remove_file(&stale) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("{}: {e}", stale.display()).into());
+            }
+            _ => {}
+        }
+    }
+    let config_bytes =
+        std::fs::read(&spec_path).map_err(|e| format!("{}: {e}", spec_path.display()))?;
+    block.meta.provenance = Some(Provenance {
+        framework: "burn",
+        framework_version: BURN_VERSION.to_string(),
+        backend: spec.backend.name().to_string(),
+        dtype: dtype.clone(),
+        rustc: RUSTC_VERSION.to_string(),
+        cpu: cpu(),
+        cpu_path: CpuPath {
+            setting: spec.cpu_path.clone(),
+            kernels: cpu_path(),
+        },
+        config_sha256: hex_sha256(&config_bytes),
+        git: git_state(),
+    });
+    let (loss, correct) = (block.r#final.loss.0, block.r#final.correct);
+    let file = RunFile {
+        experiment: spec.name.clone(),
+        block,
+    };
+    let text = serde_json::to_string(&file).expect("JSON") + "\n";
+    runfile::write_atomic(&out, text.as_bytes()).map_err(|e| format!("{}: {e}", out.display()))?;
+    println!(
+        "burn {} {}{}: {} steps in {:.2}s, final loss {:.8}, correct {}/{} -> {}",
+        spec.name,
+        dtype,
+        if args.bare { " (bare)" } else { "" },
+        spec.steps,
+        started.elapsed().as_secs_f64(),
+        loss,
+        correct,
+        // The labels: one per sample, or per position of a sample.
+        data.arrays()["y"].shape.iter().product::<usize>(),
+        out.display()
+    );
+    Ok(())
+}
+
+/// Parses the command line (named `runner.program` in its help and errors), runs the
+/// binary's mode and reports any error on one line.
+pub fn main(runner: &Runner) -> ExitCode {
+    let program = runner.program.clone();
+    // clap takes a command's name as a `&'static str` (without its `string` feature): the
+    // one name of the process.
+    let name: &'static str = Box::leak(program.clone().into_boxed_str());
+    let mut matches = Args::command().name(name).bin_name(name).get_matches();
+    let mut args = Args::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit());
+    match args.command.take() {
+        // A refusal of the local mode: one line, exit code 2.
+        Some(Command::Local(local)) => match run_local(runner, local) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{program} local: {}", e.message());
+                ExitCode::from(2)
+            }
+        },
+        None => match run(runner, args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{program}: {}", e.message());
+                match e {
+                    Failure::Refused(_) => ExitCode::from(2),
+                    Failure::Failed(_) => ExitCode::FAILURE,
+                }
+            }
+        },
+    }
+}
+
+/// The name the binary was run by (its file name), for its error lines.
+pub fn program_name(default: &str) -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|arg| {
+            Path::new(&arg)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| default.to_string())
+}
+
+/// `parity-train`: the built-in models; a port's spec is refused (exit code 2), for its
+/// own binary.
+pub fn builtin() -> Runner {
+    Runner {
+        program: "parity-train".to_string(),
+        train: train_builtin,
+        local: local_builtin,
+    }
+}
+
+fn train_builtin(
+    spec: &Spec,
+    data: &Dataset,
+    device: &Device,
+    fault: Option<&Fault>,
+    output: Output<'_>,
+) -> Result<RunBlock, Failure> {
+    refuse_port(spec)?;
+    Ok(crate::train::train_into(spec, data, device, fault, output)?)
+}
+
+fn local_builtin(
+    spec: &Spec,
+    data: &Dataset,
+    device: &Device,
+    fault: Option<&Fault>,
+    torch_run: &Path,
+    out: &Path,
+) -> Result<Written, Failure> {
+    refuse_port(spec)?;
+    Ok(crate::local::local(
+        spec, data, device, fault, torch_run, out,
+    )?)
+}
+
+/// Refuses a port's spec in `parity-train`.
+fn refuse_port(spec: &Spec) -> Result<(), Failure> {
+    match &spec.port {
+        Some(port) => Err(Failure::Refused(crate::port::not_built_in(spec, port))),
+        None => Ok(()),
+    }
+}

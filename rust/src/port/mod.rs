@@ -1,0 +1,297 @@
+//! A user's own Burn port of their PyTorch module, trained by the same trainer as the
+//! built-in models: the user implements [`Port`] for their module and writes a binary of
+//! one line, `parity_train::port::main::<MyModule>()`, which takes the same command line as
+//! `parity-train` (cli.rs).
+//!
+//! ```ignore
+//! use burn::nn::{Linear, LinearConfig};
+//! use burn::prelude::*;
+//! use parity_train::port::{Layers, Port};
+//!
+//! #[derive(Module, Debug)]
+//! struct Mlp { fc: Linear }
+//!
+//! impl Port for Mlp {
+//!     type Input = Tensor<2>;
+//!     fn init(device: &Device) -> Self { Mlp { fc: LinearConfig::new(4, 3).init(device) } }
+//!     fn forward(&self, x: Tensor<2>, layers: &mut Layers) -> Tensor<2> {
+//!         layers.layer("fc", x, |x| self.fc.forward(x))
+//!     }
+//! }
+//!
+//! fn main() -> std::process::ExitCode { parity_train::port::main::<Mlp>() }
+//! ```
+//!
+//! The spec (`model: port`) declares the port: its PyTorch parameters (names, shapes, in
+//! model order) and its recorded layers ([`PortDecl`]). Before any training step the binary
+//! matches them to the Burn module (resolve.rs: burn-store's paths, the user's
+//! [`Port::pytorch_keys`], burn-store's PyTorch adapter's rules) and runs one forward to
+//! check the layers it records; each mismatch is refused on one line (exit code 2).
+//!
+//! The trainer is generic over [`ParityModel`], whose declarations (`params`, `layers`,
+//! `sample`) are static functions of the model's size, so that a dataset is checked before
+//! the model is built. A port's declarations come from the spec, known only at run time: they
+//! are process state, set by [`prepare`] before training and read by the blanket
+//! `impl<P: Port> ParityModel for P`, one declaration per port type (keyed by its
+//! `TypeId`, so that tests of several port types share a process). A port has no buffers,
+//! and no stages: its local mode writes no layer entries ([`crate::local::write_without_layers`]).
+
+mod layers;
+mod resolve;
+
+pub use layers::{LayerInput, LayerOutput, Layers};
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::{Arc, LazyLock, RwLock};
+
+use burn::module::{Module, ParamId};
+use burn::tensor::{Device, Tensor};
+use serde_json::{Value, json};
+
+use crate::cli::{self, Failure, Runner};
+use crate::config::{PortDecl, Spec};
+use crate::dataset::Dataset;
+use crate::fault::Fault;
+use crate::local::{self, Written};
+use crate::models::{
+    self, Act, Arrays, Entry, ModelInput, ModelSize, PORT, ParityModel, PortSize, Probe,
+};
+use crate::record::Output;
+use crate::runfile::RunBlock;
+use crate::train;
+
+/// A user's Burn port of a PyTorch module, as the trainer drives it.
+pub trait Port: Module + Sized + 'static {
+    /// What the forward takes, read from the dataset's `x`: `Tensor<2>` for float features
+    /// [N, F], `Tensor<3>` or `Tensor<4>` for float samples of higher rank, `Tensor<2, Int>`
+    /// for token ids [N, T].
+    type Input: ModelInput;
+
+    /// The module with Burn's own initial values (the dataset's weights are loaded over
+    /// them).
+    fn init(device: &Device) -> Self;
+
+    /// The forward pass of a batch: each recorded layer through
+    /// [`layers.layer(name, x, |x| …)`](Layers::layer), in the order of the spec's
+    /// `port.layers`. Its output is [rows, classes], the rows those of the labels (B for
+    /// labels [N], B·T for labels [N, T]).
+    fn forward(&self, x: Self::Input, layers: &mut Layers) -> Tensor<2>;
+
+    /// burn-store's key remapping of PyTorch's names to the module's Burn paths: (regex,
+    /// replacement) pairs applied in turn to every name. Names the same on both sides need
+    /// none; a norm's `weight`/`bias` are its `gamma`/`beta` already. None by default.
+    fn pytorch_keys() -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
+
+/// A port's declarations in this process, resolved against its Burn module.
+#[derive(Debug, Clone, PartialEq)]
+struct Declared {
+    /// The spec's `port.name`.
+    name: String,
+    /// Each parameter with Burn's layout, and its Burn path, in `port.params` order.
+    params: Vec<Entry>,
+    paths: Vec<String>,
+    layers: Vec<String>,
+    /// One input sample's shape (`x` is [N, ..sample]), from the dataset.
+    sample: Vec<usize>,
+}
+
+/// The declaration of each port type of the process, by its `TypeId`.
+type Registry = RwLock<HashMap<TypeId, Arc<Declared>>>;
+
+/// The process's declarations (see the module's documentation): set by [`prepare`], read by
+/// the trainer through `ParityModel`'s static functions.
+static DECLARED: LazyLock<Registry> = LazyLock::new(Default::default);
+
+fn declare<P: Port>(declared: Declared) {
+    DECLARED
+        .write()
+        .expect("the declarations")
+        .insert(TypeId::of::<P>(), Arc::new(declared));
+}
+
+fn declared<P: Port>() -> Arc<Declared> {
+    DECLARED
+        .read()
+        .expect("the declarations")
+        .get(&TypeId::of::<P>())
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "port {}: not declared (parity_train::port::prepare reads its spec before training)",
+                std::any::type_name::<P>()
+            )
+        })
+}
+
+/// The refusal of a port's spec by `parity-train`.
+pub(crate) fn not_built_in(spec: &Spec, port: &PortDecl) -> String {
+    format!(
+        "experiment {} trains your own port {}: run your crate's binary, not parity-train",
+        spec.name, port.name
+    )
+}
+
+/// Matches the spec's port to `P` and declares it for training: the parameters against the
+/// Burn module ([`resolve`](resolve::resolve)), `x` against `P::Input`, and the layers one
+/// forward of the first batch records against `port.layers`. One line on the first
+/// mismatch; nothing is trained.
+pub fn prepare<P: Port>(spec: &Spec, data: &Dataset, device: &Device) -> Result<(), String> {
+    let Some(port) = &spec.port else {
+        return Err(format!(
+            "experiment {} trains the built-in model {}: run parity-train, not a port's binary",
+            spec.name,
+            spec.model.name()
+        ));
+    };
+    let name = &port.name;
+    let module = <P as Port>::init(device);
+    let resolved = resolve::resolve(port, &module, &<P as Port>::pytorch_keys())?;
+    let x = <<P as Port>::Input as ModelInput>::read(data, device)
+        .map_err(|e| format!("port {name}: {e}"))?;
+    // The layers the forward records, on the first batch (or as many samples as there are).
+    let rows = x.samples().min(spec.batch_size.max(1));
+    if rows > 0 {
+        let mut probe = Probe::off();
+        let mut layers = Layers::new(&mut probe);
+        let _ = <P as Port>::forward(&module, x.rows(0..rows), &mut layers);
+        layers::check_layers(name, &port.layers, layers.called())?;
+    }
+    // Declared only once it fits: a refused spec leaves the type's declaration as it was.
+    declare::<P>(Declared {
+        name: name.clone(),
+        params: resolved.entries,
+        paths: resolved.paths,
+        layers: port.layers.clone(),
+        sample: data.arrays()["x"].shape[1..].to_vec(),
+    });
+    Ok(())
+}
+
+/// The port's run: [`prepare`] (a refusal, exit code 2), then the trainer's.
+fn train_port<P: Port>(
+    spec: &Spec,
+    data: &Dataset,
+    device: &Device,
+    fault: Option<&Fault>,
+    output: Output<'_>,
+) -> Result<RunBlock, Failure> {
+    prepare::<P>(spec, data, device).map_err(Failure::Refused)?;
+    Ok(train::run_into::<P>(spec, data, device, fault, output)?.0)
+}
+
+/// The port's local mode: the local file without layer entries (a port has no stages to
+/// run on PyTorch's recorded inputs), after [`prepare`].
+fn local_port<P: Port>(
+    spec: &Spec,
+    data: &Dataset,
+    device: &Device,
+    _fault: Option<&Fault>,
+    _torch_run: &Path,
+    out: &Path,
+) -> Result<Written, Failure> {
+    prepare::<P>(spec, data, device)?;
+    let written = local::write_without_layers(spec, device, out)?;
+    println!(
+        "port {}: its layers were not run on PyTorch's inputs (a port has no stages): {} holds no layer entries",
+        declared::<P>().name,
+        out.display()
+    );
+    Ok(written)
+}
+
+/// What the binary of port `P` runs: [`prepare`], then the trainer (or the local file
+/// without layer entries), named as the binary was run.
+pub fn runner<P: Port>() -> Runner {
+    Runner {
+        program: cli::program_name("port"),
+        train: train_port::<P>,
+        local: local_port::<P>,
+    }
+}
+
+/// The binary of port `P`: `parity-train`'s command line (cli.rs), training `P`.
+pub fn main<P: Port>() -> ExitCode {
+    cli::main(&runner::<P>())
+}
+
+/// A port as the trainer drives it: its declarations are the process's (see the module's
+/// documentation), its forward is the user's, recording through [`Layers`].
+impl<P: Port> ParityModel for P {
+    const NAME: &'static str = PORT;
+    type Input = <P as Port>::Input;
+
+    fn sample(_: &ModelSize) -> Vec<usize> {
+        declared::<P>().sample.clone()
+    }
+
+    fn params(_: &ModelSize) -> Vec<Entry> {
+        declared::<P>().params.clone()
+    }
+
+    fn buffers(_: &ModelSize) -> Vec<Entry> {
+        Vec::new()
+    }
+
+    fn layers(_: &ModelSize) -> Vec<String> {
+        declared::<P>().layers.clone()
+    }
+
+    fn init(_: &ModelSize, device: &Device) -> Self {
+        <P as Port>::init(device)
+    }
+
+    fn pytorch_keys(_: &ModelSize) -> Vec<(String, String)> {
+        <P as Port>::pytorch_keys()
+    }
+
+    /// Burn's initial module with every parameter set from the arrays, by id.
+    fn build(arrays: &Arrays) -> Self {
+        let model = <P as Port>::init(arrays.device());
+        models::from_arrays(model, arrays, |_| true)
+    }
+
+    fn size(&self) -> ModelSize {
+        ModelSize::Port(PortSize {})
+    }
+
+    /// The ids at the declared parameters' Burn paths (burn-store's collection).
+    fn param_ids(&self) -> Vec<ParamId> {
+        resolve::ids_at(self, &declared::<P>().paths)
+    }
+
+    fn buffer_tensors(&self) -> Vec<Tensor<1>> {
+        Vec::new()
+    }
+
+    /// A port has no stages: its forward is the user's whole ([`ParityModel::forward`]).
+    fn stage(&self, k: usize, _: Act) -> Act {
+        panic!(
+            "port {}: no stage {k} (a port's forward is run whole)",
+            declared::<P>().name
+        )
+    }
+
+    /// The user's forward through [`Layers`]; the layers it calls were checked by
+    /// [`prepare`], and a forward that calls others later (its calls depend on the data) is
+    /// a bug of the port: a panic naming them.
+    fn forward(&self, x: <P as Port>::Input, probe: &mut Probe) -> Tensor<2> {
+        let declared = declared::<P>();
+        let mut layers = Layers::new(probe);
+        let out = <P as Port>::forward(self, x, &mut layers);
+        if let Err(e) = layers::check_layers(&declared.name, &declared.layers, layers.called()) {
+            panic!("{e}");
+        }
+        out
+    }
+
+    /// None: a port's layers' settings are the user's module's.
+    fn layer_hyperparameters(&self) -> Value {
+        json!({})
+    }
+}

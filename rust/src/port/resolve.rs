@@ -1,0 +1,269 @@
+//! A port's parameters matched to its Burn module, with no per-model code: the module's
+//! float tensors collected by burn-store (`ModuleSnapshot::collect`: each one's Burn path,
+//! shape and parameter id), each PyTorch name of the spec's `port.params` taken to its Burn
+//! path as burn-store's load takes it (the user's `pytorch_keys` remapping, then the
+//! `PyTorchToBurnAdapter`'s rules: a norm's `weight`/`bias` are its `gamma`/`beta`, a
+//! Linear's weight is held transposed, [in, out]).
+//!
+//! Each refusal is one line a porter can act on: a PyTorch parameter with no Burn parameter
+//! (listing the Burn parameters left unmatched), one whose Burn parameter has another shape
+//! (both sides' names and shapes, and whether a transpose or a split into equal row blocks
+//! would fit), and a Burn parameter no PyTorch parameter maps to.
+
+use std::collections::HashMap;
+
+use burn::module::{Module, ParamId};
+use burn::store::{KeyRemapper, ModuleSnapshot, PathFilter};
+
+use crate::config::PortDecl;
+use crate::models::{Entry, Layout};
+
+/// The container types whose `weight`/`bias` burn-store's adapter takes for `gamma`/`beta`
+/// (burn-store src/adapter.rs, `is_normalization_layer`).
+const NORMS: [&str; 4] = [
+    "Struct:BatchNorm",
+    "Struct:LayerNorm",
+    "Struct:GroupNorm",
+    "Struct:RmsNorm",
+];
+
+/// The innermost container type of a tensor (its module's), from burn-store's container
+/// path (the container types from the root, joined by dots).
+fn container(container_path: &str) -> &str {
+    container_path.rsplit('.').next().unwrap_or("")
+}
+
+/// burn-store's filter of a Linear's weight, as the adapter transposes it (and as the
+/// trainer's load leaves it to the arrays, models/store.rs).
+fn linear_weight(path: &str, container_path: &str) -> bool {
+    container(container_path) == "Struct:Linear" && path.ends_with(".weight")
+}
+
+/// burn-store's filter of a norm's tensors.
+fn in_norm(_path: &str, container_path: &str) -> bool {
+    NORMS.contains(&container(container_path))
+}
+
+/// One float tensor of the Burn module (its id is read by [`ids_at`]).
+#[derive(Debug, Clone)]
+pub(crate) struct BurnTensor {
+    /// Its Burn module path.
+    pub path: String,
+    /// Its shape in Burn.
+    pub shape: Vec<usize>,
+    /// How Burn holds PyTorch's array: a Linear's weight transposed, the rest the same.
+    pub layout: Layout,
+    /// The name burn-store's load matches a PyTorch key against (after the remapping): the
+    /// path, with a norm's `gamma`/`beta` as `weight`/`bias`.
+    pub key: String,
+}
+
+/// The module's float tensors (parameters; a port has no buffers), in the module's order.
+pub(crate) fn burn_tensors<M: Module>(module: &M) -> Vec<BurnTensor> {
+    let paths = |filter: fn(&str, &str) -> bool| -> Vec<String> {
+        module
+            .collect(Some(PathFilter::new().with_predicate(filter)), None, false)
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
+    };
+    let (linear, norms) = (paths(linear_weight), paths(in_norm));
+    module
+        .collect(None, None, false)
+        .into_iter()
+        .filter(|t| t.dtype.is_float())
+        .map(|t| {
+            let layout = if linear.contains(&t.name) && t.shape.len() == 2 {
+                Layout::Transposed
+            } else {
+                Layout::Same
+            };
+            let key = match t.name.rsplit_once('.') {
+                Some((module, "gamma")) if norms.contains(&t.name) => format!("{module}.weight"),
+                Some((module, "beta")) if norms.contains(&t.name) => format!("{module}.bias"),
+                _ => t.name.clone(),
+            };
+            BurnTensor {
+                shape: t.shape.to_vec(),
+                path: t.name,
+                layout,
+                key,
+            }
+        })
+        .collect()
+}
+
+/// A PyTorch name through the user's remapping, as burn-store's `KeyRemapper::remap` takes
+/// it: each pattern in turn, replacing every match.
+fn remap(name: &str, keys: &KeyRemapper) -> String {
+    let mut name = name.to_string();
+    for (pattern, replacement) in keys.to_regex_pairs() {
+        if pattern.is_match(&name) {
+            name = pattern.replace_all(&name, replacement.as_str()).to_string();
+        }
+    }
+    name
+}
+
+/// A port's parameters matched: the trainer's entries (PyTorch names and shapes, Burn's
+/// layout), each with its Burn path, in `port.params` order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Resolved {
+    pub entries: Vec<Entry>,
+    pub paths: Vec<String>,
+}
+
+/// `shape` in PyTorch's layout, from Burn's `layout` (an involution).
+fn other_layout(shape: &[usize], layout: Layout) -> Vec<usize> {
+    match layout {
+        Layout::Same => shape.to_vec(),
+        Layout::Transposed => shape.iter().rev().copied().collect(),
+    }
+}
+
+fn shown(shape: &[usize]) -> String {
+    format!("{shape:?}")
+}
+
+/// What would fit a Burn parameter of `burn` (Burn's shape, held in `layout`) for PyTorch's
+/// `torch`: a transpose, or a split of PyTorch's rows into k equal blocks (a packed array).
+fn hint(torch: &[usize], burn: &[usize], layout: Layout) -> String {
+    let transposed: Vec<usize> = torch.iter().rev().copied().collect();
+    if torch.len() == 2 && burn == transposed.as_slice() {
+        return "a transpose would fit (Burn transposes only a Linear's weight)".into();
+    }
+    if layout == Layout::Transposed && burn == torch {
+        return "it fits untransposed, but burn-store's adapter transposes a Linear's weight \
+                (Burn's Linear holds [in, out])"
+            .into();
+    }
+    let block = other_layout(burn, layout);
+    if block.len() == torch.len()
+        && !block.is_empty()
+        && block[0] > 0
+        && block[1..] == torch[1..]
+        && torch[0].is_multiple_of(block[0])
+        && torch[0] > block[0]
+    {
+        return format!(
+            "a split into {} equal row blocks would fit (a packed array, e.g. a qkv projection: a port cannot declare one yet)",
+            torch[0] / block[0]
+        );
+    }
+    "neither a transpose nor a split into equal row blocks would fit".into()
+}
+
+/// Matches `port`'s parameters to `module`'s float tensors through `keys` (the port's
+/// `pytorch_keys`); one line on the first parameter that does not match, or on a Burn
+/// parameter left unmatched.
+pub(crate) fn resolve<M: Module>(
+    port: &PortDecl,
+    module: &M,
+    keys: &[(String, String)],
+) -> Result<Resolved, String> {
+    let name = &port.name;
+    let keys = KeyRemapper::from_patterns(keys.to_vec())
+        .map_err(|e| format!("port {name}: pytorch_keys: {}", one_line(&e.to_string())))?;
+    let tensors = burn_tensors(module);
+    let mut owner: HashMap<usize, &str> = HashMap::new();
+    let mut resolved = Resolved {
+        entries: Vec::with_capacity(port.params.len()),
+        paths: Vec::with_capacity(port.params.len()),
+    };
+    for p in &port.params {
+        let key = remap(&p.name, &keys);
+        let renamed = if key == p.name {
+            String::new()
+        } else {
+            format!(" (as {key} after pytorch_keys)")
+        };
+        let Some(i) = tensors.iter().position(|t| t.key == key) else {
+            let left: Vec<String> = tensors
+                .iter()
+                .enumerate()
+                .filter(|(i, t)| !owner.contains_key(i) && !port_maps_to(port, &keys, &t.key))
+                .map(|(_, t)| format!("{} {}", t.path, shown(&t.shape)))
+                .collect();
+            let left = if left.is_empty() {
+                "none".to_string()
+            } else {
+                left.join(", ")
+            };
+            return Err(format!(
+                "port {name}: PyTorch parameter {} {}{renamed} has no Burn parameter; Burn parameters left unmatched: {left}",
+                p.name,
+                shown(&p.shape)
+            ));
+        };
+        let t = &tensors[i];
+        if let Some(first) = owner.insert(i, &p.name) {
+            return Err(format!(
+                "port {name}: PyTorch parameters {first} and {}{renamed} both map to Burn parameter {}",
+                p.name, t.path
+            ));
+        }
+        let want = other_layout(&p.shape, t.layout);
+        if t.shape != want {
+            let expected = match t.layout {
+                Layout::Same => format!("expected {}", shown(&want)),
+                Layout::Transposed => format!(
+                    "expected {}: a Linear's weight is PyTorch's transposed",
+                    shown(&want)
+                ),
+            };
+            return Err(format!(
+                "port {name}: PyTorch parameter {} {}{renamed} does not fit Burn parameter {} {} ({expected}); {}",
+                p.name,
+                shown(&p.shape),
+                t.path,
+                shown(&t.shape),
+                hint(&p.shape, &t.shape, t.layout)
+            ));
+        }
+        let entry = match t.layout {
+            Layout::Same => Entry::same(p.name.clone(), &p.shape),
+            Layout::Transposed => Entry::transposed(p.name.clone(), &p.shape),
+        };
+        resolved.entries.push(entry);
+        resolved.paths.push(t.path.clone());
+    }
+    if let Some(t) = (0..tensors.len())
+        .find(|i| !owner.contains_key(i))
+        .map(|i| &tensors[i])
+    {
+        return Err(format!(
+            "port {name}: Burn parameter {} {} has no PyTorch parameter of port.params mapped to it (mapped: {})",
+            t.path,
+            shown(&t.shape),
+            port.params
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(resolved)
+}
+
+/// Whether some parameter of `port` maps to the Burn key `key` (such a tensor is not
+/// "left unmatched" when another parameter is missing).
+fn port_maps_to(port: &PortDecl, keys: &KeyRemapper, key: &str) -> bool {
+    port.params.iter().any(|p| remap(&p.name, keys) == key)
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The ids of `module`'s parameters at `paths` (Burn paths, [`Resolved::paths`]), in order.
+pub(crate) fn ids_at<M: Module>(module: &M, paths: &[String]) -> Vec<ParamId> {
+    let ids: HashMap<String, ParamId> = module
+        .collect(None, None, false)
+        .into_iter()
+        .filter_map(|t| Some((t.name, ParamId::from(t.param_id?))))
+        .collect();
+    paths
+        .iter()
+        .map(|p| *ids.get(p).unwrap_or_else(|| panic!("Burn parameter {p}")))
+        .collect()
+}

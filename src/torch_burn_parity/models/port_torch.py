@@ -1,0 +1,150 @@
+"""The PyTorch side of your own port (models/port.py): your module imported by its path,
+built with your keyword arguments, and its layer record taken by hooks on the submodules
+you list — your module's own forward, nothing rewritten.
+
+A layer's record is its output and the gradient of the loss with respect to its input, as
+the built-in models' stages give them (models.recorded_forward): a forward hook keeps each
+listed submodule's output (retain_grad), a forward pre-hook its input (the batch itself, a
+leaf, for the first). The hooks add nothing to the computation, so every value and gradient
+is the unrecorded step's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from torch_burn_parity.models.model_specs import ModelError, ModelSpec
+
+
+def import_class(module: str, path: str | None) -> type:
+    """The class `module` names ("package.module:Class"), imported with `path` (a folder,
+    relative to the working directory) first on sys.path; ModelError (one line) otherwise."""
+    where, _, name = module.partition(":")
+    if path is not None:
+        folder = str(Path(path).resolve())
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    try:
+        found = getattr(importlib.import_module(where), name)
+    except ImportError as exc:
+        raise ModelError(f"torch.module {module}: cannot import {where} ({exc})") from None
+    except AttributeError:
+        raise ModelError(f"torch.module {module}: {where} has no {name}") from None
+    if not (isinstance(found, type) and issubclass(found, nn.Module)):
+        raise ModelError(f"torch.module {module}: not a torch.nn.Module subclass")
+    return found
+
+
+def new(spec: ModelSpec) -> nn.Module:
+    """The port's module, built with its keyword arguments; its layers checked to be
+    submodules. The layers it records are kept on it as `parity_layers`."""
+    port = spec.port
+    cls = import_class(port.module, port.path)
+    try:
+        module = cls(**port.kwargs)
+    except TypeError as exc:
+        raise ModelError(f"torch.module {port.module}: {exc}") from None
+    buffers = [n for n, _ in module.named_buffers() if not n.endswith("num_batches_tracked")]
+    if buffers:
+        raise ModelError(f"torch.module {port.module}: buffers ({', '.join(buffers)}) are not"
+                         " supported for your own port yet: a module without running"
+                         " statistics (e.g. LayerNorm rather than BatchNorm)")  # fmt: skip
+    names = dict(module.named_modules())
+    for layer in port.layers:
+        if layer not in names:
+            known = ", ".join(n for n in names if n) or "none"
+            raise ModelError(f"layers: {layer!r} is not a submodule of {port.module} (its"
+                             f" submodules: {known})")  # fmt: skip
+    module.parity_layers = tuple(port.layers)
+    return module
+
+
+def check_input(model: nn.Module, x: torch.Tensor) -> None:
+    """Refuse (ModelError, one line) data whose x the module cannot take: its forward on
+    one sample, before any step."""
+    mode = model.training
+    try:
+        with torch.no_grad():
+            out = model.eval()(x[:1])
+    except (RuntimeError, ValueError, IndexError, TypeError) as exc:
+        reason = str(exc).splitlines()[0]
+        raise ModelError(f"data: x {list(x.shape)} does not fit {type(model).__name__}'s"
+                         f" input ({reason})") from None  # fmt: skip
+    finally:
+        model.train(mode)
+    if out.dim() != 2:
+        raise ModelError(f"{type(model).__name__}'s output is {list(out.shape)} on one sample;"
+                         " the trainers take [rows, classes] (logits)")  # fmt: skip
+
+
+def is_port_module(model: nn.Module) -> bool:
+    return hasattr(model, "parity_layers")
+
+
+def layer_count(model: nn.Module) -> int:
+    """How many layers the model records: a port's listed submodules, else its stages."""
+    return len(model.parity_layers) if is_port_module(model) else len(list(model.stages()))
+
+
+@contextmanager
+def hooked(model: nn.Module, outputs: list, inputs: list):
+    """Hooks on the listed submodules for one forward: each call's output and input in
+    `outputs` and `inputs`, in the order the layers run."""
+    handles = []
+
+    def keep_input(_module: nn.Module, args: tuple) -> None:
+        inputs.append(args[0])
+
+    def keep_output(_module: nn.Module, _args: tuple, out: torch.Tensor) -> None:
+        outputs.append(out)
+
+    for name in model.parity_layers:
+        sub = model.get_submodule(name)
+        handles.append(sub.register_forward_pre_hook(keep_input))
+        handles.append(sub.register_forward_hook(keep_output))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def recorded_forward(
+    model: nn.Module, x: torch.Tensor, flat: Callable[[torch.Tensor], list[float]]
+) -> tuple[torch.Tensor, Callable[[int], dict[str, Any]]]:
+    """models.recorded_forward for a port: the module's own forward, its listed layers
+    recorded by hooks."""
+    names = list(model.parity_layers)
+    tokens = not torch.is_floating_point(x)
+    x = x.detach() if tokens else x.detach().requires_grad_()
+    outputs: list[torch.Tensor] = []
+    inputs: list[torch.Tensor] = []
+    with hooked(model, outputs, inputs):
+        out = model(x)
+    if len(outputs) != len(names):
+        raise ModelError(f"layers: the forward called {len(outputs)} of the listed layers"
+                         f" {names} (each must run once per forward)")  # fmt: skip
+    for t in inputs:
+        if t is not x and t.requires_grad:
+            t.retain_grad()
+
+    def record(step: int) -> dict[str, Any]:
+        return {
+            "step": step,
+            "names": names,
+            "outputs": [flat(o) for o in outputs],
+            "input_grads": [
+                [] if t.grad is None and tokens and k == 0 else flat(t.grad)
+                for k, t in enumerate(inputs)
+            ],  # fmt: skip
+        }
+
+    return out, record

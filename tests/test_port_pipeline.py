@@ -1,0 +1,222 @@
+"""Your own port through the real pipeline: the example (examples/byo), and a second model
+written outside the repository — its own PyTorch module, its own Burn crate, its own weights
+and data in a temporary folder — run without editing anything in the project. Real PyTorch,
+real cargo builds of the user's crate, real Snakemake."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import ROOT, SGD
+from pipeline_helpers import copy_project, snakemake
+
+VERDICTS = (
+    "equivalent up to rounding",
+    "algorithmic difference, explained",
+    "algorithmic difference, unexplained",
+    "diverged",
+)
+
+pytestmark = pytest.mark.pipeline
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory, burn_binary) -> Path:
+    """A copy of the project with the example, run as its README says."""
+    config = yaml.safe_load((ROOT / "examples/byo/config.yaml").read_text())
+    workdir = copy_project(tmp_path_factory.mktemp("byo"), config, "byo.yaml")
+    shutil.copytree(ROOT / "examples", workdir / "examples",
+                    ignore=shutil.ignore_patterns("target", "__pycache__"))  # fmt: skip
+    snakemake(workdir, "--cores", "2", "--configfile", "examples/byo/config.yaml")
+    return workdir
+
+
+def verdicts(workdir: Path) -> dict[str, dict]:
+    records = json.loads((workdir / "results/verdicts.json").read_text())
+    return {r["experiment"]: r for r in records}
+
+
+def test_the_example_port_gets_a_verdict_and_a_layer_record(example):
+    found = verdicts(example)
+    assert set(found) == {"tiny_mlp_sgd", "tiny_mlp_adam"}
+    for record in found.values():
+        assert record["verdict"] in VERDICTS and record["model"] == "tiny_mlp"
+    layers = pd.read_csv(example / "results/tables/layers_tiny_mlp_sgd.csv")
+    forward = layers[(layers["step"] == 1) & (layers["phase"] == "forward")]
+    assert list(forward["layer"]) == ["fc1", "act", "norm", "fc2"]
+    assert (example / "results/bin/ports/tiny_mlp").is_file()
+    report = (example / "results/report.md").read_text()
+    assert "tiny_mlp_sgd" in report and "tiny_mlp_adam" in report
+
+
+# --- a second model, outside the repository ---------------------------------------------
+
+TORCH_MODULE = '''
+from torch import nn
+
+
+class GeluNet(nn.Module):
+    """12 features -> embed (Linear 12->16) -> GELU -> head (Linear 16->4, no bias)."""
+
+    def __init__(self, features=12, hidden=16, classes=4):
+        super().__init__()
+        self.embed = nn.Linear(features, hidden)
+        self.gelu = nn.GELU()
+        self.head = nn.Linear(hidden, classes, bias=False)
+
+    def forward(self, x):
+        return self.head(self.gelu(self.embed(x)))
+'''
+
+CARGO_TOML = """
+[package]
+name = "gelu-net-port"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[[bin]]
+name = "gelu-net-parity"
+path = "src/main.rs"
+
+[dependencies]
+parity-train = {{ path = "{rust}" }}
+burn = {{ version = "=0.22.1", default-features = false, features = [
+    "std", "flex", "ndarray", "autodiff", "optim", "safetensors",
+] }}
+
+[workspace]
+
+[profile.release]
+debug = false
+"""
+
+# The Burn field `hidden` is PyTorch's `embed`: the key remapping says so.
+MAIN_RS = """
+use burn::nn::{{Gelu, Linear, LinearConfig}};
+use burn::prelude::*;
+use parity_train::port::{{Layers, Port}};
+use std::process::ExitCode;
+
+#[derive(Module, Debug)]
+pub struct GeluNet {{
+    hidden: Linear,
+    gelu: Gelu,
+    head: Linear,
+}}
+
+impl Port for GeluNet {{
+    type Input = Tensor<2>;
+
+    fn init(device: &Device) -> Self {{
+        GeluNet {{
+            hidden: LinearConfig::new(12, 16).init(device),
+            gelu: Gelu::new(),
+            head: LinearConfig::new(16, 4).with_bias({head_bias}).init(device),
+        }}
+    }}
+
+    fn forward(&self, x: Tensor<2>, layers: &mut Layers) -> Tensor<2> {{
+        let x = layers.layer("embed", x, |x| self.hidden.forward(x));
+        let x = layers.layer("gelu", x, |x| self.gelu.forward(x));
+        layers.layer("head", x, |x| self.head.forward(x))
+    }}
+
+    fn pytorch_keys() -> Vec<(String, String)> {{
+        vec![("^embed\\\\.".into(), "hidden.".into())]
+    }}
+}}
+
+fn main() -> ExitCode {{
+    parity_train::port::main::<GeluNet>()
+}}
+"""
+
+
+def write_user_project(folder: Path, rust: Path, head_bias: str = "false", extra: str = "") -> Path:
+    """A user's own folder: the PyTorch module, its Burn crate (its lock file the example's,
+    renamed), weights and data; returns its config."""
+    import sys
+
+    import torch
+    from safetensors.numpy import save_file as save_arrays
+    from safetensors.torch import save_file
+
+    (folder / "torch").mkdir(parents=True, exist_ok=True)
+    (folder / "torch/gelu_net.py").write_text(TORCH_MODULE)
+    crate = folder / "burn"
+    (crate / "src").mkdir(parents=True, exist_ok=True)
+    (crate / "Cargo.toml").write_text(CARGO_TOML.format(rust=rust))
+    (crate / "src/main.rs").write_text(MAIN_RS.format(head_bias=head_bias) + extra)
+    lock = (ROOT / "examples/byo/burn/Cargo.lock").read_text()
+    (crate / "Cargo.lock").write_text(
+        lock.replace('name = "byo-tiny-mlp"', 'name = "gelu-net-port"')
+    )
+    sys.path.insert(0, str(folder / "torch"))
+    try:
+        from gelu_net import GeluNet
+    finally:
+        sys.path.remove(str(folder / "torch"))
+    torch.manual_seed(1)
+    save_file(GeluNet().state_dict(), folder / "weights.safetensors")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 12)).astype(np.float32)
+    y = np.argmax(x[:, :4] + 0.5 * x[:, 4:8], axis=1).astype(np.int64)
+    save_arrays({"x": x, "y": y}, folder / "data.safetensors")
+    port = {
+        "name": "gelu_net",
+        "torch": {"module": "gelu_net:GeluNet", "path": str(folder / "torch")},
+        "burn": {"crate": str(crate), "bin": "gelu-net-parity"},
+        "init": str(folder / "weights.safetensors"),
+        "data": str(folder / "data.safetensors"),
+        "layers": ["embed", "gelu", "head"],
+    }
+    config = {"steps": 20, "batch_size": 16, "report_steps": [1, 20],
+              "experiments": {"gelu_net_sgd": {**SGD, "lr": 0.1, "model": port}}}  # fmt: skip
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, burn_binary) -> Path:
+    """A copy of the project without the example: nothing of the user's model in it."""
+    workdir = copy_project(tmp_path_factory.mktemp("project"), {"experiments": {}}, "unused.yaml")
+    assert not (workdir / "examples").exists()
+    return workdir
+
+
+def test_a_model_written_outside_the_repository_runs_through_the_pipeline(project, tmp_path):
+    config = write_user_project(tmp_path / "mine", project / "rust")
+    snakemake(project, "--cores", "2", "--configfile", str(config))
+    (record,) = json.loads((project / "results/verdicts.json").read_text())
+    assert record["experiment"] == "gelu_net_sgd" and record["verdict"] in VERDICTS
+    layers = pd.read_csv(project / "results/tables/layers_gelu_net_sgd.csv")
+    assert list(layers[(layers["step"] == 1) & (layers["phase"] == "forward")]["layer"]) == [
+        "embed", "gelu", "head",
+    ]  # fmt: skip
+
+
+def test_a_crate_that_does_not_build_stops_with_its_first_compiler_error(project, tmp_path):
+    broken = '\nfn not_rust() -> u32 { "text" }\n'
+    config = write_user_project(tmp_path / "broken", project / "rust", extra=broken)
+    proc = snakemake(project, "--cores", "2", "--configfile", str(config), check=False)
+    assert proc.returncode != 0
+    assert f"build_port: {tmp_path / 'broken/burn'} does not build; its first error:" in proc.stderr
+    assert "error[E0308]: mismatched types" in proc.stderr
+    assert not (project / "results/bin/ports/gelu_net").exists()
+
+
+def test_a_burn_parameter_pytorch_lacks_is_named_before_training(project, tmp_path):
+    config = write_user_project(tmp_path / "extra", project / "rust", head_bias="true")
+    proc = snakemake(project, "--cores", "2", "--configfile", str(config), check=False)
+    assert proc.returncode != 0
+    assert "head.bias" in proc.stderr
+    assert not list((project / "results/runs").glob("gelu_net_sgd/burn-*.json"))
