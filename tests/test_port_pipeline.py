@@ -39,7 +39,7 @@ def example(tmp_path_factory, burn_binary) -> Path:
 
 
 def verdicts(workdir: Path) -> dict[str, dict]:
-    records = json.loads((workdir / "results/verdicts.json").read_text())
+    records = json.loads((workdir / "results/verdicts.json").read_text())["experiments"]
     return {r["experiment"]: r for r in records}
 
 
@@ -196,7 +196,7 @@ def project(tmp_path_factory, burn_binary) -> Path:
 def test_a_model_written_outside_the_repository_runs_through_the_pipeline(project, tmp_path):
     config = write_user_project(tmp_path / "mine", project / "rust")
     snakemake(project, "--cores", "2", "--configfile", str(config))
-    (record,) = json.loads((project / "results/verdicts.json").read_text())
+    (record,) = json.loads((project / "results/verdicts.json").read_text())["experiments"]
     assert record["experiment"] == "gelu_net_sgd" and record["verdict"] in VERDICTS
     layers = pd.read_csv(project / "results/tables/layers_gelu_net_sgd.csv")
     assert list(layers[(layers["step"] == 1) & (layers["phase"] == "forward")]["layer"]) == [

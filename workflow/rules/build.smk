@@ -22,16 +22,6 @@ rule build_burn:
         """
 
 
-def port_sources(wildcards):
-    """A port's crate (its manifest, lock file and Rust sources) and the trainer library it
-    calls: an edit to either rebuilds the port's binary."""
-    crate = Path(PORTS[wildcards.port].crate)
-    own = [crate / "Cargo.toml", crate / "Cargo.lock"]
-    own += sorted(p for p in crate.rglob("*.rs") if "target" not in p.relative_to(crate).parts)
-    library = ["rust/Cargo.toml", "rust/build.rs", *sorted(Path("rust/src").rglob("*.rs"))]
-    return [str(p) for p in own] + library
-
-
 rule build_port:
     """Your own port's Burn binary (models/port.py): your crate built with
     `cargo build --release --locked` into the trainer's target folder, where Burn is already

@@ -137,6 +137,16 @@ def port_files(model):
     return [port.init, port.data] if port else []
 
 
+def port_sources(wildcards):
+    """A port's crate (its manifest, lock file and Rust sources) and the trainer library it
+    calls: an edit to either rebuilds the port's binary."""
+    crate = Path(PORTS[wildcards.port].crate)
+    own = [crate / "Cargo.toml", crate / "Cargo.lock"]
+    own += sorted(p for p in crate.rglob("*.rs") if "target" not in p.relative_to(crate).parts)
+    library = ["rust/Cargo.toml", "rust/build.rs", *sorted(Path("rust/src").rglob("*.rs"))]
+    return [str(p) for p in own] + library
+
+
 def datasets():
     """The dataset file of every model the experiments train."""
     return sorted({dataset(e) for e in EXPERIMENTS})

@@ -94,7 +94,9 @@ def port_data_problems(at: Path, exp: dict[str, Any], batch_size: Any) -> list[t
         return [((*at, "data"), "a port trains on its own data: give the file as `model.data`")]
     value = exp["model"]
     try:
-        samples = header(value["data"])["x"]["shape"][0]
+        arrays = header(value["data"])
+        samples = arrays["x"]["shape"][0]
+        arrays["y"]  # noqa: B018 (a file without labels: the port's own check names it)
     except (KeyError, TypeError, ValueError, IndexError):
         return []  # the port's own check names it
     if isinstance(batch_size, int) and batch_size > samples:

@@ -159,7 +159,9 @@ def port_problems(at: tuple, value: Mapping[str, Any], builtin: tuple[str, ...])
     """Why a port mapping cannot be run, one (path, message) per problem; [] when it can.
     ``builtin``: the built-in models' names, which a port may not take."""
     problems = _keys_problems(at, value, KEYS)
-    missing = [k for k in KEYS if k not in value]
+    # a key misspelt is named once, with its spelling (not also as missing)
+    meant = {closest_key(str(k), KEYS) for k in value if k not in KEYS}
+    missing = [k for k in KEYS if k not in value and k not in meant]
     problems += [((*at, k), f"a port needs `{k}` ({_WHAT[k]})") for k in missing]
     name = value.get("name")
     if isinstance(name, str) and (not NAME.fullmatch(name) or name in builtin):
@@ -281,4 +283,11 @@ def register_ports(experiments: Mapping[str, Any]) -> dict[str, Port]:
                                  " twice with different settings")  # fmt: skip
             ports[found.name] = found
     register(list(ports.values()))
+    # Each port's PyTorch folder on the jobs' import path, after this project's sources:
+    # your module imports as it does in your own project.
+    folders = [str(Path(p.path).resolve()) for p in ports.values() if p.path is not None]
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [*filter(None, paths), *(f for f in dict.fromkeys(folders) if f not in paths)]
+    )
     return ports

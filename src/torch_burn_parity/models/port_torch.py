@@ -12,6 +12,8 @@ is the unrecorded step's.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
+import importlib.util
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -25,14 +27,16 @@ from torch_burn_parity.models.model_specs import ModelError, ModelSpec
 
 
 def import_class(module: str, path: str | None) -> type:
-    """The class `module` names ("package.module:Class"), imported with `path` (a folder,
-    relative to the working directory) first on sys.path; ModelError (one line) otherwise."""
+    """The class `module` names ("package.module:Class"); ModelError (one line) otherwise.
+
+    Its top-level package or module is looked up in `path` (a folder, relative to the working
+    directory) when that folder is not on sys.path, without adding it: the pipeline's jobs
+    have it on PYTHONPATH already (register_ports), so that your module's own imports of its
+    neighbours work there too."""
     where, _, name = module.partition(":")
-    if path is not None:
-        folder = str(Path(path).resolve())
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
     try:
+        if path is not None and str(Path(path).resolve()) not in sys.path:
+            _import_top_level(where.partition(".")[0], Path(path).resolve())
         found = getattr(importlib.import_module(where), name)
     except ImportError as exc:
         raise ModelError(f"torch.module {module}: cannot import {where} ({exc})") from None
@@ -41,6 +45,23 @@ def import_class(module: str, path: str | None) -> type:
     if not (isinstance(found, type) and issubclass(found, nn.Module)):
         raise ModelError(f"torch.module {module}: not a torch.nn.Module subclass")
     return found
+
+
+def _import_top_level(top: str, folder: Path) -> None:
+    """Import package or module `top` from `folder` into sys.modules (its submodules then
+    import through the package's own path)."""
+    if top in sys.modules:
+        return
+    spec = importlib.machinery.PathFinder.find_spec(top, [str(folder)])
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no module named {top!r} in {folder}")
+    found = importlib.util.module_from_spec(spec)
+    sys.modules[top] = found
+    try:
+        spec.loader.exec_module(found)
+    except BaseException:
+        del sys.modules[top]
+        raise
 
 
 def new(spec: ModelSpec) -> nn.Module:

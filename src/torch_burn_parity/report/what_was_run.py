@@ -6,6 +6,7 @@ import pandas as pd
 
 from torch_burn_parity.io.parity_io import DTYPES
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL
+from torch_burn_parity.models.port import Port, is_port
 from torch_burn_parity.report.experiment import Experiment
 from torch_burn_parity.report.markdown import md_table, setting
 
@@ -19,6 +20,9 @@ def hyperparameter_table(config: dict, tolerances: dict, skip: set[str]) -> str:
             continue
         row = {"experiment": name}
         row.update({k: setting(k, v) for k, v in exp.items() if k != "description"})
+        if is_port(exp.get("model")):  # your own port: its name, module and crate
+            found = Port.of(exp["model"])
+            row["model"] = f"{found.name} (your port: `{found.module}`, crate `{found.crate}`)"
         row.setdefault("keep_defaults", "none")
         row.setdefault("tolerance", "default: " + setting("tolerance", tolerances[name]))
         row.setdefault("probe", "automatic")
