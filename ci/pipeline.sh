@@ -51,6 +51,9 @@ uv run ruff check .
 uv run ruff format --check .
 uv run snakefmt --check Snakefile workflow/rules/
 (cd rust && cargo fmt --check && cargo clippy --release --locked --all-targets -- -D warnings)
+# The example port's crate, checked against the trainer's target folder (Burn checked once).
+(cd examples/byo/burn && cargo fmt --check \
+    && CARGO_TARGET_DIR="$OLDPWD/rust/target" cargo clippy --release --locked -- -D warnings)
 
 stage "tests"
 # tests/test_slurm.py runs a small sweep on a real SLURM cluster: start a one-node one

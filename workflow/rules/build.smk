@@ -26,7 +26,8 @@ rule build_port:
     """Your own port's Burn binary (models/port.py): your crate built with
     `cargo build --release --locked` into the trainer's target folder, where Burn is already
     compiled (the crates your lock file shares with rust/Cargo.lock are built once), and
-    copied out. A crate that does not build stops here, its first compiler error on screen."""
+    copied out. A crate that does not build stops here, its first compiler error on screen.
+    """
     input:
         port_sources,
     output:
@@ -41,7 +42,7 @@ rule build_port:
         target="${{CARGO_TARGET_DIR:-$PWD/rust/target}}"
         echo "build_port: cargo build --release --locked in {params.crate} (log: {log})" >&2
         if ! cargo build --release --locked --manifest-path {params.crate}/Cargo.toml \
-                --bin {params.bin} --target-dir "$target" >{log} 2>&1; then
+            --bin {params.bin} --target-dir "$target" >{log} 2>&1; then
             echo "build_port: {params.crate} does not build; its first error:" >&2
             grep -m1 -A8 '^error' {log} >&2 || tail -n 20 {log} >&2
             exit 1

@@ -142,8 +142,14 @@ def port_sources(wildcards):
     calls: an edit to either rebuilds the port's binary."""
     crate = Path(PORTS[wildcards.port].crate)
     own = [crate / "Cargo.toml", crate / "Cargo.lock"]
-    own += sorted(p for p in crate.rglob("*.rs") if "target" not in p.relative_to(crate).parts)
-    library = ["rust/Cargo.toml", "rust/build.rs", *sorted(Path("rust/src").rglob("*.rs"))]
+    own += sorted(
+        p for p in crate.rglob("*.rs") if "target" not in p.relative_to(crate).parts
+    )
+    library = [
+        "rust/Cargo.toml",
+        "rust/build.rs",
+        *sorted(Path("rust/src").rglob("*.rs")),
+    ]
     return [str(p) for p in own] + library
 
 
