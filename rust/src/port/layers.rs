@@ -63,7 +63,7 @@ impl<'a> Layers<'a> {
 
     /// Layer `name` (the next of the spec's `port.layers`) of `x`: `f(x)`, recorded.
     ///
-    /// ```ignore
+    /// ```text
     /// let h = layers.layer("fc1", x, |x| self.fc1.forward(x));
     /// let h = layers.layer("act", h, |h| self.act.forward(h));
     /// ```

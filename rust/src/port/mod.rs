@@ -3,7 +3,7 @@
 //! one line, `parity_train::port::main::<MyModule>()`, which takes the same command line as
 //! `parity-train` (cli.rs).
 //!
-//! ```ignore
+//! ```text
 //! use burn::nn::{Linear, LinearConfig};
 //! use burn::prelude::*;
 //! use parity_train::port::{Layers, Port};
