@@ -82,7 +82,8 @@ def experiments(work: Path, env: dict) -> dict[str, tuple[str, str]]:
 
     specs = [f"results/specs/{name}.json" for name in names.values()]
     data = f"results/data/{spec_of_config(SIZES['1e6']).tag}.safetensors"
-    run(snakemake("--cores", "2", "--configfile", "build.yaml", *specs, data), work, env)
+    # the targets before --configfile, which takes every argument after it as a file
+    run(snakemake(*specs, data, "--cores", "2", "--configfile", "build.yaml"), work, env)
     return {o: (str(work / spec), str(work / data)) for o, spec in zip(names, specs, strict=True)}
 
 
