@@ -137,19 +137,21 @@ def recorded_forward(
     and every parameter gradient is what an unrecorded step computes. A batch of token ids
     has no gradient: the first layer's input gradient is then recorded as empty.
     """
-    if port_torch.is_port_module(model):
-        return port_torch.recorded_forward(model, x, flat)
     tokens = not torch.is_floating_point(x)
     x = x.detach() if tokens else x.detach().requires_grad_()
-    names, outputs, layer_inputs = [], [], [x]
-    h = x
-    for name, stage in model.stages():
-        h = stage(h)
-        names.append(name)
-        outputs.append(h)
-        layer_inputs.append(h)
-    for t in layer_inputs[1:-1]:
-        t.retain_grad()
+    if port_torch.is_port_module(model):  # your own module: its layers seen by hooks
+        h, names, outputs, layer_inputs = port_torch.hooked_forward(model, x)
+    else:
+        names, outputs, layer_inputs = [], [], [x]
+        h = x
+        for name, stage in model.stages():
+            h = stage(h)
+            names.append(name)
+            outputs.append(h)
+            layer_inputs.append(h)
+        layer_inputs.pop()  # the model's output is no layer's input
+        for t in layer_inputs[1:]:
+            t.retain_grad()
 
     def record(step: int) -> dict[str, Any]:
         return {
@@ -157,7 +159,7 @@ def recorded_forward(
             "names": names,
             "outputs": [flat(o) for o in outputs],
             "input_grads": [
-                [] if tokens and k == 0 else flat(t.grad) for k, t in enumerate(layer_inputs[:-1])
+                [] if tokens and k == 0 else flat(t.grad) for k, t in enumerate(layer_inputs)
             ],
         }
 

@@ -15,10 +15,8 @@ import importlib
 import importlib.machinery
 import importlib.util
 import sys
-from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
@@ -138,14 +136,13 @@ def hooked(model: nn.Module, outputs: list, inputs: list):
             handle.remove()
 
 
-def recorded_forward(
-    model: nn.Module, x: torch.Tensor, flat: Callable[[torch.Tensor], list[float]]
-) -> tuple[torch.Tensor, Callable[[int], dict[str, Any]]]:
-    """models.recorded_forward for a port: the module's own forward, its listed layers
-    recorded by hooks."""
+def hooked_forward(
+    model: nn.Module, x: torch.Tensor
+) -> tuple[torch.Tensor, list[str], list[torch.Tensor], list[torch.Tensor]]:
+    """A port's forward on batch ``x`` (already a leaf, or token ids), its listed layers
+    seen by hooks: (output, layer names, each layer's output, each layer's input), every
+    input but the batch keeping its .grad (models.recorded_forward records them)."""
     names = list(model.parity_layers)
-    tokens = not torch.is_floating_point(x)
-    x = x.detach() if tokens else x.detach().requires_grad_()
     outputs: list[torch.Tensor] = []
     inputs: list[torch.Tensor] = []
     with hooked(model, outputs, inputs):
@@ -156,16 +153,4 @@ def recorded_forward(
     for t in inputs:
         if t is not x and t.requires_grad:
             t.retain_grad()
-
-    def record(step: int) -> dict[str, Any]:
-        return {
-            "step": step,
-            "names": names,
-            "outputs": [flat(o) for o in outputs],
-            "input_grads": [
-                [] if t.grad is None and tokens and k == 0 else flat(t.grad)
-                for k, t in enumerate(inputs)
-            ],  # fmt: skip
-        }
-
-    return out, record
+    return out, names, outputs, inputs
