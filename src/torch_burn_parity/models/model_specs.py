@@ -20,7 +20,6 @@ when make_data.py packs them.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -407,20 +406,9 @@ def spec(name: str, size: Mapping[str, Any] | None = None) -> ModelSpec:
     registered as ``name`` (models/port.py); ModelError naming the known models or the
     wrong size otherwise."""
     if name not in SIZES and (found := port.registered().get(name)) is not None:
-        return _port_spec(found)
+        return port.cached_spec(found)
     full = full_size(name, size)
     return _spec(name, tuple(full.items()))
-
-
-_PORT_SPECS: dict[str, ModelSpec] = {}
-
-
-def _port_spec(found: port.Port) -> ModelSpec:
-    """A port's spec, read from its files once per process and settings."""
-    key = json.dumps(found.as_config(), sort_keys=True)
-    if key not in _PORT_SPECS:
-        _PORT_SPECS[key] = port.port_spec(found)
-    return _PORT_SPECS[key]
 
 
 SPECS = {name: spec(name) for name in SIZES}  # every model at its default size
@@ -440,7 +428,7 @@ def config_model(value: Any) -> tuple[str, dict[str, Any]]:
 def spec_of_config(value: Any) -> ModelSpec:
     """The model a config's `model` value names, at its size; a port's (models/port.py)."""
     if port.is_port(value):
-        return _port_spec(port.Port.of(value))
+        return port.cached_spec(port.Port.of(value))
     return spec(*config_model(value))
 
 

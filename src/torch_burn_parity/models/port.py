@@ -20,7 +20,6 @@ name in every process, as it finds the built-in models.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from collections.abc import Mapping
@@ -243,18 +242,21 @@ def port_spec(port: Port):
     )
 
 
-def samples(port: Port) -> int:
-    return header(port.data)["x"]["shape"][0]
+_SPECS: dict[str, Any] = {}
+
+
+def cached_spec(port: Port):
+    """port_spec, read from the port's files once per process and settings."""
+    key = json.dumps(port.as_config(), sort_keys=True)
+    if key not in _SPECS:
+        _SPECS[key] = port_spec(port)
+    return _SPECS[key]
 
 
 def input_arrays(port: Port) -> dict[str, tuple[list[int], Any]]:
     """x and y of the port's data as {name: (shape, flat values)}."""
     arrays = read_arrays(port.data, ["x", "y"])
     return {n: (list(a.shape), a.reshape(-1)) for n, a in arrays.items()}
-
-
-def param_count(port: Port) -> int:
-    return sum(math.prod(e["shape"]) for e in header(port.init).values())
 
 
 # --- the register, shared with every job through the environment ---------------------
