@@ -17,13 +17,6 @@ import yaml
 from conftest import ROOT, SGD
 from pipeline_helpers import copy_project, snakemake
 
-VERDICTS = (
-    "equivalent up to rounding",
-    "algorithmic difference, explained",
-    "algorithmic difference, unexplained",
-    "diverged",
-)
-
 pytestmark = pytest.mark.pipeline
 
 
@@ -46,8 +39,11 @@ def verdicts(workdir: Path) -> dict[str, dict]:
 def test_the_example_port_gets_a_verdict_and_a_layer_record(example):
     found = verdicts(example)
     assert set(found) == {"tiny_mlp_sgd", "tiny_mlp_adam"}
-    for record in found.values():
-        assert record["verdict"] in VERDICTS and record["model"] == "tiny_mlp"
+    assert {name: (r["model"], r["verdict"]) for name, r in found.items()} == {
+        "tiny_mlp_sgd": ("tiny_mlp", "equivalent up to rounding"),
+        # Burn's f32 Adam factors and f32 betas/eps: a gap ~1e6× the floor on any CPU path
+        "tiny_mlp_adam": ("tiny_mlp", "algorithmic difference, explained"),
+    }
     layers = pd.read_csv(example / "results/tables/layers_tiny_mlp_sgd.csv")
     forward = layers[(layers["step"] == 1) & (layers["phase"] == "forward")]
     assert list(forward["layer"]) == ["fc1", "act", "norm", "fc2"]
@@ -197,7 +193,10 @@ def test_a_model_written_outside_the_repository_runs_through_the_pipeline(projec
     config = write_user_project(tmp_path / "mine", project / "rust")
     snakemake(project, "--cores", "2", "--configfile", str(config))
     (record,) = json.loads((project / "results/verdicts.json").read_text())["experiments"]
-    assert record["experiment"] == "gelu_net_sgd" and record["verdict"] in VERDICTS
+    assert (record["experiment"], record["verdict"]) == (
+        "gelu_net_sgd",
+        "equivalent up to rounding",
+    )
     layers = pd.read_csv(project / "results/tables/layers_gelu_net_sgd.csv")
     assert list(layers[(layers["step"] == 1) & (layers["phase"] == "forward")]["layer"]) == [
         "embed", "gelu", "head",
