@@ -336,6 +336,7 @@ EDGES = {
         exp("adam", label_smoothing="0.1"),
         "experiments.adam.label_smoothing",
     ),
+    "loss l1": (exp("adam", loss="l1"), "experiments.adam.loss"),
     "dropout a string": (exp("adam", dropout="none"), "experiments.adam.dropout"),
     "probe 'fc.weight[1, 19]'": (exp("adam", probe="fc.weight[1, 19]"), None),
     "probe conv.weight[3,0,4]": (exp("adam", probe="conv.weight[3,0,4]"), None),

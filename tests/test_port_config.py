@@ -123,7 +123,7 @@ def test_weights_and_data_of_the_wrong_kinds_are_refused(tmp_path):
         f"experiments.tiny_mlp_sgd.model.init: {tmp_path}/w.safetensors: tensor 'fc1.weight'"
         " is I64; the initial weights are read as F32",
         f"experiments.tiny_mlp_sgd.model.data: {tmp_path}/d.safetensors: no array 'y' (x:"
-        " the inputs, y: the labels)",
+        " the inputs, y: the labels or targets)",
     ]
 
 
@@ -225,4 +225,72 @@ def test_data_whose_x_does_not_fit_the_module_is_refused():
     with pytest.raises(
         ModelError, match=rf"data: x \[320, 63\] does not fit TinyMlp's input \({why}\)"
     ):
+        models.build("tiny_mlp", arrays, torch.float64)
+
+
+# --- the loss ---------------------------------------------------------------------------
+
+
+def targets_file(tmp_path: Path, width: int = 10) -> str:
+    """The example's x with float targets y [320, width] (mse's)."""
+    x = port.read_arrays(EXAMPLE / "data.safetensors")["x"]
+    y = np.tanh(x[:, :width]).astype(np.float32)
+    save_file({"x": x, "y": y}, tmp_path / "targets.safetensors")
+    return str(tmp_path / "targets.safetensors")
+
+
+def test_a_loss_that_does_not_fit_the_data_is_refused_naming_both(tmp_path):
+    targets = targets_file(tmp_path)
+    # mse with the example's class labels; cross-entropy with float targets
+    assert with_port(lambda m, e: e.update(loss="mse")) == [
+        "experiments.tiny_mlp_sgd.loss: mse needs F32 y, but examples/byo/data.safetensors's"
+        " y is I64 [320] (class labels)"
+    ]
+    assert with_port(lambda m, e: m.update(data=targets)) == [
+        f"experiments.tiny_mlp_sgd.loss: cross_entropy needs I64 y, but {targets}'s y is F32"
+        " [320, 10] (float targets)"
+    ]
+    assert with_port(lambda m, e: (m.update(data=targets), e.update(loss="mse"))) == []
+    # label smoothing is the cross-entropy's; a built-in dataset holds class labels only
+    assert with_port(
+        lambda m, e: (m.update(data=targets), e.update(loss="mse", label_smoothing=0.1))
+    ) == ["experiments.tiny_mlp_sgd.label_smoothing: a cross_entropy option; loss is mse"]
+    config = example_config()
+    config["experiments"] = {"lenet_mse": {"optimizer": "sgd", "lr": 0.1, "model": "lenet",
+                                           "loss": "mse"}}  # fmt: skip
+    assert [p for p in problems_of(config) if ".loss" in p] == [
+        "experiments.lenet_mse.loss: mse needs F32 targets y, which only a port's own data file"
+        " (model.data) holds: the built-in datasets' y are class labels"
+    ]
+    config["experiments"]["lenet_mse"]["loss"] = "l1"
+    assert any("experiments.lenet_mse.loss" in p and "l1" in p for p in problems_of(config))
+
+
+def test_mse_is_the_mean_squared_error_and_its_targets_must_fit_the_output(tmp_path):
+    from torch_burn_parity.io.parity_io import decode_dataset
+    from torch_burn_parity.training.make_data import dataset_bytes
+    from torch_burn_parity.training.train_torch import evaluate
+
+    def dataset(width: int) -> dict:
+        """The dataset file the pipeline packs for the port on float targets of ``width``."""
+        config = example_config()
+        config["experiments"]["tiny_mlp_sgd"]["model"]["data"] = targets_file(tmp_path, width)
+        port.register_ports({"e": config["experiments"]["tiny_mlp_sgd"]})
+        return decode_dataset(dataset_bytes("tiny_mlp"))
+
+    arrays = dataset(10)
+    x, y = models.inputs(arrays, torch.float64)
+    assert y.dtype == torch.float64 and list(y.shape) == [320, 10]
+    model = models.build("tiny_mlp", arrays, torch.float64)
+    with torch.no_grad():
+        out = model(x[:16])
+        assert models.loss(out, y[:16], kind="mse").item() == ((out - y[:16]) ** 2).mean().item()
+        by_hand = ((model(x) - y) ** 2).mean().item()
+    final = evaluate(model, x, y, kind="mse")
+    assert final["correct"] is None and final["predictions"] is None
+    assert final["loss"] == by_hand
+    # targets of another width than the module's output: refused before any step
+    arrays = dataset(7)
+    with pytest.raises(ModelError, match=r"data: y \[320, 7\] \(mse's targets\) does not fit"
+                       r" TinyMlp's output \[1, 10\] on one sample"):  # fmt: skip
         models.build("tiny_mlp", arrays, torch.float64)

@@ -136,9 +136,12 @@ fn main() -> ExitCode {{
 """
 
 
-def write_user_project(folder: Path, rust: Path, head_bias: str = "false", extra: str = "") -> Path:
+def write_user_project(
+    folder: Path, rust: Path, head_bias: str = "false", extra: str = "", regression: bool = False
+) -> Path:
     """A user's own folder: the PyTorch module, its Burn crate (its lock file the example's,
-    renamed), weights and data; returns its config."""
+    renamed), weights and data; returns its config. ``regression``: also the same module
+    as a second port, `gelu_reg`, on float targets with the mean squared error."""
     import sys
 
     import torch
@@ -174,8 +177,14 @@ def write_user_project(folder: Path, rust: Path, head_bias: str = "false", extra
         "data": str(folder / "data.safetensors"),
         "layers": ["embed", "gelu", "head"],
     }
+    experiments = {"gelu_net_sgd": {**SGD, "lr": 0.1, "model": port}}
+    if regression:
+        targets = (x[:, :4] + 0.5 * x[:, 4:8]).astype(np.float32)  # y F32 [64, 4]
+        save_arrays({"x": x, "y": targets}, folder / "targets.safetensors")
+        regression_port = {**port, "name": "gelu_reg", "data": str(folder / "targets.safetensors")}
+        experiments["gelu_reg_mse"] = {**SGD, "lr": 0.05, "loss": "mse", "model": regression_port}
     config = {"steps": 20, "batch_size": 16, "report_steps": [1, 20],
-              "experiments": {"gelu_net_sgd": {**SGD, "lr": 0.1, "model": port}}}  # fmt: skip
+              "experiments": experiments}  # fmt: skip
     path = folder / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
@@ -190,13 +199,25 @@ def project(tmp_path_factory, burn_binary) -> Path:
 
 
 def test_a_model_written_outside_the_repository_runs_through_the_pipeline(project, tmp_path):
-    config = write_user_project(tmp_path / "mine", project / "rust")
+    config = write_user_project(tmp_path / "mine", project / "rust", regression=True)
     snakemake(project, "--cores", "2", "--configfile", str(config))
-    (record,) = json.loads((project / "results/verdicts.json").read_text())["experiments"]
-    assert (record["experiment"], record["verdict"]) == (
-        "gelu_net_sgd",
-        "equivalent up to rounding",
-    )
+    found = verdicts(project)
+    assert {name: r["verdict"] for name, r in found.items()} == {
+        "gelu_net_sgd": "equivalent up to rounding",
+        "gelu_reg_mse": "equivalent up to rounding",
+    }
+    # The regression: the mean squared error on both sides, no classes to predict.
+    effect = found["gelu_reg_mse"]["effect"]
+    assert (effect["torch"]["accuracy"], effect["burn"]["accuracy"]) == (None, None)
+    runs = {fw: json.loads((project / f"results/runs/gelu_reg_mse/{fw}-f64.json").read_text())
+            for fw in ("torch", "burn")}  # fmt: skip
+    for run in runs.values():
+        (block,) = run.values()
+        assert block["meta"]["loss"] == {"name": "mse", "label_smoothing": 0.0}
+        assert block["final"]["predictions"] is None
+    diff = pd.read_csv(project / "results/tables/config_diff_gelu_reg_mse.csv")
+    (loss,) = diff[diff["hyperparameter"] == "loss"].to_dict("records")
+    assert loss["torch"].startswith("mse_loss") and loss["burn"].startswith("MseLoss")
     layers = pd.read_csv(project / "results/tables/layers_gelu_net_sgd.csv")
     assert list(layers[(layers["step"] == 1) & (layers["phase"] == "forward")]["layer"]) == [
         "embed", "gelu", "head",

@@ -234,8 +234,13 @@ fn run(runner: &Runner, args: Args) -> Result<(), Failure> {
     };
     let text = serde_json::to_string(&file).expect("JSON") + "\n";
     runfile::write_atomic(&out, text.as_bytes()).map_err(|e| format!("{}: {e}", out.display()))?;
+    // A classifier's correct count of its labels (one per sample, or per position).
+    let correct = correct.map_or(String::new(), |c| {
+        let labels = data.arrays()["y"].shape.iter().product::<usize>();
+        format!(", correct {c}/{labels}")
+    });
     println!(
-        "burn {} {}{}: {} steps in {:.2}s, final loss {:.8}, correct {}/{} -> {}",
+        "burn {} {}{}: {} steps in {:.2}s, final loss {:.8}{} -> {}",
         spec.name,
         dtype,
         if args.bare { " (bare)" } else { "" },
@@ -243,8 +248,6 @@ fn run(runner: &Runner, args: Args) -> Result<(), Failure> {
         started.elapsed().as_secs_f64(),
         loss,
         correct,
-        // The labels: one per sample, or per position of a sample.
-        data.arrays()["y"].shape.iter().product::<usize>(),
         out.display()
     );
     Ok(())

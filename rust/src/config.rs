@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+use crate::loss::LossKind;
 use crate::models::{Model, ModelSize};
 
 /// The optimizer and every hyperparameter, as the spec's `optimizer` and `hyperparameters`.
@@ -295,6 +296,9 @@ struct ResolvedSpec {
     /// Checked in [`parse`] ([`Data::parse`]): read as any JSON so that a wrong one is
     /// refused naming the key.
     data: serde_json::Value,
+    /// `cross_entropy` (the default: specs written before `loss` existed) or `mse`.
+    #[serde(default)]
+    loss: LossKind,
     /// Checked in [`parse`] ([`label_smoothing`]), likewise.
     label_smoothing: serde_json::Value,
     probe_steps: Vec<usize>,
@@ -341,6 +345,8 @@ pub struct Spec {
     pub model_size: ModelSize,
     /// The dataset (the spec's `data`), recorded in `meta.data`.
     pub data: Data,
+    /// The loss both sides compute (the spec's `loss`).
+    pub loss: LossKind,
     /// The cross-entropy's label smoothing ε (the spec's `label_smoothing`), in [0, 1): 0
     /// is none (train.rs).
     pub label_smoothing: f64,
@@ -431,6 +437,7 @@ pub fn parse(text: &str) -> Result<Spec, String> {
         model,
         model_size,
         data,
+        loss: raw.loss,
         label_smoothing,
         probe_steps: raw.probe_steps,
         record_steps,

@@ -2,7 +2,8 @@
 //! `src/torch_burn_parity/training/make_data.py` (the format is documented in
 //! `src/torch_burn_parity/io/parity_io.py`): a safetensors file, one per model, holding the
 //! inputs `x` (F32 samples of any rank ≥ 2, e.g. the sine data's [N, 1, 16] or the digits'
-//! [N, 1, 8, 8]; or I64 token ids [N, T]), the labels `y` (I64, [N] or [N, T]), then the
+//! [N, 1, 8, 8]; or I64 token ids [N, T]), the targets `y` (I64 class labels, [N] or
+//! [N, T]; or, for the mse loss, F32 values [N] or [N, K]), then the
 //! model's parameters and buffers (F32, in PyTorch's names and shapes).
 //!
 //! Every array is decoded here, for the checks of the model's declaration against the file
@@ -39,12 +40,11 @@ pub struct Dataset {
 /// The arrays every dataset has; the others are the model's (checked by `models::Arrays`).
 const REQUIRED: [&str; 2] = ["x", "y"];
 
-/// The dtypes array `name` may have in the format: x's F32 or I64, y's I64, every other
-/// one's F32.
+/// The dtypes array `name` may have in the format: x's F32 or I64, y's I64 (class labels)
+/// or F32 (mse's targets), every other one's F32.
 fn dtypes_of(name: &str) -> &'static [Dtype] {
     match name {
-        "x" => &[Dtype::F32, Dtype::I64],
-        "y" => &[Dtype::I64],
+        "x" | "y" => &[Dtype::F32, Dtype::I64],
         _ => &[Dtype::F32],
     }
 }
@@ -240,12 +240,11 @@ mod tests {
         assert!(refused(&extra).contains("not a safetensors file"));
         let no_y: Vec<_> = arrays().into_iter().filter(|(n, _)| n != "y").collect();
         assert_eq!(refused(&encode(&no_y, "cnn1d")), r#"missing arrays ["y"]"#);
-        let mut wrong = arrays();
-        wrong[1].1.values = Values::F32(vec![2.0]);
-        assert_eq!(
-            refused(&encode(&wrong, "cnn1d")),
-            "array 'y' is F32, expected I64"
-        );
+        // An F32 y is mse's targets: taken, as F32.
+        let mut targets = arrays();
+        targets[1].1.values = Values::F32(vec![2.0]);
+        let decoded = decode(encode(&targets, "cnn1d")).unwrap();
+        assert_eq!(decoded.f32("y").unwrap().1, [2.0]);
         let mut wrong = arrays();
         wrong[2].1.values = Values::I64(vec![0]);
         assert_eq!(

@@ -7,6 +7,7 @@ pub mod dataset;
 pub mod fault;
 pub mod groups;
 pub mod local;
+pub mod loss;
 pub mod models;
 pub mod optimizers;
 pub mod port;

@@ -31,6 +31,7 @@ use serde_json::Value;
 use crate::config::Spec;
 use crate::dataset::Dataset;
 use crate::fault::Fault;
+use crate::loss::LossKind;
 use crate::models::{
     self, Act, Cnn1d, CnnBn, Gpt, LeNet, Model, ModelInput, ParityModel, Transformer,
 };
@@ -60,6 +61,12 @@ pub fn local(
     torch_run: &Path,
     out: &Path,
 ) -> Result<Written, String> {
+    if spec.loss != LossKind::CrossEntropy {
+        return Err(format!(
+            "the local mode runs the cross-entropy only (loss {})",
+            spec.loss.name()
+        ));
+    }
     match spec.model {
         Model::Cnn1d => local_for::<Cnn1d>(spec, data, device, fault, torch_run, out),
         Model::CnnBn => local_for::<CnnBn>(spec, data, device, fault, torch_run, out),

@@ -80,12 +80,12 @@ pub struct Norms {
 /// `final`: the whole dataset after training, in eval mode (no autodiff, running statistics).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Final {
-    /// The mean cross-entropy loss.
+    /// The mean loss (cross-entropy, or mse).
     pub loss: F64,
-    /// How many samples are predicted right.
-    pub correct: i64,
-    /// The argmax of each sample's output.
-    pub predictions: Vec<i64>,
+    /// How many rows are predicted right; None (`null`) for a regression (mse).
+    pub correct: Option<i64>,
+    /// The argmax of each row's output; None (`null`) for a regression (mse).
+    pub predictions: Option<Vec<i64>>,
 }
 
 /// The run's tensors: in the tensors file beside the run file (what the binary writes, see
@@ -229,9 +229,11 @@ pub struct Meta {
     pub provenance: Option<Provenance>,
 }
 
-/// `meta.loss`: the cross-entropy as Burn holds it (train.rs).
+/// `meta.loss`: the loss as Burn holds it (loss.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct LossMeta {
+    /// The spec's `loss`: `cross_entropy` or `mse`.
+    pub name: &'static str,
     /// Its label smoothing α: Burn's `smoothing` (an f32, burn-nn src/loss/cross_entropy.rs)
     /// widened to f64, e.g. 0.10000000149011612 for the spec's 0.1; 0 without smoothing
     /// (Burn's `None`, the spec's 0). Burn's target weights 1 − α and α/C are f32 roundings

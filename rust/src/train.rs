@@ -1,20 +1,21 @@
 //! One experiment trained with Burn, from the shared dataset file, on the spec's model.
 
-use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
+use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::GradientsParams;
-use burn::tensor::{DType, Device, Int, Tensor, s};
+use burn::tensor::{DType, Device, Int, Tensor};
 
 use crate::adam_factors::{burn_adam_factors, burn_adamw_bias_corrections};
 use crate::config::Spec;
 use crate::dataset::Dataset;
 use crate::fault::Fault;
 use crate::groups::{Optimizers, burn_shapes};
+use crate::loss::{self, Loss};
 use crate::models::{
     self, Cnn1d, CnnBn, Gpt, LeNet, Model, ModelInput, ParityModel, Probe, Transformer,
 };
 use crate::optimizers::{Built, Scalars, optimizer};
 use crate::record::{Kind, Output, Recorded, Recorder};
-use crate::runfile::{AdamFactors, BurnScalars, F64, Final, Floats, LossMeta, Meta, RunBlock};
+use crate::runfile::{AdamFactors, BurnScalars, F64, Final, Floats, Meta, RunBlock};
 use crate::schedule;
 use crate::tensors::Dtype;
 use std::path::Path;
@@ -54,27 +55,6 @@ pub fn loss_config(label_smoothing: f64) -> CrossEntropyLossConfig {
         config.with_smoothing(Some(label_smoothing as f32))
     } else {
         config
-    }
-}
-
-/// `meta.loss`: the loss as Burn holds it (its f32 α widened; 0 without smoothing).
-fn loss_meta(loss: &CrossEntropyLoss) -> LossMeta {
-    LossMeta {
-        label_smoothing: loss.smoothing.map_or(0.0, f64::from),
-    }
-}
-
-/// Refuses, on one line, a forward whose rows are not the labels' (B for labels [N], B·T
-/// for [N, T]), before Burn's loss asserts it.
-fn check_rows<M: ParityModel>(out: &Tensor<2>, labels: &Tensor<1, Int>) -> Result<(), String> {
-    let (rows, want) = (out.dims()[0], labels.dims()[0]);
-    if rows == want {
-        Ok(())
-    } else {
-        Err(format!(
-            "model {}: the forward gives {rows} rows of classes where the labels are {want}",
-            M::NAME
-        ))
     }
 }
 
@@ -176,9 +156,13 @@ pub fn evaluate<M: ParityModel>(
     model: &M,
     data: &Dataset,
     device: &Device,
-) -> Result<(f64, i64, Vec<i64>), String> {
-    evaluate_with(model, data, device, &CrossEntropyLossConfig::new())
+) -> Result<Evaluated, String> {
+    evaluate_with(model, data, device, &CrossEntropyLossConfig::new().into())
 }
+
+/// What [`evaluate_with`] finds: the final loss, and for a classifier (cross-entropy) the
+/// correct count and the predictions (a regression, mse, has neither).
+pub type Evaluated = (f64, Option<i64>, Option<Vec<i64>>);
 
 /// The samples the final evaluation takes at a time (the PyTorch side's `EVAL_CHUNK`,
 /// src/torch_burn_parity/training/train_torch.py): the text's 11,973 blocks at once would
@@ -188,7 +172,7 @@ pub const EVAL_CHUNK: usize = 512;
 /// The final loss (`loss`'s), correct count and predictions on the whole dataset in eval
 /// mode: `valid()` (inference behaviour, e.g. running statistics) without autodiff, like
 /// `model.eval()` under `torch.no_grad()`. Over the forward's rows: a prediction (the argmax
-/// of the classes) per sample, or per position for labels [N, T].
+/// of the classes) per sample, or per position for labels [N, T]; none for mse.
 ///
 /// The dataset is taken [`EVAL_CHUNK`] samples at a time, as the PyTorch side's `evaluate`
 /// does: per chunk the mean loss (as f64) and its rows (samples · positions). The loss is
@@ -199,12 +183,13 @@ pub fn evaluate_with<M: ParityModel>(
     model: &M,
     data: &Dataset,
     device: &Device,
-    loss: &CrossEntropyLossConfig,
-) -> Result<(f64, i64, Vec<i64>), String> {
+    loss: &Loss,
+) -> Result<Evaluated, String> {
     let eval = model.valid();
     let inner = device.clone().inner();
-    let (x, y) = inputs::<M::Input>(data, &inner)?;
-    let ce = loss.init(&inner);
+    let x = M::Input::read(data, &inner)?;
+    let y = loss::targets(data, &inner, loss.kind())?;
+    let criterion = loss.init(&inner);
     let n = x.samples();
     let per = models::labels_per_sample(data);
     let (mut means, mut rows) = (Vec::new(), Vec::new());
@@ -214,26 +199,34 @@ pub fn evaluate_with<M: ParityModel>(
         let (xc, yc) = if start == 0 && end == n {
             (x.clone(), y.clone())
         } else {
-            (
-                x.rows(start..end),
-                y.clone().slice(s![start * per..end * per]),
-            )
+            (x.rows(start..end), y.samples(start, end, per))
         };
         let out = eval.forward(xc, &mut Probe::off());
-        check_rows::<M>(&out, &yc)?;
         rows.push(out.dims()[0]);
-        means.push(ce.forward(out.clone(), yc.clone()).into_scalar::<f64>());
-        let predicted = out.argmax(1).squeeze_dim::<1>(1);
-        correct += predicted.clone().equal(yc).int().sum().into_scalar::<i64>();
-        predictions.extend(
-            predicted
-                .into_data()
-                .convert::<i64>()
-                .try_to_vec::<i64>()
-                .expect("int tensor"),
-        );
+        let mean = criterion.forward(out.clone(), &yc, M::NAME)?;
+        means.push(mean.into_scalar::<f64>());
+        if let loss::Targets::Labels(labels) = yc {
+            let predicted = out.argmax(1).squeeze_dim::<1>(1);
+            correct += predicted
+                .clone()
+                .equal(labels)
+                .int()
+                .sum()
+                .into_scalar::<i64>();
+            predictions.extend(
+                predicted
+                    .into_data()
+                    .convert::<i64>()
+                    .try_to_vec::<i64>()
+                    .expect("int tensor"),
+            );
+        }
     }
-    Ok((chunked_mean(&means, &rows), correct, predictions))
+    let mean = chunked_mean(&means, &rows);
+    Ok(match y {
+        loss::Targets::Labels(_) => (mean, Some(correct), Some(predictions)),
+        loss::Targets::Values(_) => (mean, None, None),
+    })
 }
 
 /// The mean over every row of chunks of `rows[c]` rows whose means are `means[c]`: the one
@@ -276,7 +269,8 @@ pub fn run_into<M: ParityModel>(
     if let Some(f) = fault {
         f.check(M::NAME, &params, &layer_names)?;
     }
-    let (x, y) = inputs::<M::Input>(data, device)?;
+    let x = M::Input::read(data, device)?;
+    let y = loss::targets(data, device, spec.loss)?;
     let n = x.samples();
     // Labels per sample: 1 for y [N], T for y [N, T] (flat in `y`).
     let per = models::labels_per_sample(data);
@@ -289,8 +283,8 @@ pub fn run_into<M: ParityModel>(
     }
     // Burn's refusals of a schedule come before any step.
     let (mut scheduler, schedule_held) = schedule::scheduler(spec)?;
-    let loss_config = loss_config(spec.label_smoothing);
-    let ce = loss_config.init(device);
+    let loss = Loss::of(spec.loss, spec.label_smoothing);
+    let criterion = loss.init(device);
     let Built {
         optim,
         held,
@@ -323,7 +317,7 @@ pub fn run_into<M: ParityModel>(
         lrs.push(lr.base());
         let i = ((step - 1) % batches) * spec.batch_size; // no shuffling: the batches in rotation
         let xb = x.rows(i..i + spec.batch_size);
-        let yb = y.clone().slice(s![i * per..(i + spec.batch_size) * per]);
+        let yb = y.samples(i, i + spec.batch_size, per);
         let probed = recorder.probes(step);
         let probe = if probed { Probe::on() } else { Probe::off() };
         // A layer fault of this step: its delta added to the layer's output in the forward.
@@ -332,10 +326,9 @@ pub fn run_into<M: ParityModel>(
         if let Some(e) = probe.failure() {
             return Err(format!("{}: {e}", crate::fault::VARIABLE));
         }
-        check_rows::<M>(&out, &yb)?;
-        let loss = ce.forward(out, yb);
-        losses.push(loss.clone().into_scalar::<f64>());
-        let grads = loss.backward();
+        let step_loss = criterion.forward(out, &yb, M::NAME)?;
+        losses.push(step_loss.clone().into_scalar::<f64>());
+        let grads = step_loss.backward();
         if probed {
             recorder.layer(probe.record(step, &layer_names, &grads)?)?;
         }
@@ -368,7 +361,7 @@ pub fn run_into<M: ParityModel>(
         }
         series.push(scalars, step as i32);
     }
-    let (loss, correct, predictions) = evaluate_with(&model, data, device, &loss_config)?;
+    let (final_loss, correct, predictions) = evaluate_with(&model, data, device, &loss)?;
     let bare = output == Output::Bare;
     let (final_params, final_buffers) = if bare {
         (Vec::new(), Vec::new())
@@ -390,7 +383,7 @@ pub fn run_into<M: ParityModel>(
         lrs: Floats(lrs),
         norms,
         r#final: Final {
-            loss: F64(loss),
+            loss: F64(final_loss),
             correct,
             predictions,
         },
@@ -405,7 +398,7 @@ pub fn run_into<M: ParityModel>(
             model_size: model.size(),
             data: spec.data.name().to_string(),
             layer_hyperparameters: model.layer_hyperparameters(),
-            loss: loss_meta(&ce),
+            loss: criterion.meta(),
             optimizer: spec.optimizer.name().to_string(),
             hyperparameters: held,
             param_groups: optims.meta,

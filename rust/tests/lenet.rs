@@ -288,7 +288,10 @@ fn lenet_trains_and_records_its_layers_and_meta() {
         meta["model_size"],
         json!({"conv1": 6, "conv2": 16, "hidden": 32})
     );
-    assert_eq!(meta["loss"], json!({"label_smoothing": 0.0}));
+    assert_eq!(
+        meta["loss"],
+        json!({"name": "cross_entropy", "label_smoothing": 0.0})
+    );
     assert_eq!(
         meta["layer_hyperparameters"],
         json!({
@@ -346,7 +349,10 @@ fn label_smoothing_is_burns_with_its_f32_alpha_in_training_and_evaluation() {
     // Burn holds α as an f32: 0.1 is 0.10000000149011612, in meta and in the loss.
     let alpha = f64::from(0.1f32);
     assert_eq!(alpha, 0.10000000149011612);
-    assert_eq!(smoothed["meta"]["loss"], json!({"label_smoothing": alpha}));
+    assert_eq!(
+        smoothed["meta"]["loss"],
+        json!({"name": "cross_entropy", "label_smoothing": alpha})
+    );
     let logits = common::list(&smoothed["layers"][0]["outputs"][8]);
     let y: Vec<i64> = (0..BATCH as i64).map(|k| k % 10).collect();
     // Burn's target weights are f32 computations, also in an f64 run: 1 − α and α/C, each
@@ -374,7 +380,7 @@ fn label_smoothing_is_burns_with_its_f32_alpha_in_training_and_evaluation() {
     let config = train::loss_config(spec.label_smoothing);
     assert_eq!(config.smoothing, Some(0.1f32));
     let (loss, correct, predictions) =
-        train::evaluate_with(&model, &data, &device, &config).unwrap();
+        train::evaluate_with(&model, &data, &device, &config.clone().into()).unwrap();
     assert_eq!(block.r#final.loss.0.to_bits(), loss.to_bits());
     assert_eq!(
         (block.r#final.correct, &block.r#final.predictions),
@@ -484,7 +490,7 @@ fn the_binary_trains_lenet_in_f32_and_records_the_data_and_the_loss() {
         "{text}"
     );
     assert!(
-        text.contains(r#""loss":{"label_smoothing":0.05000000074505806},"optimizer":"sgd""#),
+        text.contains(r#""loss":{"name":"cross_entropy","label_smoothing":0.05000000074505806},"optimizer":"sgd""#),
         "{text}"
     );
     let block: Value = serde_json::from_str(&text).unwrap();

@@ -10,7 +10,8 @@ use burn::tensor::{Device, Tensor};
 use parity_train::cli::{self, Failure};
 use parity_train::config::{self, Spec};
 use parity_train::dataset::{Array, Dataset, Values};
-use parity_train::models::{self, ModelSize, PortSize};
+use parity_train::loss::LossKind;
+use parity_train::models::{self, ModelSize, ParityModel, PortSize};
 use parity_train::port::{self, Layers, Port};
 use parity_train::record::Output;
 use parity_train::train;
@@ -428,5 +429,59 @@ fn the_local_mode_of_a_port_writes_the_file_without_layer_entries() {
     assert!(
         matches!(&refused, Err(Failure::Failed(e)) if e.starts_with("port tiny_mlp: the forward records")),
         "{refused:?}"
+    );
+}
+
+/// The port's data with float targets y [16, 10] (mse's) in place of the labels.
+fn regression_data() -> Dataset {
+    let mut arrays = arrays(&params());
+    arrays[1].1 = f32_array(&[N, CLASSES], |i| (0.11 * i as f64).cos());
+    common::dataset(arrays)
+}
+
+#[test]
+fn trains_a_port_on_float_targets_with_the_mean_squared_error() {
+    let data = regression_data();
+    let device = device();
+    let mut spec = spec(&params(), &LAYERS);
+    spec.loss = LossKind::Mse;
+    port::prepare::<TinyMlp>(&spec, &data, &device).unwrap();
+    let (block, model) =
+        train::run_into::<TinyMlp>(&spec, &data, &device, None, Output::Inline).unwrap();
+    let block = common::json(block);
+    let losses = common::list(&block["losses"]);
+    assert!(losses[2] < losses[0], "{losses:?}");
+    // A regression has no classes: no correct count, no predictions.
+    assert_eq!(block["final"]["correct"], serde_json::Value::Null);
+    assert_eq!(block["final"]["predictions"], serde_json::Value::Null);
+    assert_eq!(block["meta"]["loss"]["name"], "mse");
+    // The final loss is the mean over every element of (out − y)², in eval mode.
+    let inner = device.clone().inner();
+    let x: Tensor<2> = models::ModelInput::read(&data, &inner).unwrap();
+    let out = models::values(ParityModel::forward(
+        &model.valid(),
+        x,
+        &mut models::Probe::off(),
+    ));
+    let (_, y) = data.f32("y").unwrap();
+    let by_hand = out
+        .iter()
+        .zip(y)
+        .map(|(o, &t)| (o - f64::from(t)).powi(2))
+        .sum::<f64>()
+        / out.len() as f64;
+    let final_loss = block["final"]["loss"].as_f64().unwrap();
+    assert!(
+        (final_loss - by_hand).abs() <= 1e-12 * by_hand,
+        "{final_loss} {by_hand}"
+    );
+    // The cross-entropy refuses float targets, on one line, before any step.
+    spec.loss = LossKind::CrossEntropy;
+    let refused = train::run_into::<TinyMlp>(&spec, &data, &device, None, Output::Inline)
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(
+        refused,
+        "loss cross_entropy: y holds F32 values, not I64 class labels (mse takes float targets)"
     );
 }

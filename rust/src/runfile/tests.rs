@@ -39,8 +39,8 @@ fn block(loss: f64, burn_scalars: Option<BurnScalars>) -> RunBlock {
         }),
         r#final: Final {
             loss: F64(loss),
-            correct: 2,
-            predictions: vec![0, 1, 1],
+            correct: Some(2),
+            predictions: Some(vec![0, 1, 1]),
         },
         tensors: RunTensors::Inline {
             params: names
@@ -71,6 +71,7 @@ fn block(loss: f64, burn_scalars: Option<BurnScalars>) -> RunBlock {
             data: "sine".into(),
             layer_hyperparameters: json!({}),
             loss: LossMeta {
+                name: "cross_entropy",
                 label_smoothing: 0.0,
             },
             optimizer: "sgd".into(),
@@ -219,7 +220,7 @@ fn meta_writes_the_data_after_the_size_and_the_loss_after_the_layer_settings() {
     let text = serde_json::to_string(&meta).unwrap();
     let want = concat!(
         r#"{"model":"cnn1d","model_size":{"channels":4,"kernel":5},"data":"sine","#,
-        r#""layer_hyperparameters":{},"loss":{"label_smoothing":0.10000000149011612},"#,
+        r#""layer_hyperparameters":{},"loss":{"name":"cross_entropy","label_smoothing":0.10000000149011612},"#,
         r#""optimizer":"sgd","#
     );
     assert!(text.starts_with(want), "{text}");

@@ -97,7 +97,9 @@ def compared_keys(block: Any, where: str) -> list[tuple[str, Any]]:
     params = as_object(block.get("params", {}), f"{where}.params")
     buffers = as_object(block.get("buffers", {}), f"{where}.buffers")
     keys = [("losses", block.get("losses"))]
-    keys += [("final.loss", final.get("loss")), ("final.correct", final.get("correct"))]
+    keys += [("final.loss", final.get("loss"))]
+    if not ("correct" in final and final["correct"] is None):  # null: a regression's (mse)
+        keys += [("final.correct", final.get("correct"))]
     keys += [(f"params.{name}", v) for name, v in params.items()]
     keys += [(f"buffers.{name}", v) for name, v in buffers.items()]
     return keys

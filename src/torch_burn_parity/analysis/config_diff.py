@@ -197,13 +197,24 @@ def clip_rows(spec: dict) -> list[dict]:
     ]
 
 
+# The loss each framework computes for the experiment's `loss` (models/models.py, the
+# Burn side's loss.rs): the same quantity, each framework's own kernels.
+LOSSES = {
+    "cross_entropy": ("cross_entropy (mean over rows)", "CrossEntropyLoss (mean over rows)"),
+    "mse": ("mse_loss (mean of (out − y)²)", "MseLoss, Reduction::Mean (mean of (out − y)²)"),
+}
+
+
 def loss_rows(spec: dict) -> list[dict]:
-    """The label smoothing as each framework holds it (Burn: f32); none without smoothing,
-    the loss both then compute being the plain cross-entropy."""
+    """The loss both compute when it is not the default cross-entropy, then the label
+    smoothing as each framework holds it (Burn: f32); no smoothing rows without smoothing,
+    the loss then the plain cross-entropy."""
+    kind = spec.get("loss", "cross_entropy")
+    rows = [fact("loss", *LOSSES[kind], "same")] if kind != "cross_entropy" else []
     smoothing = spec.get("label_smoothing", 0.0)
     if not smoothing:
-        return []
-    return [
+        return rows
+    return rows + [
         value_row("label_smoothing", smoothing, smoothing, True, []),
         fact("smoothed targets", "the run's dtype", "f32", "precision", LOSS_NOTE),
     ]

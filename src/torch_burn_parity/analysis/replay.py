@@ -126,6 +126,7 @@ from torch_burn_parity.analysis.gaps import (
 )
 from torch_burn_parity.analysis.muon_rules import MuonUpdate
 from torch_burn_parity.io.parity_io import FormatError, read_dataset, row_of, write_text_atomic
+from torch_burn_parity.models.losses import DEFAULT_LOSS
 from torch_burn_parity.models.model_specs import (
     DEFAULT_MODEL,
     ModelError,
@@ -134,7 +135,7 @@ from torch_burn_parity.models.model_specs import (
     spec,
 )
 from torch_burn_parity.models.models import build, inputs, state
-from torch_burn_parity.models.models import loss as cross_entropy
+from torch_burn_parity.models.models import loss as torch_loss
 
 # ---------------------------------------------------------------- running a variant
 
@@ -151,6 +152,12 @@ class Variant:
     running_stats: BurnRunningStats | None = None
     label_smoothing: float = 0.0
     burn_loss: bool = False  # Burn's smoothed targets (burn_loss.py), else PyTorch's loss
+    loss: str = DEFAULT_LOSS  # the experiment's loss, the same on both sides
+
+
+def loss_of(meta: dict) -> str:
+    """The loss a run trained with (cross-entropy for run files that do not name it)."""
+    return (meta.get("loss") or {}).get("name", DEFAULT_LOSS)
 
 
 def smoothing_of(meta: dict) -> float:
@@ -190,10 +197,12 @@ def replayed(
     for step in range(steps):
         i = (step % batches) * batch
         out, labels = module(x[i : i + batch]), y[i : i + batch]
-        if variant.burn_loss:
+        if variant.loss != DEFAULT_LOSS:  # mse: the same arithmetic in both frameworks
+            loss = torch_loss(out, labels, kind=variant.loss)
+        elif variant.burn_loss:
             loss = burn_cross_entropy(out, labels, variant.label_smoothing)
         else:
-            loss = cross_entropy(out, labels, variant.label_smoothing)
+            loss = torch_loss(out, labels, variant.label_smoothing)
         module.zero_grad()
         loss.backward()
         if burn_stats is not None:  # after backward: autograd saved the buffers PyTorch wrote
@@ -358,6 +367,8 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
     if muon_run(burn_run):  # Muon's lr adjustment on Burn's shapes, then Burn's orthogonalisation
         out["burn_lr_adjustment"] = (burn_choices(*last, muon=("torch", "burn")), torch_run)
         out["burn_newton_schulz"] = (burn_choices(*last, muon=burn_muon), torch_run)
+    for variant, _ in out.values():
+        variant.loss = loss_of(burn_meta)
     return out
 
 

@@ -1,10 +1,13 @@
-"""The config checks of an experiment's data and loss: `data`, `label_smoothing`, `dropout`.
+"""The config checks of an experiment's data and loss: `data`, `loss`, `label_smoothing`,
+`dropout`.
 
     data_problems(("experiments", "lenet"), exp, batch_size)  # [(path, message), ...]
 
 A model fits a dataset when the two declare the same input (datasets/registry.py): `data:
 digits` with `model: gpt` is refused, naming both; so is a text context longer than the
-corpus, and a batch larger than the dataset. Dropout is refused at any p but 0: PyTorch and
+corpus, and a batch larger than the dataset. A loss must fit the data's `y`: cross_entropy
+takes I64 class labels (every built-in dataset's), mse F32 targets (a port's own data file
+only); label smoothing is cross_entropy's alone. Dropout is refused at any p but 0: PyTorch and
 Burn draw their masks from their own random streams, so no two runs could match.
 """
 
@@ -20,6 +23,7 @@ from torch_burn_parity.datasets.registry import (
     default_data,
     fit_problem,
 )
+from torch_burn_parity.models.losses import DEFAULT_LOSS, TARGET_DTYPE
 from torch_burn_parity.models.model_specs import valid_spec
 from torch_burn_parity.models.port import header, is_port
 
@@ -57,6 +61,14 @@ def data_problems(at: Path, exp: dict[str, Any], batch_size: Any) -> list[tuple[
     """(path, message) for each problem of the experiment's data, loss and dropout."""
     problems: list[tuple[Path, str]] = []
     smoothing = exp.get("label_smoothing", 0.0)
+    kind = exp.get("loss", DEFAULT_LOSS)
+    if kind != DEFAULT_LOSS and _number(smoothing) and smoothing:
+        problems.append(((*at, "label_smoothing"), f"a cross_entropy option; loss is {kind}"))
+    if kind in TARGET_DTYPE and kind != DEFAULT_LOSS and not is_port(exp.get("model")):
+        problems.append(
+            ((*at, "loss"), f"{kind} needs F32 targets y, which only a port's own data file"
+             " (model.data) holds: the built-in datasets' y are class labels")
+        )  # fmt: skip
     if _number(smoothing) and not 0 <= smoothing < 1:
         problems.append(
             ((*at, "label_smoothing"), f"{smoothing} is outside [0, 1) (the share of the"
@@ -96,9 +108,14 @@ def port_data_problems(at: Path, exp: dict[str, Any], batch_size: Any) -> list[t
     try:
         arrays = header(value["data"])
         samples = arrays["x"]["shape"][0]
-        arrays["y"]  # noqa: B018 (a file without labels: the port's own check names it)
+        y = arrays["y"]
     except (KeyError, TypeError, ValueError, IndexError):
         return []  # the port's own check names it
+    kind = exp.get("loss", DEFAULT_LOSS)
+    if kind in TARGET_DTYPE and y["dtype"] != TARGET_DTYPE[kind]:
+        what = {"I64": "class labels", "F32": "float targets"}.get(y["dtype"], y["dtype"])
+        return [((*at, "loss"), f"{kind} needs {TARGET_DTYPE[kind]} y, but {value['data']}'s y"
+                 f" is {y['dtype']} {y['shape']} ({what})")]  # fmt: skip
     if isinstance(batch_size, int) and batch_size > samples:
         return [((*at, "model", "data"), f"{value['data']} has {samples} samples, fewer than"
                  f" batch_size {batch_size}")]  # fmt: skip

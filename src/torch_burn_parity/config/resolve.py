@@ -39,12 +39,14 @@ from torch_burn_parity.config.parity_config import (
 )
 from torch_burn_parity.config.record import DEFAULT_BUDGET_MB, record_steps
 from torch_burn_parity.io.parity_io import FRAMEWORKS, write_text_atomic
+from torch_burn_parity.models.losses import DEFAULT_LOSS
 from torch_burn_parity.models.model_specs import spec_of_config
 from torch_burn_parity.optimizers import REGISTRY
 
 # The keys of a resolved spec, as experiment_spec writes them.
 SPEC_KEYS = ("name", "optimizer", "hyperparameters", "keep_defaults", "schedule", "clip_grad",
-             "burn_backend", "model", "model_size", "data", "label_smoothing", "probe_steps",
+             "burn_backend", "model", "model_size", "data", "loss", "label_smoothing",
+             "probe_steps",
              "record_steps", "steps", "batch_size", "threads", "cpu_path", "requested",
              "param_groups")  # fmt: skip
 
@@ -93,6 +95,7 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
         "model": model.name,
         "model_size": model.size,  # every size key, the defaults filled in
         "data": experiment_data(exp),
+        "loss": exp.get("loss", DEFAULT_LOSS),
         "label_smoothing": float(exp.get("label_smoothing", 0.0)),
         "probe_steps": probe_steps_of(exp),
         # the steps whose tensors both trainers record (config/record.py)

@@ -151,15 +151,22 @@ DATASET_FORMAT = "torch-burn-parity dataset"
 DATASET_DTYPES = {"F32": "<f4", "I64": "<i8"}
 
 
-def dataset_dtype(name: str, tokens: bool = False) -> str:
-    return "I64" if name == "y" or (name == "x" and tokens) else "F32"
+def dataset_dtype(name: str, tokens: bool = False, float_targets: bool = False) -> str:
+    if name == "y":
+        return "F32" if float_targets else "I64"
+    return "I64" if name == "x" and tokens else "F32"
 
 
 def encode_dataset(
-    arrays: dict[str, tuple[list[int], Any]], model: str, data: str = "sine", tokens: bool = False
+    arrays: dict[str, tuple[list[int], Any]],
+    model: str,
+    data: str = "sine",
+    tokens: bool = False,
+    float_targets: bool = False,
 ) -> bytes:
     """The dataset file of ``{name: (shape, flat_values)}`` for the model tagged ``model``
-    on dataset ``data`` (x token ids when ``tokens``).
+    on dataset ``data`` (x token ids when ``tokens``; y float targets, for mse, when
+    ``float_targets``).
 
     y (and x of tokens) is written as I64 and every other array as F32: f64 values are
     rounded to f32 here, once (numpy rounds to nearest even). Written by
@@ -168,7 +175,8 @@ def encode_dataset(
     """
     tensors = {}
     for name, (shape, values) in arrays.items():
-        flat = np.asarray(values, dtype=DATASET_DTYPES[dataset_dtype(name, tokens)])
+        dtype = dataset_dtype(name, tokens, float_targets)
+        flat = np.asarray(values, dtype=DATASET_DTYPES[dtype])
         if flat.ndim != 1 or flat.size != math.prod(shape):
             raise ValueError(f"{name}: shape {shape} does not hold {flat.size} values")
         tensors[name] = flat.reshape(shape)
@@ -212,8 +220,8 @@ def decode_dataset(blob: bytes, source: str = "dataset") -> dict[str, tuple[list
 
     f32 values come back as Python floats (exact widenings), i64 values as ints. Refused
     (FormatError naming ``source``, one line) when it is not a safetensors file, lacks x or
-    y, or holds an array of another dtype than the format's (y I64, x F32 or I64, every
-    other F32).
+    y, or holds an array of another dtype than the format's (y I64, or F32 targets; x F32 or
+    I64; every other F32).
     """
     try:
         tensors = safetensors.numpy.load(blob)
@@ -227,8 +235,8 @@ def decode_dataset(blob: bytes, source: str = "dataset") -> dict[str, tuple[list
     in_file = sorted(tensors, key=lambda name: header[name]["data_offsets"][0])
     for name in in_file:
         dtype, want = header[name]["dtype"], dataset_dtype(name)
-        if name == "x" and dtype == "I64":
-            continue  # token ids
+        if name in ("x", "y") and dtype in ("F32", "I64"):
+            continue  # x: values or token ids; y: labels or (mse) float targets
         if dtype != want:
             raise FormatError(f"{source}: array {name!r} is {dtype}, expected {want}")
     model = _model_order(header.get("__metadata__", {}).get("model"))

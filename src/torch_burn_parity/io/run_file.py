@@ -18,8 +18,8 @@ class Final(TypedDict):
     """The whole dataset after training, in eval mode."""
 
     loss: float
-    correct: int  # samples predicted right
-    predictions: list[int]  # argmax of each sample's output
+    correct: int | None  # rows predicted right; None for a regression (loss mse)
+    predictions: list[int] | None  # argmax of each row's output; None for a regression
 
 
 class Trajectory(TypedDict):
@@ -48,7 +48,7 @@ class Meta(TypedDict):
     model_size: dict[str, int]  # the size keys, read back from the built modules
     data: str  # the dataset: "sine", "digits" or "text"
     layer_hyperparameters: dict[str, Any]  # read back from the built modules
-    loss: dict[str, Any]  # {"label_smoothing": ε as the framework holds it}
+    loss: dict[str, Any]  # {"name": cross_entropy | mse, "label_smoothing": ε as held}
     optimizer: str  # the experiment's own (parameters in no group)
     hyperparameters: dict[str, Any]  # its values as the framework holds them
     param_groups: list[GroupMeta]  # [] without groups

@@ -65,8 +65,11 @@ def agreeing_digits(a: float, b: float) -> int | None:
 def final_effect(torch_final: dict, burn_final: dict) -> dict:
     """The effect of one precision's runs on the trained model (their `final` blocks)."""
     t_pred, b_pred = torch_final["predictions"], burn_final["predictions"]
-    n = len(t_pred)
-    differ = sum(a != b for a, b in zip(t_pred, b_pred, strict=True))
+    # A regression (loss mse) predicts no classes: its outcome is its final loss alone.
+    classes = t_pred is not None and b_pred is not None
+    n = len(t_pred) if classes else 0
+    differ = sum(a != b for a, b in zip(t_pred, b_pred, strict=True)) if classes else 0
+    accuracy = lambda final: final["correct"] / n if n else None  # noqa: E731
     t_loss, b_loss = float(torch_final["loss"]), float(burn_final["loss"])
     digits = agreeing_digits(t_loss, b_loss)
     finite = [math.isfinite(t_loss), math.isfinite(b_loss)]
@@ -80,8 +83,8 @@ def final_effect(torch_final: dict, burn_final: dict) -> dict:
     else:
         severity = NO_EFFECT
     return {
-        "torch": {"loss": t_loss, "accuracy": torch_final["correct"] / n},
-        "burn": {"loss": b_loss, "accuracy": burn_final["correct"] / n},
+        "torch": {"loss": t_loss, "accuracy": accuracy(torch_final)},
+        "burn": {"loss": b_loss, "accuracy": accuracy(burn_final)},
         "d_loss": abs(t_loss - b_loss),
         "loss_digits": digits,
         "predictions_differ": differ,

@@ -32,6 +32,7 @@ from torch_burn_parity.models import (
     model_transformer,
     port_torch,
 )
+from torch_burn_parity.models.losses import DEFAULT_LOSS
 from torch_burn_parity.models.model_specs import ModelError, array_problem, spec
 
 MODELS: dict[str, ModuleType] = {
@@ -86,26 +87,34 @@ def build(
             shape, values = arrays[key]
             tensor.copy_(torch.as_tensor(values, dtype=torch.float32).reshape(shape).to(dtype))
     if declared_spec.port is not None:
-        port_torch.check_input(model, inputs(arrays, dtype)[0])
+        port_torch.check_input(model, *inputs(arrays, dtype))
     return model
 
 
 def inputs(arrays: Arrays, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """The dataset's inputs, f32 values widened exactly to dtype or integer token ids as
-    they are, and its integer labels ([N], or [N, positions] for a label per position)."""
-    shape, values = arrays["x"]
-    if values and isinstance(values[0], int):  # token ids (an I64 x)
-        x = torch.tensor(values, dtype=torch.int64).reshape(shape)
-    else:
-        x = torch.tensor(values, dtype=torch.float32).reshape(shape).to(dtype)
-    return x, torch.tensor(arrays["y"][1], dtype=torch.int64).reshape(arrays["y"][0])
+    they are, and its targets: integer labels ([N], or [N, positions] for a label per
+    position), or f32 values widened exactly to dtype (an F32 ``y``: mse's targets)."""
+
+    def tensor(shape: list[int], values: list) -> torch.Tensor:
+        if values and isinstance(values[0], int):  # token ids, labels
+            return torch.tensor(values, dtype=torch.int64).reshape(shape)
+        return torch.tensor(values, dtype=torch.float32).reshape(shape).to(dtype)
+
+    return tensor(*arrays["x"]), tensor(*arrays["y"])
 
 
-def loss(out: torch.Tensor, y: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
-    """Cross-entropy, the mean over every row of ``out`` [rows, classes]: a sample's, or
-    every position's of a model that predicts at each (its labels ``y`` flattened to
-    match). PyTorch's label smoothing: (1 − ε)·(−log p_y) + ε·mean over classes of
-    (−log p_c)."""
+def loss(
+    out: torch.Tensor, y: torch.Tensor, label_smoothing: float = 0.0, kind: str = DEFAULT_LOSS
+) -> torch.Tensor:
+    """The loss of ``out`` [rows, outputs] against ``y``, the mean over every row.
+
+    cross_entropy: a row is a sample's, or a position's of a model that predicts at each
+    (its labels ``y`` flattened to match); PyTorch's label smoothing is (1 − ε)·(−log p_y)
+    + ε·mean over classes of (−log p_c). mse: mean over every element of (out − y)², ``y``
+    [N, outputs] (or [N] for one output) reshaped to ``out``'s shape."""
+    if kind == "mse":
+        return nn.functional.mse_loss(out, y.reshape(out.shape))
     return nn.functional.cross_entropy(out, y.reshape(-1), label_smoothing=label_smoothing)
 
 

@@ -129,10 +129,10 @@ def _files_problems(at: tuple, value: Mapping[str, Any]) -> list[Problem]:
         problems.append(((*at, "init"), f"{value['init']}: {exc}"))
     try:
         data = header(value["data"])
-        for array, dtypes in (("x", ("F32", "I64")), ("y", ("I64",))):
+        for array, dtypes in (("x", ("F32", "I64")), ("y", ("I64", "F32"))):
             if array not in data:
                 problems.append(((*at, "data"), f"{value['data']}: no array {array!r}"
-                                 " (x: the inputs, y: the labels)"))  # fmt: skip
+                                 " (x: the inputs, y: the labels or targets)"))  # fmt: skip
             elif data[array]["dtype"] not in dtypes:
                 why = f"array {array!r} is {data[array]['dtype']}, expected {' or '.join(dtypes)}"
                 problems.append(((*at, "data"), f"{value['data']}: {why}"))
@@ -221,7 +221,11 @@ def port_spec(port: Port):
     shapes = {name: list(entry["shape"]) for name, entry in init.items()}
     y = read_arrays(port.data, ["y"])["y"]
     tokens = data["x"]["dtype"] == "I64"
-    classes = int(y.max()) + 1 if y.size else 0
+    # the output's width: the classes of I64 labels, or that of F32 targets (mse)
+    if y.dtype.kind == "f":
+        classes = int(y.shape[1]) if y.ndim > 1 else 1
+    else:
+        classes = int(y.max()) + 1 if y.size else 0
 
     def formulas() -> dict[str, np.ndarray]:
         arrays = read_arrays(port.init)

@@ -86,9 +86,10 @@ def new(spec: ModelSpec) -> nn.Module:
     return module
 
 
-def check_input(model: nn.Module, x: torch.Tensor) -> None:
+def check_input(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None = None) -> None:
     """Refuse (ModelError, one line) data whose x the module cannot take: its forward on
-    one sample, before any step."""
+    one sample, before any step; and float targets ``y`` (mse's) that are not one
+    sample's output's shape."""
     mode = model.training
     try:
         with torch.no_grad():
@@ -102,6 +103,10 @@ def check_input(model: nn.Module, x: torch.Tensor) -> None:
     if out.dim() != 2:
         raise ModelError(f"{type(model).__name__}'s output is {list(out.shape)} on one sample;"
                          " the trainers take [rows, classes] (logits)")  # fmt: skip
+    if y is not None and y.is_floating_point() and y[:1].numel() != out.numel():
+        raise ModelError(f"data: y {list(y.shape)} (mse's targets) does not fit"
+                         f" {type(model).__name__}'s output {list(out.shape)} on one"
+                         " sample")  # fmt: skip
 
 
 def is_port_module(model: nn.Module) -> bool:

@@ -297,15 +297,22 @@ class Experiment:
             else f"The f32 {gap} stays within the f32 tolerance {tol32:g} at every step."
         )
         preds = {fw: self.runs[fw, "f32"]["final"]["predictions"] for fw in ("torch", "burn")}
-        same = sum(a == b for a, b in zip(preds["torch"], preds["burn"], strict=True))
         final = {fw: self.runs[fw, "f32"]["final"] for fw in ("torch", "burn")}
         mode = " (in eval mode)" if self.buffer_names else ""
         losses = distinct(float(final["torch"]["loss"]), float(final["burn"]["loss"]))
-        out.append(
-            f"After training the two f32 models{mode} agree on {same} of {len(preds['torch'])}"
-            f" predictions; PyTorch's gets {final['torch']['correct']} right (final loss"
-            f" {losses[0]}), Burn's {final['burn']['correct']} (final loss {losses[1]})."
-        )
+        if preds["torch"] is None or preds["burn"] is None:  # a regression: no classes
+            out.append(
+                f"After training the two f32 models{mode} reach a final loss of {losses[0]}"
+                f" (PyTorch) and {losses[1]} (Burn)."
+            )
+        else:
+            same = sum(a == b for a, b in zip(preds["torch"], preds["burn"], strict=True))
+            out.append(
+                f"After training the two f32 models{mode} agree on {same} of"
+                f" {len(preds['torch'])} predictions; PyTorch's gets"
+                f" {final['torch']['correct']} right (final loss {losses[0]}), Burn's"
+                f" {final['burn']['correct']} (final loss {losses[1]})."
+            )
         out += [f"Divergence: {line}." for line in vt.divergence(self.record)]
         return out
 

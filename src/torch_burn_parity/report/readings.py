@@ -35,12 +35,15 @@ def eval_reading(x: Experiment) -> str:
             "run": f"{NAMES[fw]} {dt}",
             f"train-mode loss, step {n}": f"{loss[fw, dt]:.8g}",
             "eval-mode loss": f"{evaluated[fw, dt]:.8g}",
-            "eval-mode correct": f"{final['correct']} of {len(final['predictions'])}",
+            "eval-mode correct": "—" if final["correct"] is None  # a regression (mse)
+            else f"{final['correct']} of {len(final['predictions'])}",
         })  # fmt: skip
     losses = x.record["losses"]  # judged in judgement/step_one.py
     d_train, d_eval, floor = losses["d_train"], losses["d_eval"], losses["floor"]
     correct = {fw: x.runs[fw, "f64"]["final"]["correct"] for fw in ("torch", "burn")}
     counts = f"in eval mode PyTorch gets {correct['torch']} right, Burn {correct['burn']}."
+    if None in correct.values():  # a regression (mse): no classes to get right
+        counts = "neither predicts classes (a regression)."
     intro = f"\n\nIn f64, PyTorch's and Burn's losses at the last step, {n}, in train mode"
     if losses["agree"]:
         only = (

@@ -19,6 +19,8 @@ import argparse
 import hashlib
 from pathlib import Path
 
+import numpy as np
+
 from torch_burn_parity.datasets.registry import (
     DataError,
     data_of,
@@ -47,7 +49,8 @@ def dataset_bytes(model: str | ModelSpec = DEFAULT_MODEL, data: str | None = Non
         data, model = parse_stem(model)
     if model.port is not None:  # your own data and weights (models/port.py)
         arrays = port.input_arrays(model.port) | model.initial_arrays()
-        return encode_dataset(arrays, model.tag, "file", model.tokens)
+        float_targets = np.asarray(arrays["y"][1]).dtype.kind == "f"  # mse's targets
+        return encode_dataset(arrays, model.tag, "file", model.tokens, float_targets)
     data = data or default_data(model)
     if problem := fit_problem(data, model):
         raise DataError(problem)

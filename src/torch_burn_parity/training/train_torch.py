@@ -43,6 +43,7 @@ from torch_burn_parity.datasets.registry import DEFAULT_DATA
 from torch_burn_parity.io.parity_io import DTYPES, FormatError, read_dataset, write_run
 from torch_burn_parity.io.run_file import RunBlock
 from torch_burn_parity.io.run_tensors import RunRecorder
+from torch_burn_parity.models.losses import DEFAULT_LOSS
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelError
 from torch_burn_parity.models.models import (
     build,
@@ -181,27 +182,36 @@ EVAL_CHUNK = 512
 
 
 def evaluate(
-    model: nn.Module, x: torch.Tensor, y: torch.Tensor, label_smoothing: float = 0.0
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    label_smoothing: float = 0.0,
+    kind: str = DEFAULT_LOSS,
 ) -> dict[str, Any]:
     """Loss, correct count and predictions on the whole dataset, in eval mode (a batch norm
     uses its running statistics; cnn1d computes exactly what train mode would). The
-    predictions are per row of the output: per sample, or per position of each sample.
+    predictions are per row of the output: per sample, or per position of each sample;
+    a regression (mse) has none: `correct` and `predictions` are None.
 
     The loss is the mean over every row: one chunk's own mean when the dataset is one chunk
     (sine's 96 samples), else Σ (chunk mean · chunk rows) / rows, summed in f64."""
     model.eval()
+    classes = kind == "cross_entropy"
     means, rows, predictions, correct = [], [], [], 0
     with torch.no_grad():
         for i in range(0, x.shape[0], EVAL_CHUNK):
             out = model(x[i : i + EVAL_CHUNK])
-            labels = y[i : i + EVAL_CHUNK].reshape(-1)
-            predicted = out.argmax(1)
-            means.append(loss(out, labels, label_smoothing).item())
+            targets = y[i : i + EVAL_CHUNK]
+            means.append(loss(out, targets, label_smoothing, kind).item())
             rows.append(out.shape[0])
-            correct += int((predicted == labels).sum().item())
-            predictions += predicted.tolist()
+            if classes:
+                labels, predicted = targets.reshape(-1), out.argmax(1)
+                correct += int((predicted == labels).sum().item())
+                predictions += predicted.tolist()
     total = sum(m * n for m, n in zip(means, rows, strict=True))  # in chunk order, from 0
     mean = means[0] if len(means) == 1 else total / sum(rows)
+    if not classes:
+        return {"loss": mean, "correct": None, "predictions": None}
     return {"loss": mean, "correct": correct, "predictions": predictions}
 
 
@@ -218,6 +228,7 @@ def train(
     probe_steps = set() if bare else set(spec.get("probe_steps", [1]))
     x, y = inputs(arrays, torch_dtype)
     smoothing = spec.get("label_smoothing", 0.0)
+    kind = spec.get("loss", DEFAULT_LOSS)
     model = build(model_name, arrays, torch_dtype, spec.get("model_size"))
     model.train()
     optimizers, groups = make_optimizers(spec, model)
@@ -261,7 +272,7 @@ def train(
             out, record = recorded_forward(model, x[i : i + batch])
         else:
             out, record = model(x[i : i + batch]), None
-        step_loss = loss(out, y[i : i + batch], smoothing)
+        step_loss = loss(out, y[i : i + batch], smoothing, kind)
         losses.append(step_loss.item())
         for optimizer in optimizers:
             optimizer.zero_grad()
@@ -285,7 +296,7 @@ def train(
                 recorder.row("params", name, step, numpy(tensors[name]))
         for name in buffer_names if kept else ():  # running statistics, from the forward
             recorder.row("buffers", name, step, numpy(tensors[name]))
-    final = evaluate(model, x, y, smoothing)
+    final = evaluate(model, x, y, smoothing, kind)
     recorded = {}
     if recorder is not None:
         recorded = {"norms": norms} | recorder.finish(
@@ -305,7 +316,7 @@ def train(
             "model_size": model_size(model_name, model),
             "data": spec.get("data", DEFAULT_DATA),
             "layer_hyperparameters": layer_hyperparameters(model_name, model),
-            "loss": {"label_smoothing": smoothing},
+            "loss": {"name": kind, "label_smoothing": smoothing},
             "optimizer": spec["optimizer"],
             "hyperparameters": used[0],
             "param_groups": [
@@ -367,10 +378,14 @@ def main(argv: list[str] | None = None) -> None:
     block["meta"]["config_sha256"] = hashlib.sha256(args.spec.read_bytes()).hexdigest()
     block["meta"]["git"] = git_state()
     write_run(args.out, {spec["name"]: block})
+    final = block["final"]
+    correct = ""
+    if final["correct"] is not None:  # a classifier's
+        correct = f", correct {final['correct']}/{len(final['predictions'])}"
     print(
         f"torch {spec['name']} {args.dtype}: {spec['steps']} steps in "
-        f"{time.perf_counter() - started:.2f}s, final loss {block['final']['loss']:.8f}, "
-        f"correct {block['final']['correct']}/{len(arrays['y'][1])} -> {args.out}"
+        f"{time.perf_counter() - started:.2f}s, final loss {final['loss']:.8f}{correct}"
+        f" -> {args.out}"
     )
 
 

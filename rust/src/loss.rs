@@ -1,0 +1,173 @@
+//! The experiment's loss (the spec's `loss`), as Burn computes it: the cross-entropy over
+//! class labels (an I64 `y`), or the mean squared error over float targets (an F32 `y`, a
+//! port's own data: a regression), each the mean over the forward's output.
+
+use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig, MseLoss, Reduction};
+use burn::tensor::{Device, Int, Tensor, TensorData, s};
+use serde::Deserialize;
+
+use crate::dataset::Dataset;
+use crate::models;
+use crate::runfile::LossMeta;
+
+/// The spec's `loss`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossKind {
+    /// Burn's `CrossEntropyLoss` (PyTorch's `cross_entropy`), over class labels.
+    #[default]
+    CrossEntropy,
+    /// Burn's `MseLoss` with `Reduction::Mean` (PyTorch's `mse_loss`): mean over every
+    /// element of (out − y)², over float targets.
+    Mse,
+}
+
+impl LossKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LossKind::CrossEntropy => "cross_entropy",
+            LossKind::Mse => "mse",
+        }
+    }
+}
+
+/// The dataset's `y` as the loss takes it: class labels flat ([N], or [N·T] for labels
+/// [N, T]), or float targets [N, K] (an F32 y [N] is [N, 1]).
+#[derive(Debug, Clone)]
+pub enum Targets {
+    Labels(Tensor<1, Int>),
+    Values(Tensor<2>),
+}
+
+impl Targets {
+    /// The targets of samples `start..end` (T label rows a sample for labels [N, T]).
+    pub fn samples(&self, start: usize, end: usize, per: usize) -> Targets {
+        match self {
+            Targets::Labels(y) => Targets::Labels(y.clone().slice(s![start * per..end * per])),
+            Targets::Values(y) => Targets::Values(y.clone().slice(s![start..end])),
+        }
+    }
+
+    /// How many rows of the forward's output the targets are for.
+    fn rows(&self) -> usize {
+        match self {
+            Targets::Labels(y) => y.dims()[0],
+            Targets::Values(y) => y.dims()[0],
+        }
+    }
+}
+
+/// The dataset's targets for `kind` on `device`, refused on one line when `y`'s dtype is not
+/// the loss's (I64 labels for cross_entropy, F32 values for mse).
+pub fn targets(data: &Dataset, device: &Device, kind: LossKind) -> Result<Targets, String> {
+    match kind {
+        LossKind::CrossEntropy => models::labels(data, device)
+            .map(Targets::Labels)
+            .map_err(|_| {
+                "loss cross_entropy: y holds F32 values, not I64 class labels (mse takes float targets)".into()
+            }),
+        LossKind::Mse => {
+            let (shape, y) = data.f32("y").map_err(|_| {
+                "loss mse: y holds I64 class labels, not F32 targets (cross_entropy takes labels)"
+            })?;
+            let width = shape[1..].iter().product::<usize>();
+            Ok(Targets::Values(Tensor::from_data(
+                TensorData::new(y.to_vec(), [shape[0], width]),
+                device,
+            )))
+        }
+    }
+}
+
+/// The loss as Burn computes it.
+#[derive(Debug)]
+pub enum Criterion {
+    CrossEntropy(Box<CrossEntropyLoss>),
+    Mse(MseLoss),
+}
+
+impl Criterion {
+    /// The mean loss of the forward's `out` [rows, outputs] against `targets`; refused on one
+    /// line when they are not for the same rows (or, for mse, the same outputs), before
+    /// Burn's loss asserts it. `model`: the name the refusal gives.
+    pub fn forward(
+        &self,
+        out: Tensor<2>,
+        targets: &Targets,
+        model: &str,
+    ) -> Result<Tensor<1>, String> {
+        let (rows, want) = (out.dims()[0], targets.rows());
+        if rows != want {
+            return Err(format!(
+                "model {model}: the forward gives {rows} rows of classes where the labels are {want}"
+            ));
+        }
+        match (self, targets) {
+            (Criterion::CrossEntropy(ce), Targets::Labels(y)) => Ok(ce.forward(out, y.clone())),
+            (Criterion::Mse(mse), Targets::Values(y)) => {
+                if out.dims() != y.dims() {
+                    return Err(format!(
+                        "model {model}: the forward gives {:?} where the targets are {:?}",
+                        out.dims(),
+                        y.dims()
+                    ));
+                }
+                Ok(mse.forward(out, y.clone(), Reduction::Mean))
+            }
+            _ => Err("the loss and its targets disagree".into()),
+        }
+    }
+
+    /// `meta.loss`: the loss as Burn holds it (the cross-entropy's f32 α widened; 0 without
+    /// smoothing, and for mse).
+    pub fn meta(&self) -> LossMeta {
+        match self {
+            Criterion::CrossEntropy(ce) => LossMeta {
+                name: LossKind::CrossEntropy.name(),
+                label_smoothing: ce.smoothing.map_or(0.0, f64::from),
+            },
+            Criterion::Mse(_) => LossMeta {
+                name: LossKind::Mse.name(),
+                label_smoothing: 0.0,
+            },
+        }
+    }
+}
+
+/// A loss as configured, before it is put on a device ([`Loss::init`]): the cross-entropy
+/// of a config (label smoothing), or the mean squared error.
+#[derive(Debug, Clone)]
+pub enum Loss {
+    CrossEntropy(CrossEntropyLossConfig),
+    Mse,
+}
+
+impl From<CrossEntropyLossConfig> for Loss {
+    fn from(config: CrossEntropyLossConfig) -> Loss {
+        Loss::CrossEntropy(config)
+    }
+}
+
+impl Loss {
+    /// The spec's loss: `kind` with label smoothing ε.
+    pub fn of(kind: LossKind, label_smoothing: f64) -> Loss {
+        match kind {
+            LossKind::CrossEntropy => crate::train::loss_config(label_smoothing).into(),
+            LossKind::Mse => Loss::Mse,
+        }
+    }
+
+    pub fn kind(&self) -> LossKind {
+        match self {
+            Loss::CrossEntropy(_) => LossKind::CrossEntropy,
+            Loss::Mse => LossKind::Mse,
+        }
+    }
+
+    pub fn init(&self, device: &Device) -> Criterion {
+        match self {
+            Loss::CrossEntropy(config) => Criterion::CrossEntropy(Box::new(config.init(device))),
+            Loss::Mse => Criterion::Mse(MseLoss::new()),
+        }
+    }
+}
