@@ -17,7 +17,7 @@
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-use crate::models::{Model, ModelSize};
+use crate::models::{self, ModelEntry, ModelSize, PORT};
 
 /// The optimizer and every hyperparameter, as the spec's `optimizer` and `hyperparameters`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -313,16 +313,17 @@ struct ResolvedSpec {
     port: Option<PortDecl>,
 }
 
-/// The spec's `model`: a built-in model by name, or [`Model::Port`] when it names the
-/// spec's port (`port.name`; `port` itself is accepted too).
-fn model_by_name(name: &str, port: Option<&PortDecl>) -> Result<Model, String> {
-    if port.is_some_and(|p| p.name == name) {
-        return Ok(Model::Port);
+/// The spec's `model`: a built-in model's entry by name ([`models::builtins`]), or None for a
+/// port, when it names the spec's port (`port.name`; [`PORT`] itself is accepted too).
+fn model_by_name(name: &str, port: Option<&PortDecl>) -> Result<Option<ModelEntry>, String> {
+    if name == PORT || port.is_some_and(|p| p.name == name) {
+        return Ok(None);
     }
-    Model::from_name(name).ok_or_else(|| {
+    models::builtin(name).map(Some).ok_or_else(|| {
+        let names: Vec<&str> = models::builtins().iter().map(|m| m.name).collect();
         format!(
             "unknown model '{name}' (known: {}, or a port's name with its `port`)",
-            Model::NAMES.join(", "),
+            names.join(", "),
         )
     })
 }
@@ -336,7 +337,10 @@ pub struct Spec {
     pub schedule: Schedule,
     pub clip_grad: Option<ClipGrad>,
     pub backend: Backend,
-    pub model: Model,
+    /// The name of the model's entry in a binary's registry ([`models::find`]): a built-in
+    /// model's, or [`PORT`] for a port (whose own name is `port.name`). Every binary reads a
+    /// spec alike; each trains the models of its own registry.
+    pub model: &'static str,
     /// The model's sizes (the spec's `model_size`), checked: `model`'s own keys.
     pub model_size: ModelSize,
     /// The dataset (the spec's `data`), recorded in `meta.data`.
@@ -358,7 +362,7 @@ pub struct Spec {
     pub cpu_path: String,
     /// Parameters with an optimizer of their own, in the spec's order (possibly none).
     pub param_groups: Vec<ParamGroup>,
-    /// The port's declaration: present exactly when `model` is [`Model::Port`].
+    /// The port's declaration: present exactly when `model` is [`PORT`].
     pub port: Option<PortDecl>,
 }
 
@@ -401,8 +405,10 @@ fn record_steps(value: &serde_json::Value, steps: usize) -> Result<Vec<usize>, S
 /// The spec in a resolved spec's JSON text; one line naming what is wrong otherwise.
 pub fn parse(text: &str) -> Result<Spec, String> {
     let raw: ResolvedSpec = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let model = model_by_name(&raw.model, raw.port.as_ref())?;
-    let model_size = ModelSize::parse(model, &raw.model_size)?;
+    let (model, model_size) = match model_by_name(&raw.model, raw.port.as_ref())? {
+        Some(entry) => (entry.name, entry.parse_size(&raw.model_size)?),
+        None => (PORT, ModelSize::parse(PORT, &[], &raw.model_size)?),
+    };
     let data = Data::parse(&raw.data)?;
     let label_smoothing = label_smoothing(&raw.label_smoothing)?;
     let record_steps = record_steps(&raw.record_steps, raw.steps)?;
@@ -446,15 +452,14 @@ pub fn parse(text: &str) -> Result<Spec, String> {
 /// Refuses, on one line, a port without its declaration, a declaration for a built-in
 /// model, and a declaration with no parameter, no layer, a parameter declared twice or a
 /// shape with a zero.
-fn check_port(model: Model, port: Option<&PortDecl>) -> Result<(), String> {
+fn check_port(model: &str, port: Option<&PortDecl>) -> Result<(), String> {
     let port = match (model, port) {
-        (Model::Port, Some(port)) => port,
-        (Model::Port, None) => return Err("port: missing (model port declares its port)".into()),
+        (PORT, Some(port)) => port,
+        (PORT, None) => return Err("port: missing (model port declares its port)".into()),
         (_, None) => return Ok(()),
         (m, Some(_)) => {
             return Err(format!(
-                "port: only model port has one, the spec's model is {}",
-                m.name()
+                "port: only model port has one, the spec's model is {m}"
             ));
         }
     };
