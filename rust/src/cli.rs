@@ -1,6 +1,7 @@
 //! The command line of a trainer binary, shared by `parity-train` (the built-in models) and a
 //! user's port binary ([`crate::port::main`]): the same arguments, the same run file, the
-//! same `local` subcommand; only what trains differs ([`Runner`]).
+//! same `local` subcommand; only the models they train differ ([`Runner`]: a registry of
+//! models, [`ModelEntry`]).
 //!
 //! ```text
 //! BIN --spec S --dtype f32|f64 --data D --out O [--bare]
@@ -21,6 +22,7 @@ use crate::config::{Backend, Spec};
 use crate::dataset::Dataset;
 use crate::fault::Fault;
 use crate::local::Written;
+use crate::models::{self, ModelEntry};
 use crate::record::Output;
 use crate::runfile::{CpuPath, Provenance, RunBlock, RunFile};
 use crate::{
@@ -50,26 +52,53 @@ impl Failure {
             Failure::Refused(e) | Failure::Failed(e) => e,
         }
     }
+
+    /// The one line, refused or failed.
+    pub fn into_message(self) -> String {
+        match self {
+            Failure::Refused(e) | Failure::Failed(e) => e,
+        }
+    }
 }
 
-/// Trains one experiment: the run block without `meta.provenance`.
-pub type TrainFn =
-    fn(&Spec, &Dataset, &Device, Option<&Fault>, Output<'_>) -> Result<RunBlock, Failure>;
-/// Runs the local mode of one experiment against a PyTorch run, writing `out`.
-pub type LocalFn = fn(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    torch_run: &Path,
-    out: &Path,
-) -> Result<Written, Failure>;
-
-/// What a binary trains: its name (the first word of its error lines) and its two modes.
+/// A binary: its name (the first word of its error lines) and the models it trains.
 pub struct Runner {
     pub program: String,
-    pub train: TrainFn,
-    pub local: LocalFn,
+    /// Its registry: the spec's model is found in it by name ([`models::find`]).
+    pub models: Vec<ModelEntry>,
+}
+
+impl Runner {
+    /// The spec's model in the registry; refused (exit code 2) when it is another binary's.
+    fn model(&self, spec: &Spec) -> Result<&ModelEntry, Failure> {
+        models::find(&self.models, spec).map_err(Failure::Refused)
+    }
+
+    /// Trains one experiment with the spec's model: the run block without
+    /// `meta.provenance`.
+    pub fn train(
+        &self,
+        spec: &Spec,
+        data: &Dataset,
+        device: &Device,
+        fault: Option<&Fault>,
+        output: Output<'_>,
+    ) -> Result<RunBlock, Failure> {
+        (self.model(spec)?.train)(spec, data, device, fault, output)
+    }
+
+    /// Runs the local mode of one experiment against a PyTorch run, writing `out`.
+    pub fn local(
+        &self,
+        spec: &Spec,
+        data: &Dataset,
+        device: &Device,
+        fault: Option<&Fault>,
+        torch_run: &Path,
+        out: &Path,
+    ) -> Result<Written, Failure> {
+        (self.model(spec)?.local)(spec, data, device, fault, torch_run, out)
+    }
 }
 
 /// Train one resolved experiment with Burn for one dtype; write a run file.
@@ -161,7 +190,7 @@ fn run_local(runner: &Runner, args: LocalArgs) -> Result<(), Failure> {
     threads(spec.threads)?;
     let device = device(spec.backend, &args.dtype)?;
     let started = Instant::now();
-    let written = (runner.local)(
+    let written = runner.local(
         &spec,
         &data,
         &device,
@@ -200,7 +229,7 @@ fn run(runner: &Runner, args: Args) -> Result<(), Failure> {
     } else {
         Output::File(&out)
     };
-    let mut block = (runner.train)(&spec, &data, &device, fault.as_ref(), output)?;
+    let mut block = runner.train(&spec, &data, &device, fault.as_ref(), output)?;
     if args.bare {
         // An earlier run's tensors file would sit beside a run file that does not name it.
         let stale = tensors::tensors_path(&out);
@@ -301,40 +330,6 @@ pub fn program_name(default: &str) -> String {
 pub fn builtin() -> Runner {
     Runner {
         program: "parity-train".to_string(),
-        train: train_builtin,
-        local: local_builtin,
-    }
-}
-
-fn train_builtin(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    output: Output<'_>,
-) -> Result<RunBlock, Failure> {
-    refuse_port(spec)?;
-    Ok(crate::train::train_into(spec, data, device, fault, output)?)
-}
-
-fn local_builtin(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    torch_run: &Path,
-    out: &Path,
-) -> Result<Written, Failure> {
-    refuse_port(spec)?;
-    Ok(crate::local::local(
-        spec, data, device, fault, torch_run, out,
-    )?)
-}
-
-/// Refuses a port's spec in `parity-train`.
-fn refuse_port(spec: &Spec) -> Result<(), Failure> {
-    match &spec.port {
-        Some(port) => Err(Failure::Refused(crate::port::not_built_in(spec, port))),
-        None => Ok(()),
+        models: models::builtins(),
     }
 }

@@ -18,126 +18,10 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 use crate::loss::LossKind;
-use crate::models::{Model, ModelSize};
 
-/// The optimizer and every hyperparameter, as the spec's `optimizer` and `hyperparameters`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(
-    tag = "optimizer",
-    content = "hyperparameters",
-    rename_all = "lowercase"
-)]
-pub enum Optimizer {
-    Sgd {
-        lr: f64,
-        momentum: f64,
-        dampening: f64,
-        weight_decay: f64,
-        nesterov: bool,
-    },
-    Adam {
-        lr: f64,
-        betas: [f64; 2],
-        eps: f64,
-        weight_decay: f64,
-        amsgrad: bool,
-    },
-    AdamW {
-        lr: f64,
-        betas: [f64; 2],
-        eps: f64,
-        weight_decay: f64,
-        amsgrad: bool,
-    },
-    AdaGrad {
-        lr: f64,
-        lr_decay: f64,
-        eps: f64,
-        weight_decay: f64,
-        initial_accumulator_value: f64,
-    },
-    RmsProp {
-        lr: f64,
-        alpha: f64,
-        eps: f64,
-        weight_decay: f64,
-        momentum: f64,
-        centered: bool,
-    },
-    Muon {
-        lr: f64,
-        weight_decay: f64,
-        momentum: f64,
-        nesterov: bool,
-        ns_coefficients: [f64; 3],
-        eps: f64,
-        ns_steps: usize,
-        adjust_lr_fn: AdjustLr,
-    },
-}
-
-/// Muon's lr adjustment by the parameter's shape, as Burn's `AdjustLrFn` (muon.rs:32–54).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub enum AdjustLr {
-    /// `lr·sqrt(max(1, A/B))` of the shape [A, B].
-    #[serde(rename = "original")]
-    Original,
-    /// `lr·0.2·sqrt(max(A, B))`.
-    #[serde(rename = "match_rms_adamw")]
-    MatchRmsAdamW,
-}
-
-impl AdjustLr {
-    /// The name the spec and the run file use.
-    pub fn name(self) -> &'static str {
-        match self {
-            AdjustLr::Original => "original",
-            AdjustLr::MatchRmsAdamW => "match_rms_adamw",
-        }
-    }
-}
-
-impl Optimizer {
-    /// The names the config uses, in the order the error messages list them.
-    pub const NAMES: [&'static str; 6] = ["sgd", "adam", "adamw", "adagrad", "rmsprop", "muon"];
-
-    /// The name the config uses for this optimizer.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Optimizer::Sgd { .. } => "sgd",
-            Optimizer::Adam { .. } => "adam",
-            Optimizer::AdamW { .. } => "adamw",
-            Optimizer::AdaGrad { .. } => "adagrad",
-            Optimizer::RmsProp { .. } => "rmsprop",
-            Optimizer::Muon { .. } => "muon",
-        }
-    }
-
-    /// The optimizer's own `lr` hyperparameter.
-    pub fn lr(&self) -> f64 {
-        match *self {
-            Optimizer::Sgd { lr, .. }
-            | Optimizer::Adam { lr, .. }
-            | Optimizer::AdamW { lr, .. }
-            | Optimizer::AdaGrad { lr, .. }
-            | Optimizer::RmsProp { lr, .. }
-            | Optimizer::Muon { lr, .. } => lr,
-        }
-    }
-
-    /// The optimizer named `name` with its `hyperparameters`; one line naming what is wrong
-    /// otherwise.
-    fn tagged(name: &str, hyperparameters: serde_json::Value) -> Result<Optimizer, String> {
-        if !Optimizer::NAMES.contains(&name) {
-            return Err(format!(
-                "unknown optimizer '{name}' (known: {})",
-                Optimizer::NAMES.join(", ")
-            ));
-        }
-        let tagged = serde_json::json!({"optimizer": name, "hyperparameters": hyperparameters});
-        serde_json::from_value(tagged).map_err(|e| format!("hyperparameters of {name}: {e}"))
-    }
-}
+mod optimizer;
+use crate::models::{self, ModelEntry, ModelSize, PORT};
+pub use optimizer::{AdjustLr, Optimizer};
 
 /// The dataset an experiment trains on (the spec's `data`; `meta.data`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -317,16 +201,17 @@ struct ResolvedSpec {
     port: Option<PortDecl>,
 }
 
-/// The spec's `model`: a built-in model by name, or [`Model::Port`] when it names the
-/// spec's port (`port.name`; `port` itself is accepted too).
-fn model_by_name(name: &str, port: Option<&PortDecl>) -> Result<Model, String> {
-    if port.is_some_and(|p| p.name == name) {
-        return Ok(Model::Port);
+/// The spec's `model`: a built-in model's entry by name ([`models::builtins`]), or None for a
+/// port, when it names the spec's port (`port.name`; [`PORT`] itself is accepted too).
+fn model_by_name(name: &str, port: Option<&PortDecl>) -> Result<Option<ModelEntry>, String> {
+    if name == PORT || port.is_some_and(|p| p.name == name) {
+        return Ok(None);
     }
-    Model::from_name(name).ok_or_else(|| {
+    models::builtin(name).map(Some).ok_or_else(|| {
+        let names: Vec<&str> = models::builtins().iter().map(|m| m.name).collect();
         format!(
             "unknown model '{name}' (known: {}, or a port's name with its `port`)",
-            Model::NAMES.join(", "),
+            names.join(", "),
         )
     })
 }
@@ -340,7 +225,10 @@ pub struct Spec {
     pub schedule: Schedule,
     pub clip_grad: Option<ClipGrad>,
     pub backend: Backend,
-    pub model: Model,
+    /// The name of the model's entry in a binary's registry ([`models::find`]): a built-in
+    /// model's, or [`PORT`] for a port (whose own name is `port.name`). Every binary reads a
+    /// spec alike; each trains the models of its own registry.
+    pub model: &'static str,
     /// The model's sizes (the spec's `model_size`), checked: `model`'s own keys.
     pub model_size: ModelSize,
     /// The dataset (the spec's `data`), recorded in `meta.data`.
@@ -364,7 +252,7 @@ pub struct Spec {
     pub cpu_path: String,
     /// Parameters with an optimizer of their own, in the spec's order (possibly none).
     pub param_groups: Vec<ParamGroup>,
-    /// The port's declaration: present exactly when `model` is [`Model::Port`].
+    /// The port's declaration: present exactly when `model` is [`PORT`].
     pub port: Option<PortDecl>,
 }
 
@@ -407,8 +295,10 @@ fn record_steps(value: &serde_json::Value, steps: usize) -> Result<Vec<usize>, S
 /// The spec in a resolved spec's JSON text; one line naming what is wrong otherwise.
 pub fn parse(text: &str) -> Result<Spec, String> {
     let raw: ResolvedSpec = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let model = model_by_name(&raw.model, raw.port.as_ref())?;
-    let model_size = ModelSize::parse(model, &raw.model_size)?;
+    let (model, model_size) = match model_by_name(&raw.model, raw.port.as_ref())? {
+        Some(entry) => (entry.name, entry.parse_size(&raw.model_size)?),
+        None => (PORT, ModelSize::parse(PORT, &[], &raw.model_size)?),
+    };
     let data = Data::parse(&raw.data)?;
     let label_smoothing = label_smoothing(&raw.label_smoothing)?;
     let record_steps = record_steps(&raw.record_steps, raw.steps)?;
@@ -453,15 +343,14 @@ pub fn parse(text: &str) -> Result<Spec, String> {
 /// Refuses, on one line, a port without its declaration, a declaration for a built-in
 /// model, and a declaration with no parameter, no layer, a parameter declared twice or a
 /// shape with a zero.
-fn check_port(model: Model, port: Option<&PortDecl>) -> Result<(), String> {
+fn check_port(model: &str, port: Option<&PortDecl>) -> Result<(), String> {
     let port = match (model, port) {
-        (Model::Port, Some(port)) => port,
-        (Model::Port, None) => return Err("port: missing (model port declares its port)".into()),
+        (PORT, Some(port)) => port,
+        (PORT, None) => return Err("port: missing (model port declares its port)".into()),
         (_, None) => return Ok(()),
         (m, Some(_)) => {
             return Err(format!(
-                "port: only model port has one, the spec's model is {}",
-                m.name()
+                "port: only model port has one, the spec's model is {m}"
             ));
         }
     };

@@ -17,7 +17,7 @@
 use burn::tensor::TensorData;
 use serde::Serialize;
 
-use crate::models::{self, Entry, Model, ModelSize, ParityModel, Perturb};
+use crate::models::{self, Entry, ParityModel, Perturb};
 
 pub const VARIABLE: &str = "PARITY_FAULT";
 
@@ -47,13 +47,14 @@ pub enum Target {
     Layer(String),
 }
 
-/// Whether some model at some size has a recorded layer `name`: a layer of its default size,
-/// or one of its several-layer names (`attn.{i}` for `attn` or `attn.0`).
+/// Whether some built-in model at some size has a recorded layer `name`: a layer of its
+/// default size, or one of its several-layer names (`attn.{i}` for `attn` or `attn.0`).
 fn may_have_layer(name: &str) -> bool {
+    let builtins = models::builtins();
     let known = |n: &str| {
-        Model::ALL
+        builtins
             .iter()
-            .any(|&m| m.layers(&ModelSize::default_for(m)).iter().any(|l| l == n))
+            .any(|m| (m.layers)(&m.default_size()).iter().any(|l| l == n))
     };
     if known(name) {
         return true;
@@ -99,15 +100,16 @@ impl Fault {
         if step == 0 {
             return Err(bad("STEP counts from 1"));
         }
-        // The model and its size are not known yet: a parameter or layer some model has at
-        // some size is accepted here (see `check`).
+        // The model and its size are not known yet: a parameter or layer some built-in model
+        // has at some size is accepted here (see `check`).
+        let builtins = models::builtins();
         match &target {
             Target::Parameter(parameter)
-                if !Model::ALL.iter().any(|m| m.may_have_param(parameter)) =>
+                if !builtins.iter().any(|m| (m.may_have_param)(parameter)) =>
             {
                 let mut known: Vec<String> = Vec::new();
-                for model in Model::ALL {
-                    for e in model.params(&ModelSize::default_for(model)) {
+                for model in &builtins {
+                    for e in (model.params)(&model.default_size()) {
                         if !known.contains(&e.name) {
                             known.push(e.name);
                         }
@@ -120,8 +122,8 @@ impl Fault {
             }
             Target::Layer(layer) if !may_have_layer(layer) => {
                 let mut known: Vec<String> = Vec::new();
-                for model in Model::ALL {
-                    for l in model.layers(&ModelSize::default_for(model)) {
+                for model in &builtins {
+                    for l in (model.layers)(&model.default_size()) {
                         if !known.contains(&l) {
                             known.push(l);
                         }

@@ -28,13 +28,12 @@ use std::path::Path;
 use burn::tensor::{DType, Device, Tensor, TensorData, s};
 use serde_json::Value;
 
+use crate::cli::Failure;
 use crate::config::Spec;
 use crate::dataset::Dataset;
 use crate::fault::Fault;
 use crate::loss::LossKind;
-use crate::models::{
-    self, Act, Cnn1d, CnnBn, Gpt, LeNet, Model, ModelInput, ParityModel, Transformer,
-};
+use crate::models::{self, Act, ModelInput, ParityModel};
 use crate::tensors::{Dtype, TensorReader, TensorWriter};
 use crate::train;
 
@@ -67,17 +66,9 @@ pub fn local(
             spec.loss.name()
         ));
     }
-    match spec.model {
-        Model::Cnn1d => local_for::<Cnn1d>(spec, data, device, fault, torch_run, out),
-        Model::CnnBn => local_for::<CnnBn>(spec, data, device, fault, torch_run, out),
-        Model::Transformer => local_for::<Transformer>(spec, data, device, fault, torch_run, out),
-        Model::LeNet => local_for::<LeNet>(spec, data, device, fault, torch_run, out),
-        Model::Gpt => local_for::<Gpt>(spec, data, device, fault, torch_run, out),
-        Model::Port => Err(match &spec.port {
-            Some(port) => crate::port::not_built_in(spec, port),
-            None => "a port without its declaration".into(),
-        }),
-    }
+    let builtins = models::builtins();
+    let model = models::find(&builtins, spec)?;
+    (model.local)(spec, data, device, fault, torch_run, out).map_err(Failure::into_message)
 }
 
 /// The local file of a model whose layers are not run one by one (a port: it has no
@@ -127,7 +118,7 @@ impl Reference {
             _ => return Err(format!("{shown}: not a run file (one experiment's block)")),
         };
         let meta = &block["meta"];
-        let size = serde_json::to_value(spec.model_size).expect("a size serialises");
+        let size = serde_json::to_value(&spec.model_size).expect("a size serialises");
         for (key, want) in [
             ("model", Value::from(M::NAME)),
             ("model_size", size),
@@ -240,7 +231,8 @@ fn probe_steps(spec: &Spec) -> Vec<usize> {
     steps
 }
 
-fn local_for<M: ParityModel>(
+/// [`local`] for model `M`.
+pub(crate) fn local_for<M: ParityModel>(
     spec: &Spec,
     data: &Dataset,
     device: &Device,
@@ -248,9 +240,9 @@ fn local_for<M: ParityModel>(
     torch_run: &Path,
     out: &Path,
 ) -> Result<Written, String> {
-    let size = spec.model_size;
-    let (params, buffers) = (M::params(&size), M::buffers(&size));
-    let names = M::layers(&size);
+    let size = &spec.model_size;
+    let (params, buffers) = (M::params(size), M::buffers(size));
+    let names = M::layers(size);
     if let Some(f) = fault {
         f.check(M::NAME, &params, &names)?;
     }
@@ -276,7 +268,7 @@ fn local_for<M: ParityModel>(
     let last = names.len() - 1;
     let mut tensors: Vec<(String, Vec<f64>)> = Vec::new();
     for &step in &steps {
-        let mut model: M = models::build(&size, data, device)?;
+        let mut model: M = models::build(size, data, device)?;
         if step > 1 {
             let values = reference.row("params", &param_names, step - 1)?;
             model = models::set_params(model, &values)?;

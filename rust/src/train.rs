@@ -5,14 +5,13 @@ use burn::optim::GradientsParams;
 use burn::tensor::{DType, Device, Int, Tensor};
 
 use crate::adam_factors::{burn_adam_factors, burn_adamw_bias_corrections};
+use crate::cli::Failure;
 use crate::config::Spec;
 use crate::dataset::Dataset;
 use crate::fault::Fault;
 use crate::groups::{Optimizers, burn_shapes};
 use crate::loss::{self, Loss};
-use crate::models::{
-    self, Cnn1d, CnnBn, Gpt, LeNet, Model, ModelInput, ParityModel, Probe, Transformer,
-};
+use crate::models::{self, ModelInput, ParityModel, Probe};
 use crate::optimizers::{Built, Scalars, optimizer};
 use crate::record::{Kind, Output, Recorded, Recorder};
 use crate::runfile::{AdamFactors, BurnScalars, F64, Final, Floats, Meta, RunBlock};
@@ -133,21 +132,11 @@ pub fn train_into(
     fault: Option<&Fault>,
     output: Output,
 ) -> Result<RunBlock, String> {
-    let block = match spec.model {
-        Model::Cnn1d => run_into::<Cnn1d>(spec, data, device, fault, output)?.0,
-        Model::CnnBn => run_into::<CnnBn>(spec, data, device, fault, output)?.0,
-        Model::Transformer => run_into::<Transformer>(spec, data, device, fault, output)?.0,
-        Model::LeNet => run_into::<LeNet>(spec, data, device, fault, output)?.0,
-        Model::Gpt => run_into::<Gpt>(spec, data, device, fault, output)?.0,
-        // A port is trained by its own binary (src/port), as the model type it is.
-        Model::Port => {
-            return Err(match &spec.port {
-                Some(port) => crate::port::not_built_in(spec, port),
-                None => "a port without its declaration".into(),
-            });
-        }
-    };
-    Ok(block)
+    // A port is not built in: it is trained by its own binary (src/port), as the model type
+    // it is.
+    let builtins = models::builtins();
+    let model = models::find(&builtins, spec)?;
+    (model.train)(spec, data, device, fault, output).map_err(Failure::into_message)
 }
 
 /// The final loss (unsmoothed), correct count and predictions on the whole dataset in eval
@@ -261,11 +250,11 @@ pub fn run_into<M: ParityModel>(
     output: Output,
 ) -> Result<(RunBlock, M), String> {
     // The dataset's arrays must be the model's at the spec's size, before anything else.
-    let size = spec.model_size;
-    let mut model: M = models::build(&size, data, device)?;
-    assert_eq!(model.size(), size, "{}: built at the spec's size", M::NAME);
-    let (params, buffers) = (M::params(&size), M::buffers(&size));
-    let layer_names = M::layers(&size);
+    let size = &spec.model_size;
+    let mut model: M = models::build(size, data, device)?;
+    assert_eq!(&model.size(), size, "{}: built at the spec's size", M::NAME);
+    let (params, buffers) = (M::params(size), M::buffers(size));
+    let layer_names = M::layers(size);
     if let Some(f) = fault {
         f.check(M::NAME, &params, &layer_names)?;
     }

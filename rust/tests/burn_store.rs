@@ -26,7 +26,7 @@ fn a_missing_packed_array_is_refused_before_burn_store() {
     let mut arrays = common::transformer_arrays(common::store::TWO_LAYERS);
     arrays.retain(|(n, _)| n != "enc.layers.1.self_attn.in_proj_bias");
     let error = parity_train::models::build::<Transformer>(
-        &ModelSize::Transformer(common::store::TWO_LAYERS),
+        &ModelSize::from(common::store::TWO_LAYERS),
         &common::dataset(arrays),
         &common::f64_device().autodiff(),
     )

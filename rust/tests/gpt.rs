@@ -13,9 +13,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData, s};
 use parity_train::config::{self, Spec};
 use parity_train::dataset::Dataset;
-use parity_train::models::{
-    self, Cnn1d, Gpt, GptSize, Layout, Model, ModelSize, ParityModel, Probe,
-};
+use parity_train::models::{self, Cnn1d, Gpt, GptSize, Layout, ModelSize, ParityModel, Probe};
 use parity_train::train::{self, EVAL_CHUNK};
 use serde_json::json;
 
@@ -83,22 +81,19 @@ fn pytorch_params(s: GptSize) -> Vec<(String, Vec<usize>)> {
 
 #[test]
 fn gpt_declares_pytorchs_names_shapes_and_layers_at_each_size() {
-    assert_eq!(Model::from_name("gpt"), Some(Model::Gpt));
-    assert_eq!(Model::Gpt.name(), Gpt::NAME);
+    let model = models::builtin("gpt").expect("gpt is built in");
+    assert_eq!(model.name, Gpt::NAME);
     assert_eq!(
-        ModelSize::keys(Model::Gpt),
+        model.default_size().keys(),
         ["d_model", "heads", "layers", "d_ff", "context", "vocab"]
     );
+    assert_eq!(model.default_size(), ModelSize::from(common::GPT));
     assert_eq!(
-        ModelSize::default_for(Model::Gpt),
-        ModelSize::Gpt(common::GPT)
-    );
-    assert_eq!(
-        serde_json::to_string(&ModelSize::default_for(Model::Gpt)).unwrap(),
+        serde_json::to_string(&model.default_size()).unwrap(),
         r#"{"d_model":32,"heads":2,"layers":2,"d_ff":128,"context":32,"vocab":84}"#
     );
     for s in [common::GPT, SMALL] {
-        let size = ModelSize::Gpt(s);
+        let size = ModelSize::from(s);
         let params = Gpt::params(&size);
         let got: Vec<(String, Vec<usize>)> = params
             .iter()
@@ -131,11 +126,11 @@ fn gpt_declares_pytorchs_names_shapes_and_layers_at_each_size() {
                 ".attn.output.".to_string()
             )]
         );
-        assert_eq!(Model::Gpt.params(&size), params);
+        assert_eq!((model.params)(&size), params);
     }
     // Any block's names are gpt's; a fault can name them.
-    assert!(Model::Gpt.may_have_param("blocks.7.attn.in_proj_bias"));
-    assert!(!Model::Gpt.may_have_param("blocks.x.fc1.weight"));
+    assert!((model.may_have_param)("blocks.7.attn.in_proj_bias"));
+    assert!(!(model.may_have_param)("blocks.x.fc1.weight"));
     assert!(parity_train::fault::Fault::parse("2:blocks.5.fc2.bias:3:0.5").is_ok());
     // The spec's size is checked as the others'; gpt's data is the text.
     let sized = |size: &str| {
@@ -158,14 +153,14 @@ fn gpt_declares_pytorchs_names_shapes_and_layers_at_each_size() {
         "model_size.layers: 0 is not a positive integer"
     );
     let spec = sized(&size_yaml(SMALL)).unwrap();
-    assert_eq!(spec.model_size, ModelSize::Gpt(SMALL));
+    assert_eq!(spec.model_size, ModelSize::from(SMALL));
     assert_eq!(spec.data, config::Data::Text);
 }
 
 #[test]
 fn gpt_reads_back_its_arrays_sizes_and_settings() {
     for s in [common::GPT, SMALL] {
-        let size = ModelSize::Gpt(s);
+        let size = ModelSize::from(s);
         let data = text(s, N);
         let model: Gpt = models::build(&size, &data, &device()).unwrap();
         assert_eq!(model.size(), size);
@@ -309,7 +304,7 @@ fn reference(data: &Dataset, s: GptSize, device: &Device) -> Vec<f64> {
 fn gpts_forward_is_an_independent_f64_reference_of_its_blocks() {
     for s in [SMALL, common::GPT] {
         let data = text(s, N);
-        let model: Gpt = models::build(&ModelSize::Gpt(s), &data, &device()).unwrap();
+        let model: Gpt = models::build(&ModelSize::from(s), &data, &device()).unwrap();
         let (x, _) = train::inputs::<Tensor<2, Int>>(&data, &device()).unwrap();
         let logits = models::values(model.forward(x.clone(), &mut Probe::on()));
         assert_eq!(
@@ -337,7 +332,7 @@ fn a_later_token_does_not_change_an_earlier_positions_logits() {
     let (t, v) = (s.context, s.vocab);
     let data = text(s, N);
     let device = common::f64_device();
-    let model: Gpt = models::build(&ModelSize::Gpt(s), &data, &device).unwrap();
+    let model: Gpt = models::build(&ModelSize::from(s), &data, &device).unwrap();
     let (_, ids) = data.i64("x").unwrap();
     let rows = 4;
     let logits = |ids: &[i64]| {
@@ -400,7 +395,7 @@ fn gpt_trains_and_records_its_layers_and_meta() {
             .iter()
             .all(|p| (0..v as i64).contains(&p.as_i64().unwrap()))
     );
-    let names = Gpt::layers(&ModelSize::Gpt(s));
+    let names = Gpt::layers(&ModelSize::from(s));
     let y = data.i64("y").unwrap().1;
     for (k, step) in [1, 3].into_iter().enumerate() {
         let record = &block["layers"][k];
@@ -429,7 +424,7 @@ fn gpt_trains_and_records_its_layers_and_meta() {
     assert_eq!(meta["data"], "text");
     assert_eq!(
         meta["model_size"],
-        serde_json::to_value(ModelSize::Gpt(s)).unwrap()
+        serde_json::to_value(ModelSize::from(s)).unwrap()
     );
     assert_eq!(
         meta["layer_hyperparameters"],
@@ -514,7 +509,7 @@ fn the_final_evaluation_takes_the_dataset_in_chunks_as_pytorch_does() {
     let device = device();
     // More than one chunk: 600 blocks of the small gpt (512 + 88 samples).
     let data = text(SMALL, 600);
-    let model: Gpt = models::build(&ModelSize::Gpt(SMALL), &data, &device).unwrap();
+    let model: Gpt = models::build(&ModelSize::from(SMALL), &data, &device).unwrap();
     for smoothing in [0.0, 0.1] {
         let config = train::loss_config(smoothing);
         let (loss, correct, predictions) =
@@ -544,12 +539,12 @@ fn the_final_evaluation_takes_the_dataset_in_chunks_as_pytorch_does() {
         assert_eq!(loss.to_bits(), want.to_bits());
     };
     let data = text(SMALL, 512);
-    let model: Gpt = models::build(&ModelSize::Gpt(SMALL), &data, &device).unwrap();
+    let model: Gpt = models::build(&ModelSize::from(SMALL), &data, &device).unwrap();
     let (loss, _, _) = train::evaluate(&model, &data, &device).unwrap();
     let (x, y) = train::inputs::<Tensor<2, Int>>(&data, &common::f64_device()).unwrap();
     one(loss, model.valid().forward(x, &mut Probe::off()), y);
     let sine = common::dataset(common::cnn1d_arrays(common::CONV));
-    let cnn1d: Cnn1d = models::build(&ModelSize::Conv(common::CONV), &sine, &device).unwrap();
+    let cnn1d: Cnn1d = models::build(&ModelSize::from(common::CONV), &sine, &device).unwrap();
     let (loss, _, _) = train::evaluate(&cnn1d, &sine, &device).unwrap();
     let (x, y) = train::inputs::<Tensor<3>>(&sine, &common::f64_device()).unwrap();
     one(loss, cnn1d.valid().forward(x, &mut Probe::off()), y);

@@ -12,7 +12,7 @@ use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::{Device, Tensor};
 use parity_train::config::{self, Spec};
 use parity_train::dataset::{Array, Dataset, Values};
-use parity_train::models::{self, LeNet, LeNetSize, Model, ModelSize, ParityModel, Probe};
+use parity_train::models::{self, LeNet, LeNetSize, ModelSize, ParityModel, Probe};
 use parity_train::train;
 use serde_json::{Value, json};
 use std::process::Command;
@@ -46,13 +46,10 @@ fn f32s(data: &Dataset, name: &str) -> Vec<f64> {
 
 #[test]
 fn lenet_declares_pytorchs_names_shapes_and_layers_at_each_size() {
-    assert_eq!(Model::from_name("lenet"), Some(Model::LeNet));
-    assert_eq!(Model::LeNet.name(), LeNet::NAME);
-    assert_eq!(ModelSize::keys(Model::LeNet), ["conv1", "conv2", "hidden"]);
-    assert_eq!(
-        ModelSize::default_for(Model::LeNet),
-        ModelSize::LeNet(common::LENET)
-    );
+    let model = models::builtin("lenet").expect("lenet is built in");
+    assert_eq!(model.name, LeNet::NAME);
+    assert_eq!(model.default_size().keys(), ["conv1", "conv2", "hidden"]);
+    assert_eq!(model.default_size(), ModelSize::from(common::LENET));
     for (size, shapes) in [
         (
             common::LENET,
@@ -81,7 +78,7 @@ fn lenet_declares_pytorchs_names_shapes_and_layers_at_each_size() {
             ],
         ),
     ] {
-        let size = ModelSize::LeNet(size);
+        let size = ModelSize::from(size);
         let params = LeNet::params(&size);
         let names: Vec<&str> = params.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(
@@ -115,10 +112,10 @@ fn lenet_declares_pytorchs_names_shapes_and_layers_at_each_size() {
                 "conv1", "relu1", "pool1", "conv2", "relu2", "pool2", "fc1", "relu3", "fc2"
             ]
         );
-        assert_eq!(Model::LeNet.params(&size), params);
+        assert_eq!((model.params)(&size), params);
     }
     // A fault can name lenet's parameters.
-    assert!(Model::LeNet.may_have_param("conv2.weight"));
+    assert!((model.may_have_param)("conv2.weight"));
     assert!(parity_train::fault::Fault::parse("2:fc1.bias:3:0.5").is_ok());
 }
 
@@ -200,9 +197,9 @@ fn pytorch_logits(data: &Dataset, s: LeNetSize, k: usize) -> Vec<f64> {
 fn lenet_reads_back_its_arrays_and_computes_pytorchs_forward() {
     for size in [common::LENET, NARROW] {
         let data = digits(size);
-        let model: LeNet = models::build(&ModelSize::LeNet(size), &data, &device()).unwrap();
-        assert_eq!(model.size(), ModelSize::LeNet(size));
-        let params = LeNet::params(&ModelSize::LeNet(size));
+        let model: LeNet = models::build(&ModelSize::from(size), &data, &device()).unwrap();
+        assert_eq!(model.size(), ModelSize::from(size));
+        let params = LeNet::params(&ModelSize::from(size));
         for (entry, values) in params.iter().zip(models::param_values(&model)) {
             assert_eq!(values, f32s(&data, &entry.name), "{}", entry.name);
         }
@@ -255,7 +252,7 @@ fn lenet_trains_and_records_its_layers_and_meta() {
     // 16×2×2, fc1 32, fc2 10; each layer's input is the one before's output (x for conv1).
     let sizes = [384, 384, 96, 256, 256, 64, 32, 32, 10];
     let inputs = [64, 384, 384, 96, 256, 256, 64, 32, 32];
-    let names = LeNet::layers(&ModelSize::LeNet(common::LENET));
+    let names = LeNet::layers(&ModelSize::from(common::LENET));
     for step in [1, 3] {
         let record = block["layers"]
             .as_array()
@@ -445,7 +442,7 @@ fn lenet_refuses_the_sine_data_and_token_ids_on_one_line() {
         "model_size.hidden: missing (model lenet is sized by conv1, conv2, hidden)"
     );
     let spec = sized("{conv1: 3, conv2: 5, hidden: 7}").unwrap();
-    assert_eq!(spec.model_size, ModelSize::LeNet(NARROW));
+    assert_eq!(spec.model_size, ModelSize::from(NARROW));
     assert_eq!(spec.data, config::Data::Digits);
 }
 

@@ -81,7 +81,7 @@ fn reads_back<M: ParityModel>(size: &ModelSize, data: &Dataset) -> M {
 
 #[test]
 fn a_transformer_of_two_layers_declares_pytorchs_names_and_reads_back_its_arrays() {
-    let size = ModelSize::Transformer(TWO_LAYERS);
+    let size = ModelSize::from(TWO_LAYERS);
     let data = common::dataset(common::transformer_arrays(TWO_LAYERS));
     let params = Transformer::params(&size);
     let per_layer = [
@@ -142,7 +142,7 @@ fn a_transformer_of_two_layers_declares_pytorchs_names_and_reads_back_its_arrays
 
 #[test]
 fn conv_models_of_another_size_read_back_their_arrays() {
-    let size = ModelSize::Conv(WIDE);
+    let size = ModelSize::from(WIDE);
     let model: CnnBn = reads_back(&size, &common::dataset(common::cnn_bn_arrays(WIDE)));
     assert_eq!(model.ln.gamma.val().dims(), [14]);
     let shapes: Vec<Vec<usize>> = CnnBn::params(&size).into_iter().map(|e| e.shape).collect();
@@ -206,10 +206,7 @@ fn a_run_at_another_size_records_its_layers_and_the_size_its_modules_hold() {
         (&json!(12), &json!(3), &json!(20))
     );
     let (names, sizes) = record(&block);
-    assert_eq!(
-        names,
-        Transformer::layers(&ModelSize::Transformer(TWO_LAYERS))
-    );
+    assert_eq!(names, Transformer::layers(&ModelSize::from(TWO_LAYERS)));
     let tokens = BATCH * 16 * 12;
     assert_eq!(sizes, [vec![tokens; 9], vec![BATCH * 3]].concat());
     let params: Vec<&String> = block["params"].as_object().unwrap().keys().collect();
@@ -276,7 +273,7 @@ fn a_dataset_of_another_size_is_refused_before_the_model_is_built() {
     );
     // A size built in code is checked too.
     let error = models::build::<Transformer>(
-        &ModelSize::Transformer(TransformerSize {
+        &ModelSize::from(TransformerSize {
             heads: 5,
             ..TWO_LAYERS
         }),

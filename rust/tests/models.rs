@@ -52,8 +52,13 @@ fn transformer() -> Dataset {
 }
 
 /// The seed's sizes of cnn1d and cnn_bn, and of the transformer.
-const CONV: ModelSize = ModelSize::Conv(common::CONV);
-const TRANSFORMER: ModelSize = ModelSize::Transformer(common::TRANSFORMER);
+fn conv_size() -> ModelSize {
+    ModelSize::from(common::CONV)
+}
+
+fn transformer_size() -> ModelSize {
+    ModelSize::from(common::TRANSFORMER)
+}
 
 fn run(experiment: &str, data: &Dataset) -> Value {
     common::trained(&spec(experiment), data, &device(), None).unwrap()
@@ -379,7 +384,7 @@ fn meta_names_the_model_and_its_layer_hyperparameters_as_burn_holds_them() {
             "bn.running_var_estimator": "biased"})
     );
     let names: Vec<&String> = bn["params"].as_object().unwrap().keys().collect();
-    assert_eq!(names.len(), CnnBn::params(&CONV).len());
+    assert_eq!(names.len(), CnnBn::params(&conv_size()).len());
     let seed = json!({"channels": 4, "kernel": 5});
     assert_eq!(bn["meta"]["model_size"], seed);
     let plain = run(SGD, &cnn1d());
@@ -407,8 +412,8 @@ fn built<M: ParityModel>(data: &Dataset, size: &ModelSize) -> M {
 
 #[test]
 fn params_and_buffers_read_back_in_pytorchs_layouts() {
-    built::<CnnBn>(&cnn_bn(), &CONV);
-    built::<Cnn1d>(&cnn1d(), &CONV);
+    built::<CnnBn>(&cnn_bn(), &conv_size());
+    built::<Cnn1d>(&cnn1d(), &conv_size());
 }
 
 #[test]
@@ -441,7 +446,7 @@ fn the_transformer_reads_back_its_packed_in_projection_in_pytorchs_layout() {
     // in_proj_weight [24, 8] is three Burn Linear weights ([8, 8] each, transposed), joined
     // again along PyTorch's rows; in_proj_bias is their three biases.
     let data = transformer();
-    let model: Transformer = built(&data, &TRANSFORMER);
+    let model: Transformer = built(&data, &transformer_size());
     // The key block is rows 8..16: Burn's key weight [in, out] is its transpose.
     let key = models::values(model.enc[0].mha.key.weight.val().transpose());
     assert_eq!(key, f32s(&data, "enc.self_attn.in_proj_weight")[64..128]);
@@ -451,7 +456,7 @@ fn the_transformer_reads_back_its_packed_in_projection_in_pytorchs_layout() {
         f32s(&data, "enc.self_attn.in_proj_bias")[16..24]
     );
     // Every Burn parameter is a declared one: the dataset replaces the initializer's values.
-    let declared: usize = Transformer::params(&TRANSFORMER)
+    let declared: usize = Transformer::params(&transformer_size())
         .iter()
         .map(|e| e.shape.iter().product::<usize>())
         .sum();
@@ -462,7 +467,7 @@ fn the_transformer_reads_back_its_packed_in_projection_in_pytorchs_layout() {
 fn the_transformer_forward_is_its_encoder_layers_forward() {
     let data = transformer();
     let device = device();
-    let model: Transformer = models::build(&TRANSFORMER, &data, &device).unwrap();
+    let model: Transformer = models::build(&transformer_size(), &data, &device).unwrap();
     let x = models::tensor::<3>(data.f32("x").unwrap().1, &[96, 1, 16], &device);
     let staged = models::values(model.forward(x.clone(), &mut Probe::on()));
     let tokens: Tensor<3> = model.embed.forward(x.swap_dims(1, 2));

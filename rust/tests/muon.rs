@@ -180,7 +180,7 @@ fn the_parameters_in_no_group_follow_the_experiments_optimizer() {
     let mut optim = built.optim;
     let device = device();
     let inner = device.clone().inner();
-    let size = ModelSize::Conv(common::CONV);
+    let size = ModelSize::from(common::CONV);
     let mut model: Cnn1d = models::build(&size, &dataset(), &device).unwrap();
     let ids = model.param_ids();
     let params = Cnn1d::params(&size);

@@ -11,7 +11,7 @@ use parity_train::cli::{self, Failure};
 use parity_train::config::{self, Spec};
 use parity_train::dataset::{Array, Dataset, Values};
 use parity_train::loss::LossKind;
-use parity_train::models::{self, ModelSize, ParityModel, PortSize};
+use parity_train::models::{self, ModelSize, ParityModel};
 use parity_train::port::{self, Layers, Port};
 use parity_train::record::Output;
 use parity_train::train;
@@ -205,13 +205,13 @@ fn refusal<P: Port>(params: &[(&str, Vec<usize>)], layers: &[&str]) -> String {
 #[test]
 fn reads_a_port_spec_and_refuses_a_port_without_its_declaration() {
     let spec = spec(&params(), &LAYERS);
-    assert_eq!(spec.model, models::Model::Port);
-    assert_eq!(spec.model_size, ModelSize::Port(PortSize {}));
+    assert_eq!(spec.model, models::PORT);
+    assert_eq!(spec.model_size, ModelSize::default());
     assert_eq!(serde_json::to_string(&spec.model_size).unwrap(), "{}");
     assert_eq!(spec.data, config::Data::File);
     let sized = serde_json::json!({"hidden": 32});
     assert_eq!(
-        ModelSize::parse(models::Model::Port, sized.as_object().unwrap()).unwrap_err(),
+        ModelSize::parse(models::PORT, &[], sized.as_object().unwrap()).unwrap_err(),
         "model_size.hidden: unknown key (model port is sized by no keys)"
     );
     let port = spec.port.unwrap();
@@ -356,10 +356,31 @@ fn trains_a_port_and_records_its_layers() {
 }
 
 #[test]
+fn a_ports_binary_refuses_a_built_in_models_spec_on_one_line() {
+    let mut builtin: serde_json::Value =
+        serde_json::from_str(&spec_of(&params(), &LAYERS)).unwrap();
+    builtin.as_object_mut().unwrap().remove("port");
+    builtin["model"] = "lenet".into();
+    builtin["model_size"] = serde_json::json!({"conv1": 6, "conv2": 16, "hidden": 32});
+    let spec = config::parse(&builtin.to_string()).unwrap();
+    let runner = port::runner::<TinyMlp>();
+    let want = Failure::Refused(
+        "experiment e trains the built-in model lenet: run parity-train, not a port's binary"
+            .into(),
+    );
+    let trained = runner.train(&spec, &data(), &device(), None, Output::Inline);
+    assert_eq!(trained.unwrap_err(), want);
+    let out = std::env::temp_dir().join("parity-port-never-written.safetensors");
+    let local = runner.local(&spec, &data(), &device(), None, &out, &out);
+    assert_eq!(local.unwrap_err(), want);
+    assert!(!out.exists());
+}
+
+#[test]
 fn parity_train_refuses_a_port_spec_on_one_line() {
     let data = data();
     let spec = spec(&params(), &LAYERS);
-    let refused = (cli::builtin().train)(&spec, &data, &device(), None, Output::Inline);
+    let refused = cli::builtin().train(&spec, &data, &device(), None, Output::Inline);
     assert_eq!(
         refused.unwrap_err(),
         Failure::Refused(
@@ -404,7 +425,7 @@ fn the_local_mode_of_a_port_writes_the_file_without_layer_entries() {
     let out = dir.join("local.safetensors");
     let runner = port::runner::<TinyMlp>();
     // No PyTorch run is read: a port's layers are not run on its inputs.
-    let written = (runner.local)(&spec, &data, &device(), None, &dir.join("none.json"), &out);
+    let written = runner.local(&spec, &data, &device(), None, &dir.join("none.json"), &out);
     let bytes = std::fs::read(&out).unwrap_or_default();
     std::fs::remove_dir_all(&dir).unwrap();
     let written = written.unwrap();
@@ -418,7 +439,7 @@ fn the_local_mode_of_a_port_writes_the_file_without_layer_entries() {
     assert!(header.tensors().is_empty());
     // A spec its forward does not fit is refused first, as in training.
     let wrong = spec_of(&params(), &["fc1", "fc2"]);
-    let refused = (runner.local)(
+    let refused = runner.local(
         &config::parse(&wrong).unwrap(),
         &data,
         &device(),

@@ -70,8 +70,8 @@ fn writes_what_it_held<M: ParityModel>(experiment: &str, data: &Dataset) {
     let file = SafeTensors::deserialize(&bytes).expect("a valid safetensors file");
 
     // The keys, in the data's order (the Python writer's), and each one's shape.
-    let size = spec.model_size;
-    let (params, buffers) = (M::params(&size), M::buffers(&size));
+    let size = &spec.model_size;
+    let (params, buffers) = (M::params(size), M::buffers(size));
     let (inline, _) = train::run::<M>(&spec, data, &device(), None, None).unwrap();
     let mut want: Vec<(String, Vec<usize>)> = Vec::new();
     for (prefix, entries) in [("params", &params), ("buffers", &buffers)] {
@@ -98,7 +98,7 @@ fn writes_what_it_held<M: ParityModel>(experiment: &str, data: &Dataset) {
             ("outputs", &values.outputs),
             ("input_grads", &values.input_grads),
         ] {
-            assert_eq!(lists.len(), M::layers(&size).len());
+            assert_eq!(lists.len(), M::layers(size).len());
             want.extend(lists.iter().enumerate().map(|(k, list)| {
                 (
                     format!("layers/{}/{field}/{k}", record.step),

@@ -16,7 +16,7 @@ use burn::tensor::{Device, Int, Tensor};
 use parity_train::config;
 use parity_train::dataset::{Array, Dataset, Values};
 use parity_train::models::{
-    self, Act, Arrays, ConvSize, Entry, ModelInput, ModelSize, ParityModel, Probe,
+    self, Act, Arrays, ConvSize, Entry, ModelInput, ModelSize, ParityModel, Probe, SizeKeys,
 };
 use parity_train::runfile::Floats;
 use parity_train::train;
@@ -46,6 +46,8 @@ pub struct TokenModel {
 impl ParityModel for TokenModel {
     const NAME: &'static str = "tokens";
     type Input = Tensor<2, Int>;
+    /// A conv model's keys: the embedding's width as `channels`, the vocabulary as `kernel`.
+    const SIZE: SizeKeys = &[("channels", WIDTH), ("kernel", VOCAB)];
 
     fn sample(_: &ModelSize) -> Vec<usize> {
         vec![T]
@@ -55,7 +57,7 @@ impl ParityModel for TokenModel {
         let ConvSize {
             channels: d,
             kernel: v,
-        } = size.conv();
+        } = ConvSize::from(size);
         vec![
             // nn.Embedding's weight [V, d] is Burn's as it is.
             Entry::same("embed.weight", &[v, d]),
@@ -73,7 +75,7 @@ impl ParityModel for TokenModel {
     }
 
     fn init(size: &ModelSize, device: &Device) -> Self {
-        let s = size.conv();
+        let s = ConvSize::from(size);
         TokenModel {
             embed: EmbeddingConfig::new(s.kernel, s.channels).init(device),
             head: LinearConfig::new(s.channels, s.kernel).init(device),
@@ -94,7 +96,7 @@ impl ParityModel for TokenModel {
 
     fn size(&self) -> ModelSize {
         let [kernel, channels] = self.embed.weight.shape().dims();
-        ModelSize::Conv(ConvSize { channels, kernel })
+        ModelSize::from(ConvSize { channels, kernel })
     }
 
     fn param_ids(&self) -> Vec<ParamId> {
@@ -257,7 +259,7 @@ fn token_ids_are_read_cut_and_refused_as_the_models_take_them() {
         "array 'x' has shape [96, 1, 16] in the dataset, the model takes rank 4"
     );
     // The model's declaration: x [N, T] of I64.
-    let size = ModelSize::Conv(SIZE);
+    let size = ModelSize::from(SIZE);
     assert_eq!(
         models::build::<TokenModel>(&size, &sine, &device)
             .map(|_| ())

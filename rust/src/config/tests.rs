@@ -59,8 +59,14 @@ fn reads_every_field_of_a_resolved_spec() {
     );
     assert_eq!(spec.clip_grad, Some(ClipGrad::Norm(1.0)));
     assert_eq!(spec.backend, Backend::NdArray);
-    assert_eq!(spec.model, Model::CnnBn);
-    assert_eq!(spec.model_size, ModelSize::default_for(Model::CnnBn));
+    assert_eq!(spec.model, "cnn_bn");
+    assert_eq!(
+        spec.model_size,
+        ModelSize::from(crate::models::ConvSize {
+            channels: 4,
+            kernel: 5
+        })
+    );
     assert_eq!(spec.probe_steps, vec![1, 100]);
     assert_eq!(spec.record_steps, (1..=100).collect::<Vec<_>>());
     assert_eq!((spec.steps, spec.batch_size, spec.threads), (100, 16, 1));

@@ -26,7 +26,8 @@ impl<'a> Arrays<'a> {
         device: &'a Device,
     ) -> Result<Self, String> {
         let model = M::NAME;
-        size.check().map_err(|e| format!("model {model}: {e}"))?;
+        size.check::<M>()
+            .map_err(|e| format!("model {model}: {e}"))?;
         let entries: Vec<Entry> = M::params(size)
             .into_iter()
             .chain(M::buffers(size))
@@ -82,7 +83,7 @@ impl<'a> Arrays<'a> {
         }
         Ok(Arrays {
             data,
-            size: *size,
+            size: size.clone(),
             entries,
             device,
         })
@@ -94,7 +95,7 @@ impl<'a> Arrays<'a> {
 
     /// The size the arrays were checked at: the model's to build.
     pub fn size(&self) -> ModelSize {
-        self.size
+        self.size.clone()
     }
 
     fn entry(&self, name: &str) -> &Entry {

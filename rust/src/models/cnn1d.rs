@@ -7,7 +7,7 @@ use burn::nn::{Linear, LinearConfig, Relu};
 use burn::tensor::{Device, Tensor};
 use serde_json::{Value, json};
 
-use super::{Act, Arrays, CLASSES, ConvSize, Entry, LENGTH, ModelSize, ParityModel};
+use super::{Act, Arrays, CLASSES, ConvSize, Entry, LENGTH, ModelSize, ParityModel, SizeKeys};
 
 #[derive(Module, Debug)]
 pub struct Cnn1d {
@@ -19,6 +19,12 @@ pub struct Cnn1d {
 impl ParityModel for Cnn1d {
     const NAME: &'static str = "cnn1d";
     type Input = Tensor<3>;
+    const SIZE: SizeKeys = &[("channels", 4), ("kernel", 5)];
+
+    /// A kernel at most the input's length.
+    fn check_size(size: &ModelSize) -> Result<(), String> {
+        ConvSize::from(size).check()
+    }
 
     /// [1, 16]: one channel of the sine data's 16 steps, at every size.
     fn sample(_: &ModelSize) -> Vec<usize> {
@@ -26,7 +32,7 @@ impl ParityModel for Cnn1d {
     }
 
     fn params(size: &ModelSize) -> Vec<Entry> {
-        let s = size.conv();
+        let s = ConvSize::from(size);
         vec![
             Entry::same("conv.weight", &[s.channels, 1, s.kernel]),
             Entry::same("conv.bias", &[s.channels]),
@@ -45,7 +51,7 @@ impl ParityModel for Cnn1d {
     }
 
     fn init(size: &ModelSize, device: &Device) -> Self {
-        let s = size.conv();
+        let s = ConvSize::from(size);
         Cnn1d {
             conv: Conv1dConfig::new(1, s.channels, s.kernel).init(device),
             fc: LinearConfig::new(s.channels * s.positions(), CLASSES).init(device),
@@ -70,7 +76,7 @@ impl ParityModel for Cnn1d {
     /// Channels and kernel from the conv weight [C, 1, K].
     fn size(&self) -> ModelSize {
         let [channels, _, kernel] = self.conv.weight.shape().dims();
-        ModelSize::Conv(ConvSize { channels, kernel })
+        ModelSize::from(ConvSize { channels, kernel })
     }
 
     fn param_ids(&self) -> Vec<ParamId> {

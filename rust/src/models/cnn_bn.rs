@@ -18,7 +18,9 @@ use burn::nn::{
 use burn::tensor::{Device, Tensor};
 use serde_json::{Value, json};
 
-use super::{Act, Arrays, CLASSES, ConvSize, Entry, LENGTH, ModelSize, ParityModel};
+use super::{
+    Act, Arrays, CLASSES, Cnn1d, ConvSize, Entry, LENGTH, ModelSize, ParityModel, SizeKeys,
+};
 
 /// PyTorch's defaults, passed explicitly.
 const BN_MOMENTUM: f64 = 0.1;
@@ -37,6 +39,13 @@ pub struct CnnBn {
 impl ParityModel for CnnBn {
     const NAME: &'static str = "cnn_bn";
     type Input = Tensor<3>;
+    /// cnn1d's: channels and kernel.
+    const SIZE: SizeKeys = Cnn1d::SIZE;
+
+    /// A kernel at most the input's length.
+    fn check_size(size: &ModelSize) -> Result<(), String> {
+        ConvSize::from(size).check()
+    }
 
     /// [1, 16]: one channel of the sine data's 16 steps, at every size.
     fn sample(_: &ModelSize) -> Vec<usize> {
@@ -44,7 +53,7 @@ impl ParityModel for CnnBn {
     }
 
     fn params(size: &ModelSize) -> Vec<Entry> {
-        let s = size.conv();
+        let s = ConvSize::from(size);
         let (c, p) = (s.channels, s.positions());
         vec![
             Entry::same("conv.weight", &[c, 1, s.kernel]),
@@ -59,7 +68,7 @@ impl ParityModel for CnnBn {
     }
 
     fn buffers(size: &ModelSize) -> Vec<Entry> {
-        let c = size.conv().channels;
+        let c = ConvSize::from(size).channels;
         vec![
             Entry::same("bn.running_mean", &[c]),
             Entry::same("bn.running_var", &[c]),
@@ -73,7 +82,7 @@ impl ParityModel for CnnBn {
     }
 
     fn init(size: &ModelSize, device: &Device) -> Self {
-        let s = size.conv();
+        let s = ConvSize::from(size);
         let (c, p) = (s.channels, s.positions());
         CnnBn {
             conv: Conv1dConfig::new(1, c, s.kernel)
@@ -113,7 +122,7 @@ impl ParityModel for CnnBn {
     /// Channels and kernel from the conv weight [C, 1, K].
     fn size(&self) -> ModelSize {
         let [channels, _, kernel] = self.conv.weight.shape().dims();
-        ModelSize::Conv(ConvSize { channels, kernel })
+        ModelSize::from(ConvSize { channels, kernel })
     }
 
     fn param_ids(&self) -> Vec<ParamId> {

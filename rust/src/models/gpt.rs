@@ -70,7 +70,7 @@ use burn::nn::{
 use burn::tensor::{Device, Int, Tensor};
 use serde_json::{Value, json};
 
-use super::{Act, Arrays, Entry, GptSize, Layout, ModelSize, ParityModel};
+use super::{Act, Arrays, Entry, GptSize, Layout, ModelSize, ParityModel, SizeKeys};
 
 /// The spec's layer hyperparameters (model_specs.py), passed explicitly.
 const DROPOUT: f64 = 0.0;
@@ -105,7 +105,7 @@ fn prefix(i: usize) -> String {
 
 /// A parameter name of any block (`blocks.{i}.…`) as the first block names it
 /// (`blocks.0.…`); any other name as it is.
-pub(super) fn first_block_name(name: &str) -> String {
+fn first_block_name(name: &str) -> String {
     let first = name.strip_prefix("blocks.").and_then(|rest| {
         let (i, rest) = rest.split_once('.')?;
         i.parse::<usize>().ok().map(|_| format!("blocks.0.{rest}"))
@@ -271,14 +271,32 @@ impl Gpt {
 impl ParityModel for Gpt {
     const NAME: &'static str = "gpt";
     type Input = Tensor<2, Int>;
+    const SIZE: SizeKeys = &[
+        ("d_model", 32),
+        ("heads", 2),
+        ("layers", 2),
+        ("d_ff", 128),
+        ("context", 32),
+        ("vocab", 84),
+    ];
+
+    /// Heads that divide d_model.
+    fn check_size(size: &ModelSize) -> Result<(), String> {
+        GptSize::from(size).check()
+    }
+
+    /// Any block's name (`blocks.{i}.…`) as the first block names it (`blocks.0.…`).
+    fn param_at_default_size(name: &str) -> String {
+        first_block_name(name)
+    }
 
     /// [context]: a block of token ids.
     fn sample(size: &ModelSize) -> Vec<usize> {
-        vec![size.gpt().context]
+        vec![GptSize::from(size).context]
     }
 
     fn params(size: &ModelSize) -> Vec<Entry> {
-        let s = size.gpt();
+        let s = GptSize::from(size);
         let d = s.d_model;
         let mut entries = vec![
             // nn.Embedding's weight [num, d] is Burn's as it is.
@@ -303,7 +321,7 @@ impl ParityModel for Gpt {
 
     fn layers(size: &ModelSize) -> Vec<String> {
         let mut names = vec!["embed".to_string()];
-        for i in 0..size.gpt().layers {
+        for i in 0..GptSize::from(size).layers {
             names.extend([format!("attn.{i}"), format!("ff.{i}")]);
         }
         names.extend(["ln_f".to_string(), "head".to_string()]);
@@ -311,7 +329,7 @@ impl ParityModel for Gpt {
     }
 
     fn init(size: &ModelSize, device: &Device) -> Self {
-        let s = size.gpt();
+        let s = GptSize::from(size);
         let d = s.d_model;
         Gpt {
             tok_emb: EmbeddingConfig::new(s.vocab, d).init(device),
@@ -365,7 +383,7 @@ impl ParityModel for Gpt {
         for block in &self.blocks[1..] {
             assert_eq!(block_size(block), (d, heads, d_ff), "block sizes");
         }
-        ModelSize::Gpt(GptSize {
+        ModelSize::from(GptSize {
             d_model,
             heads,
             layers: self.blocks.len(),

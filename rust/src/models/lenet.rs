@@ -21,7 +21,7 @@ use burn::nn::{Linear, LinearConfig, PaddingConfig2d, Relu};
 use burn::tensor::{Device, Tensor};
 use serde_json::{Value, json};
 
-use super::{Act, Arrays, Entry, LeNetSize, ModelSize, ParityModel};
+use super::{Act, Arrays, Entry, LeNetSize, ModelSize, ParityModel, SizeKeys};
 
 /// The side of each digit image: `x` is [N, 1, 8, 8].
 pub const SIDE: usize = 8;
@@ -74,6 +74,7 @@ fn padding(p: &PaddingConfig2d, what: &str) -> usize {
 impl ParityModel for LeNet {
     const NAME: &'static str = "lenet";
     type Input = Tensor<4>;
+    const SIZE: SizeKeys = &[("conv1", 6), ("conv2", 16), ("hidden", 32)];
 
     /// [1, 8, 8]: one grey 8×8 image, at every size.
     fn sample(_: &ModelSize) -> Vec<usize> {
@@ -85,7 +86,7 @@ impl ParityModel for LeNet {
             conv1,
             conv2,
             hidden,
-        } = size.lenet();
+        } = LeNetSize::from(size);
         vec![
             Entry::same("conv1.weight", &[conv1, 1, KERNEL, KERNEL]),
             Entry::same("conv1.bias", &[conv1]),
@@ -113,7 +114,7 @@ impl ParityModel for LeNet {
     }
 
     fn init(size: &ModelSize, device: &Device) -> Self {
-        let s = size.lenet();
+        let s = LeNetSize::from(size);
         LeNet {
             conv1: conv(1, s.conv1, device),
             pool1: MaxPool2dConfig::new([2, 2])
@@ -158,7 +159,7 @@ impl ParityModel for LeNet {
     fn size(&self) -> ModelSize {
         let [conv2, conv1, _, _] = self.conv2.weight.shape().dims();
         let [_, hidden] = self.fc1.weight.shape().dims();
-        ModelSize::LeNet(LeNetSize {
+        ModelSize::from(LeNetSize {
             conv1,
             conv2,
             hidden,

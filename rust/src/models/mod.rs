@@ -3,7 +3,9 @@
 //! layouts, is loaded from the dataset file (burn-store, [`build`], the packed arrays and by
 //! default the Linear weights from the arrays; or wholly from the arrays,
 //! [`build_from_arrays`]), and runs a forward that can record each layer, on its own input
-//! type ([`ModelInput`]: float samples of any rank, or token ids).
+//! type ([`ModelInput`]: float samples of any rank, or token ids). A binary trains the models
+//! of its registry, by name ([`ModelEntry`], made by [`entry`] from the model's type):
+//! `parity-train` the built-in ones ([`builtins`]).
 
 mod act;
 mod arrays;
@@ -14,6 +16,7 @@ mod input;
 mod lenet;
 mod probe;
 mod reader;
+mod registry;
 mod size;
 mod store;
 mod transformer;
@@ -29,7 +32,8 @@ pub use probe::{Perturb, Probe};
 pub use reader::{
     add_to_param, buffer_values, grad_norms, grad_values, param_norms, param_values, set_params,
 };
-pub use size::{ConvSize, GptSize, LeNetSize, ModelSize, PortSize, TransformerSize};
+pub use registry::{LocalFn, ModelEntry, TrainFn, builtin, builtins, entry, find};
+pub use size::{ConvSize, GptSize, LeNetSize, ModelSize, SizeKeys, TransformerSize};
 pub(crate) use store::from_arrays;
 pub use store::{LinearWeights, load as build, load_with as build_with};
 pub use transformer::Transformer;
@@ -44,109 +48,9 @@ pub const LENGTH: usize = 16;
 /// The classes of the sine data (those models' output is [N, 3]).
 pub const CLASSES: usize = 3;
 
-/// The models a spec's `model` can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Model {
-    /// The seed's Conv1d → ReLU → Linear.
-    #[default]
-    Cnn1d,
-    /// Conv1d → BatchNorm → GELU → LayerNorm → Linear.
-    CnnBn,
-    /// Linear embedding → post-norm transformer encoder layers → Linear.
-    Transformer,
-    /// Conv2d → ReLU → MaxPool2d → Conv2d → ReLU → AvgPool2d → Linear → ReLU → Linear, on
-    /// the 8×8 digits.
-    LeNet,
-    /// Token and position embeddings → pre-norm blocks (causal self-attention, GELU
-    /// feed-forward) → LayerNorm → Linear head, on the text's token ids.
-    Gpt,
-    /// A user's own Burn port of their PyTorch module, trained by their own binary
-    /// (`parity_train::port`); its parameters and layers are declared by the spec's `port`.
-    Port,
-}
-
-/// The name of [`Model::Port`] in the spec and the run file.
+/// The name of a port's entry ([`crate::port`]): a port's spec names its model by the port's
+/// own name (`port.name`) or by this.
 pub const PORT: &str = "port";
-
-impl Model {
-    /// Every built-in model, in the order the error messages list them ([`Model::Port`] is
-    /// not one: it has no declarations of its own).
-    pub const ALL: [Model; 5] = [
-        Model::Cnn1d,
-        Model::CnnBn,
-        Model::Transformer,
-        Model::LeNet,
-        Model::Gpt,
-    ];
-    /// The names the config uses, in `ALL`'s order.
-    pub const NAMES: [&'static str; 5] = [
-        Cnn1d::NAME,
-        CnnBn::NAME,
-        Transformer::NAME,
-        LeNet::NAME,
-        Gpt::NAME,
-    ];
-
-    /// The model of that name: a built-in one (found through `name()`, whose match is
-    /// exhaustive) or `port`.
-    pub fn from_name(name: &str) -> Option<Model> {
-        match name {
-            PORT => Some(Model::Port),
-            _ => Model::ALL.into_iter().find(|m| m.name() == name),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Model::Cnn1d => Cnn1d::NAME,
-            Model::CnnBn => CnnBn::NAME,
-            Model::Transformer => Transformer::NAME,
-            Model::LeNet => LeNet::NAME,
-            Model::Gpt => Gpt::NAME,
-            Model::Port => PORT,
-        }
-    }
-
-    /// The model's parameters at `size` (PyTorch names, model order); none for a port,
-    /// whose parameters are its spec's (`port.params`, src/port).
-    pub fn params(self, size: &ModelSize) -> Vec<Entry> {
-        match self {
-            Model::Cnn1d => Cnn1d::params(size),
-            Model::CnnBn => CnnBn::params(size),
-            Model::Transformer => Transformer::params(size),
-            Model::LeNet => LeNet::params(size),
-            Model::Gpt => Gpt::params(size),
-            Model::Port => Vec::new(),
-        }
-    }
-
-    /// The model's recorded layers at `size`, in forward order; none for a port (its spec's
-    /// `port.layers`).
-    pub fn layers(self, size: &ModelSize) -> Vec<String> {
-        match self {
-            Model::Cnn1d => Cnn1d::layers(size),
-            Model::CnnBn => CnnBn::layers(size),
-            Model::Transformer => Transformer::layers(size),
-            Model::LeNet => LeNet::layers(size),
-            Model::Gpt => Gpt::layers(size),
-            Model::Port => Vec::new(),
-        }
-    }
-
-    /// Whether the model has a parameter `name` at some size. Only the transformer's and
-    /// gpt's names depend on their size: the transformer's of several layers,
-    /// `enc.layers.{i}.…`, are one layer's `enc.…`; gpt's `blocks.{i}.…` are its first
-    /// block's `blocks.0.…`.
-    pub fn may_have_param(self, name: &str) -> bool {
-        let name = match self {
-            Model::Transformer => transformer::one_layer_name(name),
-            Model::Gpt => gpt::first_block_name(name),
-            _ => name.to_string(),
-        };
-        let size = ModelSize::default_for(self);
-        self.params(&size).iter().any(|e| e.name == name)
-    }
-}
 
 /// How Burn holds an array relative to PyTorch's layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,6 +138,34 @@ pub trait ParityModel: Module + Sized {
     /// What the forward takes: the dataset's `x` ([`ModelInput`]), e.g. `Tensor<3>` for
     /// float samples [N, 1, 16], `Tensor<2, Int>` for token ids [N, T].
     type Input: ModelInput;
+    /// The size keys, in the spec's and the run file's order (`model_size`), each with its
+    /// default: the size the model had before it was configurable ([`ModelSize::defaults`]).
+    /// None for a port.
+    const SIZE: SizeKeys;
+
+    /// Refuses, on one line naming the key, a size the model cannot be built at by a rule
+    /// over its keys (a zero is refused for every model, [`ModelSize::check`]), e.g. heads
+    /// that do not divide d_model. None by default.
+    fn check_size(_size: &ModelSize) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// The parameter `name` stands for at the default size ([`ParityModel::SIZE`]): `name`
+    /// itself, unless the model's names depend on its size (the transformer's of several
+    /// layers, `enc.layers.{i}.…`, are one layer's `enc.…`; gpt's `blocks.{i}.…` are its
+    /// first block's `blocks.0.…`).
+    fn param_at_default_size(name: &str) -> String {
+        name.to_string()
+    }
+
+    /// Whether the model has a parameter `name` at some size: its
+    /// [`param_at_default_size`](ParityModel::param_at_default_size) is a parameter at the
+    /// default size (a fault names a parameter before the spec's size is known, fault.rs).
+    fn may_have_param(name: &str) -> bool {
+        let name = Self::param_at_default_size(name);
+        let size = ModelSize::defaults(Self::SIZE);
+        Self::params(&size).iter().any(|e| e.name == name)
+    }
 
     /// The shape of one input sample at `size` (`x` is [N, ..sample]), checked against the
     /// dataset's `x` ([`Arrays::new`]).

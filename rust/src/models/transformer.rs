@@ -43,7 +43,9 @@ use burn::nn::{LayerNorm, Linear, LinearConfig};
 use burn::tensor::{Device, Tensor};
 use serde_json::{Value, json};
 
-use super::{Act, Arrays, CLASSES, Entry, LENGTH, Layout, ModelSize, ParityModel, TransformerSize};
+use super::{
+    Act, Arrays, CLASSES, Entry, LENGTH, Layout, ModelSize, ParityModel, SizeKeys, TransformerSize,
+};
 
 /// PyTorch's defaults, passed explicitly (dropout 0 rather than either side's 0.1).
 const DROPOUT: f64 = 0.0;
@@ -79,7 +81,7 @@ fn prefix(i: usize, layers: usize) -> String {
 
 /// A parameter name of several layers (`enc.layers.{i}.…`) as one layer names it (`enc.…`);
 /// any other name as it is.
-pub(super) fn one_layer_name(name: &str) -> String {
+fn one_layer_name(name: &str) -> String {
     let one = name.strip_prefix("enc.layers.").and_then(|rest| {
         let (i, rest) = rest.split_once('.')?;
         i.parse::<usize>().ok().map(|_| format!("enc.{rest}"))
@@ -203,6 +205,17 @@ impl Transformer {
 impl ParityModel for Transformer {
     const NAME: &'static str = "transformer";
     type Input = Tensor<3>;
+    const SIZE: SizeKeys = &[("d_model", 8), ("heads", 2), ("layers", 1), ("d_ff", 16)];
+
+    /// Heads that divide d_model.
+    fn check_size(size: &ModelSize) -> Result<(), String> {
+        TransformerSize::from(size).check()
+    }
+
+    /// A name of several layers (`enc.layers.{i}.…`) as one layer names it (`enc.…`).
+    fn param_at_default_size(name: &str) -> String {
+        one_layer_name(name)
+    }
 
     /// [1, 16]: one channel of the sine data's 16 steps, at every size.
     fn sample(_: &ModelSize) -> Vec<usize> {
@@ -210,7 +223,7 @@ impl ParityModel for Transformer {
     }
 
     fn params(size: &ModelSize) -> Vec<Entry> {
-        let s = size.transformer();
+        let s = TransformerSize::from(size);
         let d = s.d_model;
         // Burn's Linear weight is [in, out]; PyTorch's is [out, in].
         let mut entries = vec![
@@ -230,7 +243,7 @@ impl ParityModel for Transformer {
     }
 
     fn layers(size: &ModelSize) -> Vec<String> {
-        let layers = size.transformer().layers;
+        let layers = TransformerSize::from(size).layers;
         let stages = ["attn", "norm1", "ff", "norm2"];
         let mut names = vec!["embed".to_string()];
         for i in 0..layers {
@@ -244,7 +257,7 @@ impl ParityModel for Transformer {
     }
 
     fn init(size: &ModelSize, device: &Device) -> Self {
-        let s = size.transformer();
+        let s = TransformerSize::from(size);
         Transformer {
             embed: LinearConfig::new(1, s.d_model).init(device),
             enc: (0..s.layers)
@@ -259,7 +272,7 @@ impl ParityModel for Transformer {
     /// `…self_attn.in_proj_weight`/`in_proj_bias` come out as `enc.{i}.self_attn.…`, which
     /// is no Burn path: burn-store leaves them unused.
     fn pytorch_keys(size: &ModelSize) -> Vec<(String, String)> {
-        let layer = match size.transformer().layers {
+        let layer = match TransformerSize::from(size).layers {
             1 => (r"^enc\.", "enc.0."),
             _ => (r"^enc\.layers\.(\d+)\.", "enc.${1}."),
         };
@@ -276,7 +289,7 @@ impl ParityModel for Transformer {
     }
 
     fn build(arrays: &Arrays) -> Self {
-        let s = arrays.size().transformer();
+        let s = TransformerSize::from(&arrays.size());
         let mut m = Self::init(&arrays.size(), arrays.device());
         m.embed.weight = arrays.param("embed.weight");
         m.embed.bias = Some(arrays.param("embed.bias"));
@@ -295,7 +308,7 @@ impl ParityModel for Transformer {
         for layer in &self.enc[1..] {
             assert_eq!(layer_size(layer), (d_model, heads, d_ff), "layer sizes");
         }
-        ModelSize::Transformer(TransformerSize {
+        ModelSize::from(TransformerSize {
             d_model,
             heads,
             layers: self.enc.len(),

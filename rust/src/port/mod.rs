@@ -57,7 +57,7 @@ use crate::dataset::Dataset;
 use crate::fault::Fault;
 use crate::local::{self, Written};
 use crate::models::{
-    self, Act, Arrays, Entry, ModelInput, ModelSize, PORT, ParityModel, PortSize, Probe,
+    self, Act, Arrays, Entry, ModelEntry, ModelInput, ModelSize, PORT, ParityModel, Probe, SizeKeys,
 };
 use crate::record::Output;
 use crate::runfile::RunBlock;
@@ -137,17 +137,21 @@ pub(crate) fn not_built_in(spec: &Spec, port: &PortDecl) -> String {
     )
 }
 
+/// The refusal of a built-in model's spec by a port's binary.
+pub(crate) fn built_in(spec: &Spec) -> String {
+    format!(
+        "experiment {} trains the built-in model {}: run parity-train, not a port's binary",
+        spec.name, spec.model
+    )
+}
+
 /// Matches the spec's port to `P` and declares it for training: the parameters against the
 /// Burn module ([`resolve`](resolve::resolve)), `x` against `P::Input`, and the layers one
 /// forward of the first batch records against `port.layers`. One line on the first
 /// mismatch; nothing is trained.
 pub fn prepare<P: Port>(spec: &Spec, data: &Dataset, device: &Device) -> Result<(), String> {
     let Some(port) = &spec.port else {
-        return Err(format!(
-            "experiment {} trains the built-in model {}: run parity-train, not a port's binary",
-            spec.name,
-            spec.model.name()
-        ));
+        return Err(built_in(spec));
     };
     let name = &port.name;
     let module = <P as Port>::init(device);
@@ -205,13 +209,21 @@ fn local_port<P: Port>(
     Ok(written)
 }
 
-/// What the binary of port `P` runs: [`prepare`], then the trainer (or the local file
-/// without layer entries), named as the binary was run.
+/// Port `P`'s entry ([`PORT`]): the trainer's ([`models::entry`]), its modes after
+/// [`prepare`] (the local mode writing the file without layer entries).
+pub fn entry<P: Port>() -> ModelEntry {
+    ModelEntry {
+        train: train_port::<P>,
+        local: local_port::<P>,
+        ..models::entry::<P>()
+    }
+}
+
+/// The binary of port `P`, named as it was run: its registry is `P`'s entry alone.
 pub fn runner<P: Port>() -> Runner {
     Runner {
         program: cli::program_name("port"),
-        train: train_port::<P>,
-        local: local_port::<P>,
+        models: vec![entry::<P>()],
     }
 }
 
@@ -225,6 +237,8 @@ pub fn main<P: Port>() -> ExitCode {
 impl<P: Port> ParityModel for P {
     const NAME: &'static str = PORT;
     type Input = <P as Port>::Input;
+    /// None: a port's shapes are its spec's declaration (`port.params`), not sizes.
+    const SIZE: SizeKeys = &[];
 
     fn sample(_: &ModelSize) -> Vec<usize> {
         declared::<P>().sample.clone()
@@ -256,8 +270,9 @@ impl<P: Port> ParityModel for P {
         models::from_arrays(model, arrays, |_| true)
     }
 
+    /// No keys: written `{}`.
     fn size(&self) -> ModelSize {
-        ModelSize::Port(PortSize {})
+        ModelSize::default()
     }
 
     /// The ids at the declared parameters' Burn paths (burn-store's collection).

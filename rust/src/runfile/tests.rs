@@ -64,7 +64,7 @@ fn block(loss: f64, burn_scalars: Option<BurnScalars>) -> RunBlock {
         }],
         meta: Meta {
             model: "cnn1d".into(),
-            model_size: ModelSize::Conv(crate::models::ConvSize {
+            model_size: ModelSize::from(crate::models::ConvSize {
                 channels: 4,
                 kernel: 5,
             }),

@@ -9,7 +9,7 @@ pub use run_tensors::{attach, scratch_run, trained, values};
 
 use burn::tensor::{Device, FloatDType};
 use parity_train::dataset::{Array, Dataset, Values};
-use parity_train::models::{ConvSize, GptSize, LeNetSize, Model, ModelSize, TransformerSize};
+use parity_train::models::{self, ConvSize, GptSize, LeNetSize, ModelSize, TransformerSize};
 use std::sync::OnceLock;
 
 /// The process's Flex device, configured for F64 once (settings can be set only once).
@@ -404,8 +404,9 @@ pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
     }
     let model = exp.get("model").cloned().unwrap_or("cnn1d".into());
     let model_size = exp.get("model_size").cloned().unwrap_or_else(|| {
-        let model = Model::from_name(model.as_str().expect("a model name")).expect("a model");
-        serde_json::to_value(ModelSize::default_for(model)).unwrap()
+        // A port (no built-in model) has no size keys.
+        let model = models::builtin(model.as_str().expect("a model name"));
+        serde_json::to_value(model.map_or_else(ModelSize::default, |m| m.default_size())).unwrap()
     });
     let data = exp.get("data").cloned().unwrap_or_else(|| {
         match model.as_str() {

@@ -47,7 +47,7 @@ pub const GPT_N: usize = 24;
 /// dtype and shapes, tracking gradients alike. The trainer's load also computes exactly as the
 /// arrays path's model: the same loss and gradients on a batch, bit for bit.
 pub fn same_as_arrays(device: &Device, dtype: DType) {
-    let conv = ModelSize::Conv(super::CONV);
+    let conv = ModelSize::from(super::CONV);
     let cnn1d = super::dataset(super::cnn1d_arrays(super::CONV));
     let cnn_bn = super::dataset(super::cnn_bn_arrays(super::CONV));
     for linear in [LinearWeights::Arrays, LinearWeights::Store] {
@@ -55,15 +55,15 @@ pub fn same_as_arrays(device: &Device, dtype: DType) {
         same::<CnnBn>(&conv, &cnn_bn, device, dtype, linear);
         for size in [super::TRANSFORMER, TWO_LAYERS] {
             let data = super::dataset(super::transformer_arrays(size));
-            same::<Transformer>(&ModelSize::Transformer(size), &data, device, dtype, linear);
+            same::<Transformer>(&ModelSize::from(size), &data, device, dtype, linear);
         }
         for size in [super::LENET, NARROW_LENET] {
             let data = super::dataset(super::lenet_arrays(size));
-            same::<LeNet>(&ModelSize::LeNet(size), &data, device, dtype, linear);
+            same::<LeNet>(&ModelSize::from(size), &data, device, dtype, linear);
         }
         for size in [super::GPT, SMALL_GPT] {
             let data = super::dataset(super::gpt_arrays(size, GPT_N));
-            same::<Gpt>(&ModelSize::Gpt(size), &data, device, dtype, linear);
+            same::<Gpt>(&ModelSize::from(size), &data, device, dtype, linear);
         }
     }
 }
