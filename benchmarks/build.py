@@ -1,7 +1,7 @@
 """The Burn trainer's build profile, chosen by measurement: a cold build's time against the
 speed of the binary it makes at 10^6 parameters.
 
-    uv run python benchmarks/build.py [--profiles current no-lto cgu1 deps-o2]
+    uv run python benchmarks/build.py [--profiles current cgu1 deps-o2 thin-lto]
         [--repeat 3] [--json results/benchmarks/build.json]
 
 Each profile is rust/Cargo.toml's `[profile.release]` with some settings overridden on the
@@ -36,16 +36,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipeline import ROOT, copy_project, snakemake  # noqa: E402
 from scale import OPTIMIZERS, SIZES, TRAINED, run  # noqa: E402
 
-# Settings over rust/Cargo.toml's [profile.release] (opt-level 3, 16 codegen units, thin LTO).
+# Settings over rust/Cargo.toml's [profile.release] (opt-level 3, 16 codegen units, no LTO).
 PROFILES: dict[str, list[str]] = {
     "current": [],
-    # No LTO: the profile before thin LTO was chosen (every dependency compiled to machine
-    # code, linked as is).
-    "no-lto": ["profile.release.lto=false"],
     # One codegen unit per crate: more inlining across a crate's functions, less parallelism.
-    "cgu1": ["profile.release.lto=false", "profile.release.codegen-units=1"],
+    "cgu1": ["profile.release.codegen-units=1"],
     # The dependencies (Burn, gemm, …) at opt-level 2, the trainer at 3.
-    "deps-o2": ["profile.release.lto=false", 'profile.release.package."*".opt-level=2'],
+    "deps-o2": ['profile.release.package."*".opt-level=2'],
+    # Thin LTO: the dependencies compiled to bitcode only, their machine code made at the
+    # link (but every test binary of `cargo test --release` is then linked with LTO too).
+    "thin-lto": ['profile.release.lto="thin"'],
 }
 DTYPES = ("f32", "f64")
 

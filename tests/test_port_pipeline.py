@@ -92,7 +92,6 @@ burn = {{ version = "=0.22.1", default-features = false, features = [
 
 [profile.release]
 debug = false
-lto = "thin"
 """
 
 # The Burn field `hidden` is PyTorch's `embed`: the key remapping says so.
