@@ -6,7 +6,6 @@ cross_entropy: PyTorch's cross_entropy, Burn's CrossEntropyLoss, over class labe
 `y`). Each is the mean over the output.
 """
 
-LOSSES = ("cross_entropy", "mse")
 DEFAULT_LOSS = "cross_entropy"
-# The dtype of `y` each loss takes.
+# The dtype of `y` each loss takes (the schema's `loss` enum lists the same names).
 TARGET_DTYPE = {"cross_entropy": "I64", "mse": "F32"}
