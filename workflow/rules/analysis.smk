@@ -12,7 +12,7 @@ rule analyse:
     per experiment keeps Snakemake's bookkeeping to one job where it was seven. The replay,
     the longest script (it trains the model again on the PyTorch side, once per variant),
     runs beside the others, which run in turn; the HTML pages, the verdict and the plots
-    wait for both. Each script keeps its own log.
+    wait for both, the pages beside the other two. Each script keeps its own log.
     """
     input:
         unpack(lambda w: run_files(w.experiment)),
@@ -153,9 +153,12 @@ rule analyse:
             --csv {output.layers_csv} --md {output.layers_md} --png {output.layers_png} \
             >{log.layers} 2>&1
         wait $replay
-        # Every table and compare output above as a page for the Snakemake report.
+        # Every table and compare output above as a page for the Snakemake report: beside
+        # the verdict and the plots, which do not read the pages.
         python -m torch_burn_parity.tooling.warm torch_burn_parity.report.render_html \
-            --tables {params.page_sources} --tables-out {output.pages} >{log.pages} 2>&1
+            --tables {params.page_sources} --tables-out {output.pages} >{log.pages} 2>&1 &
+        pages=$!
+        trap 'kill $pages 2>/dev/null || true' EXIT
         # The verdict, its causes and shares, where it starts: judged once, read by all.
         python -m torch_burn_parity.tooling.warm torch_burn_parity.judgement.judge \
             --experiment {wildcards.experiment} --tables results/tables \
@@ -166,6 +169,7 @@ rule analyse:
         python -m torch_burn_parity.tooling.warm torch_burn_parity.report.plots --experiment {wildcards.experiment} \
             --steps {output.steps_csv} --tol {params.tol_f32} --tol-f64 {params.tol_f64} \
             --record {output.verdict} --gaps {output.gaps} --losses {output.losses} >{log.plots} 2>&1
+        wait $pages
         """
 
 
@@ -197,8 +201,11 @@ rule bias_correction_table:
         "results/logs/tables/bias_correction.log",
     params:
         report_steps=config["report_steps"],
+    # Run cold, not through the warm server (tooling/warm.py): it needs pandas, not PyTorch
+    # (0.6 s cold), and without Adam experiments it is ready at the start, where waiting
+    # for the server's first start (3-5 s) would hold a core a Burn training could use.
     shell:
-        "python -m torch_burn_parity.tooling.warm torch_burn_parity.analysis.bias_correction {input.runs} --report-steps {params.report_steps}"
+        "python -m torch_burn_parity.analysis.bias_correction {input.runs} --report-steps {params.report_steps}"
         " --csv {output.csv} --md {output.md} > {log} 2>&1"
 
 

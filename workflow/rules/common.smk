@@ -19,6 +19,7 @@ from torch_burn_parity.datasets.registry import dataset_stem
 from torch_burn_parity.models.port import register_ports
 from torch_burn_parity.models.model_specs import spec_of_config
 from torch_burn_parity.tooling.code import module_files
+from torch_burn_parity.tooling.exit_timers import cancel_pending_timers
 from torch_burn_parity.tooling.slurm_cores import cap_cores
 from torch_burn_parity.tooling.stale_lock import clear_stale_locks
 from torch_burn_parity.tooling.stale_report import remove_stale_report
@@ -331,6 +332,13 @@ onerror:
         ["results/report.md", "results/report.html", "results/verdicts.html"],
         report_sources(),
     )
+    cancel_pending_timers()
+
+
+# The scheduler's pending wake-ups would hold the exit for up to a second after the last
+# job (see tooling/exit_timers.py).
+onsuccess:
+    cancel_pending_timers()
 
 
 def sweep_spec(sweep):

@@ -9,8 +9,11 @@ rule make_data:
         "results/data/{model}.safetensors",
     log:
         "results/logs/make_data/{model}.log",
+    # Run cold, not through the warm server (tooling/warm.py): it needs numpy, not PyTorch
+    # (0.2 s), and every training waits for it, the Burn one included, which would
+    # otherwise wait for the server's first start (3-4 s of imports).
     shell:
-        "python -m torch_burn_parity.tooling.warm torch_burn_parity.training.make_data --model {wildcards.model}"
+        "python -m torch_burn_parity.training.make_data --model {wildcards.model}"
         " --out {output} > {log} 2>&1"
 
 

@@ -152,13 +152,21 @@ class StepMax:
         self.column = np.full(steps, -1)
 
     def add(self, a: np.ndarray, b: np.ndarray, first_column: int) -> None:
-        diff = np.abs(a - b)
+        diff = np.subtract(a, b)
+        np.abs(diff, out=diff)
         if diff.shape[1] == 0:
             return
-        self.finite &= np.isfinite(diff).all(axis=1)
-        block_max = np.nanmax(np.where(np.isnan(diff), -np.inf, diff), axis=1)
+        # Two passes over the block (max, argmax) where all is finite; the rows holding a
+        # NaN or an infinity (their max is not finite) are taken again one by one.
+        block_max = diff.max(axis=1)
+        column = diff.argmax(axis=1)
+        for row in np.flatnonzero(~np.isfinite(block_max)):
+            self.finite[row] = False
+            values = diff[row]
+            numbers = np.where(np.isnan(values), -np.inf, values)
+            block_max[row] = numbers.max()
         larger = block_max > self.gaps
-        self.column[larger] = first_column + np.argmax(diff, axis=1)[larger]
+        self.column[larger] = first_column + column[larger]
         self.gaps = np.maximum(self.gaps, block_max)
 
     def result(self) -> np.ndarray:

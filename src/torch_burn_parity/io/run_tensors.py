@@ -244,9 +244,15 @@ class Tensors(Mapping):
     def __init__(self, file: TensorFile, prefix: str, rows: bool) -> None:
         self.file, self.prefix, self.rows = file, prefix, rows
         self.names = [k[len(prefix) :] for k in file.ordered if k.startswith(prefix)]
+        self.known = frozenset(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        # Mapping's own `in` would read the tensor (it calls __getitem__): a check of the
+        # file's keys must not read a trajectory of steps × parameters values.
+        return name in self.known
 
     def __getitem__(self, name: str) -> np.ndarray:
-        if name not in self.names:
+        if name not in self.known:
             raise KeyError(name)
         values = self.file.get(self.prefix + name)
         return values.reshape(values.shape[0], -1) if self.rows else values.reshape(-1)

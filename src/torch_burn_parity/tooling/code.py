@@ -34,18 +34,37 @@ def module_path(module: str, src: Path = SRC) -> Path:
     return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
 
-@cache
-def imported_modules(path: Path, src: Path = SRC) -> frozenset[str]:
-    """The package's modules one file imports itself, anywhere in it (lazy imports too)."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+def source_names(text: str, filename: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(every dotted name its import statements name, every string constant that could name
+    a file beside it) of one source text: one parse for both."""
+    imports: set[str] = set()
+    strings: set[str] = set()
+    for node in ast.walk(ast.parse(text, filename=filename)):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
+            imports.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             # `from pkg.folder import module` names a module; `from pkg.m import f` a name.
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    ours = {n for n in names if n == PACKAGE or n.startswith(f"{PACKAGE}.")}
+            imports.add(node.module)
+            imports.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and DATA_NAME.fullmatch(node.value)
+            and not node.value.endswith(".py")
+        ):
+            strings.add(node.value)
+    return frozenset(imports), frozenset(strings)
+
+
+@cache
+def scanned(path: Path) -> tuple[frozenset[str], frozenset[str]]:
+    """source_names of one file, read once per process."""
+    return source_names(path.read_text(), str(path))
+
+
+def imported_modules(path: Path, src: Path = SRC) -> frozenset[str]:
+    """The package's modules one file imports itself, anywhere in it (lazy imports too)."""
+    ours = {n for n in scanned(path)[0] if n == PACKAGE or n.startswith(f"{PACKAGE}.")}
     return frozenset(n for n in ours if module_path(n, src).is_file())
 
 
@@ -54,16 +73,12 @@ def data_files(path: Path) -> tuple[Path, ...]:
     """The data a module reads from beside it: each file or folder (every file in it) that
     it names by a plain name in a string constant ("templates", "config.schema.yaml")."""
     found: list[Path] = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            name = node.value
-            if not DATA_NAME.fullmatch(name) or name.endswith(".py"):
-                continue
-            beside = path.parent / name
-            if beside.is_dir():
-                found += sorted(f for f in beside.rglob("*") if f.is_file())
-            elif beside.is_file():
-                found.append(beside)
+    for name in sorted(scanned(path)[1]):
+        beside = path.parent / name
+        if beside.is_dir():
+            found += sorted(f for f in beside.rglob("*") if f.is_file())
+        elif beside.is_file():
+            found.append(beside)
     return tuple(found)
 
 

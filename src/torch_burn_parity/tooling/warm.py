@@ -6,10 +6,11 @@
 does what `python -m MODULE ARG ...` (or `python SCRIPT.py ARG ...`) does — same arguments,
 working directory, environment, stdin/stdout/stderr and exit status — without paying for
 the imports: a server process
-imports PyTorch, pandas and matplotlib once (2–3 s) and forks a fresh child for every
-script it is asked to run (about 0.05 s). The child reads the script and the project's
-modules from their files, so an edited script takes effect at once; only the third-party
-libraries listed in PRELOAD are shared, as they would be read from the same environment.
+imports PyTorch, pandas and matplotlib once (3-5 s; it answers once PyTorch is in) and forks
+a fresh child for every script it is asked to run (about 0.05 s). The child reads the script
+and the project's modules from their files, so an edited script takes effect at once; only
+the third-party libraries listed in PRELOAD and PRELOAD_LATER are shared, as they would be
+read from the same environment.
 
 The server belongs to one user, one Python environment (its executable and installed
 packages) and one version of this file: the socket's name hashes them. The first client
@@ -42,11 +43,13 @@ import time
 import traceback
 from pathlib import Path
 
-# torch._inductor: what torch.use_deterministic_algorithms imports on first call (1.6 s).
-PRELOAD = (
-    "numpy", "pandas", "tabulate", "yaml", "markdown", "matplotlib.pyplot", "torch",
-    "torch._inductor",
-)  # fmt: skip
+# What the server imports before it takes work: what the trainings need, the first jobs to
+# wait for it (torch._inductor: what torch.use_deterministic_algorithms and an optimizer's
+# first step import, 1.7 s). PRELOAD_LATER it imports once listening, one module at a time
+# whenever it has no request to answer (pandas, matplotlib and a first plot: about 1.2 s
+# that no training waits for); a script forked before that imports them itself.
+PRELOAD = ("numpy", "torch", "torch._inductor")
+PRELOAD_LATER = ("pandas", "tabulate", "yaml", "markdown", "matplotlib.pyplot", "a plot")
 IDLE_SECONDS = float(os.environ.get("PARITY_WARM_IDLE_SECONDS", 60))
 START_TIMEOUT_SECONDS = 180
 # Environment variables read once, when a library is imported or Python starts: a server
@@ -200,15 +203,17 @@ def run_warm(argv: list[str]) -> int | None:
 # --- the server ------------------------------------------------------------------------
 
 
-def preload() -> None:
+def preload(module: str) -> None:
     import importlib
 
-    import matplotlib
+    if module == "a plot":
+        draw_a_plot()
+        return
+    if module.startswith("matplotlib"):
+        import matplotlib
 
-    matplotlib.use("Agg")
-    for module in PRELOAD:
-        importlib.import_module(module)
-    draw_a_plot()
+        matplotlib.use("Agg")
+    importlib.import_module(module)
 
 
 def draw_a_plot() -> None:
@@ -276,6 +281,7 @@ class Server:
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
         self.children: dict[int, tuple[socket.socket, int]] = {}  # pidfd → (client, pid)
+        self.later = list(PRELOAD_LATER)
 
     def accept(self) -> None:
         conn, _ = self.listener.accept()
@@ -316,13 +322,30 @@ class Server:
             conn.sendall(FINISHED + struct.pack("<idq", status, cpu_seconds, usage.ru_maxrss))
         conn.close()
 
+    def preload_next(self) -> None:
+        """Import the next module of PRELOAD_LATER; one that fails is left to the scripts
+        (each imports it itself and meets the error where it can say so)."""
+        module = self.later.pop(0)
+        try:
+            preload(module)
+        except Exception:  # noqa: BLE001 - any failure: the server goes on without it
+            print(f"warm: preloading {module} failed:", file=sys.stderr)
+            traceback.print_exc()
+        gc.freeze()  # see serve()
+
     def run(self) -> None:
         idle_since = time.monotonic()
         while True:
             timeout = None
-            if not self.children:
+            if self.later:
+                timeout = 0.0  # nothing to answer now: preload the next module
+            elif not self.children:
                 timeout = max(0.0, idle_since + IDLE_SECONDS - time.monotonic())
             events = self.selector.select(timeout)
+            if not events and self.later:
+                self.preload_next()
+                idle_since = time.monotonic()
+                continue
             if not events and not self.children:
                 break
             for key, _ in events:
@@ -342,7 +365,8 @@ class Server:
 
 
 def serve(path: Path) -> None:
-    preload()
+    for module in PRELOAD:
+        preload(module)
     # The preloaded libraries hold about a million objects: without this every garbage
     # collection in a child walks them all (0.1-0.2 s each) and copies their pages.
     gc.freeze()
