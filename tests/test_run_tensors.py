@@ -13,6 +13,7 @@ from safetensors.numpy import load_file
 
 from conftest import ADAM, small_config
 from torch_burn_parity.config.resolve import experiment_spec
+from torch_burn_parity.io import run_tensors
 from torch_burn_parity.io.parity_io import (
     FormatError,
     decode_dataset,
@@ -100,6 +101,23 @@ def test_the_tensors_read_back_as_the_inline_values(runs):
     for got, want in zip(block["layers"], inline["layers"], strict=True):
         assert [v.tolist() for v in got["input_grads"]] == want["input_grads"]
         assert got["outputs"][-1].tolist() == want["outputs"][-1]
+
+
+def test_reading_a_run_file_and_asking_what_it_holds_reads_no_tensor(runs, monkeypatch):
+    """experiment_block checks that every trajectory is there (`name in series`): at 10^6
+    parameters a check that read the tensors would read the whole run, once per script."""
+    out, _ = runs
+    reads = []
+    read = run_tensors.TensorFile._read
+    monkeypatch.setattr(
+        run_tensors.TensorFile, "_read", lambda self, *a: reads.append(a) or read(self, *a)
+    )
+    block = experiment_block(out)
+    params = block["trajectory"]["params"]
+    assert "conv.weight" in params and "no.such" not in params and "bn.running_var" not in params
+    assert reads == []
+    assert params["conv.weight"].shape == (4, 20)  # read on access, and only then
+    assert len(reads) == 1
 
 
 def test_a_tensors_file_that_is_not_the_runs_is_refused(runs, tmp_path):

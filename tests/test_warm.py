@@ -214,3 +214,41 @@ def test_warm_and_cold_pipelines_write_identical_results(pipeline, tmp_path_fact
         assert (pipeline / "results" / relative).read_bytes() == path.read_bytes(), relative
         compared += 1
     assert compared > 100
+
+
+def test_the_server_preloads_pandas_and_matplotlib_after_it_answers(tmp_path, env):
+    """The server takes work once PyTorch is imported; pandas and matplotlib follow while it
+    is idle, so that a script forked later finds them imported."""
+    probe = script(tmp_path, "import sys; print('pandas' in sys.modules, 'torch' in sys.modules)")
+    seen = []
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and (not seen or seen[-1] != "True True"):
+        done = run([probe], env, tmp_path)
+        assert done.returncode == 0 and "cold" not in done.stderr, done.stderr
+        seen.append(done.stdout.strip())
+        time.sleep(0.2)
+    assert seen[-1] == "True True", seen
+    assert all(line.endswith("True") for line in seen)  # PyTorch from the first answer on
+
+
+def test_a_library_that_fails_to_preload_later_is_left_to_the_scripts(tmp_path, env):
+    """A broken library of PRELOAD_LATER stops neither the server nor the scripts that do not
+    import it; one that does meets the error itself, as it would cold."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "markdown.py").write_text("raise ImportError('a broken markdown')\n")
+    env["PYTHONPATH"] = os.pathsep.join([str(broken), env.get("PYTHONPATH", "")])
+    log = None
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        done = run([script(tmp_path, "print('ran')")], env, tmp_path)
+        assert done.returncode == 0 and done.stdout == "ran\n", done.stderr
+        assert "cold" not in done.stderr
+        log = next(Path(env["XDG_RUNTIME_DIR"]).rglob("*.log")).read_text()
+        if "preloading markdown failed" in log:
+            break
+        time.sleep(0.2)
+    assert "preloading markdown failed" in log and "a broken markdown" in log
+    uses = run([script(tmp_path, "import markdown", "uses.py")], env, tmp_path)
+    assert uses.returncode == 1 and "a broken markdown" in uses.stderr
+    assert "warm: uses.py exit 1" in uses.stderr  # the server still answers
