@@ -30,6 +30,11 @@ the environment and the Burn binary already built, and measures:
 
 Prints a table with the median of --repeat runs and the ratio to the reference.
 `--only sweep` or `--only cpu-path` measures that alone.
+
+`--against REV` measures a git revision of this checkout too (its files from `git archive`,
+the same Python environment, Cargo's target folder shared), in the same run: each round
+measures this checkout, then REV, so that both see the same machine. The table then has a
+column for each, and the JSON a block for each.
 """
 
 from __future__ import annotations
@@ -115,6 +120,16 @@ def reference(work: Path, env: dict) -> float:
     return time.perf_counter() - start
 
 
+def copy_revision(work: Path, revision: str) -> None:
+    """The project's files as git revision ``revision`` has them, into ``work``."""
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", revision, "--", *PROJECT_FILES],
+        cwd=ROOT, check=True, capture_output=True,
+    ).stdout  # fmt: skip
+    work.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
+
+
 def copy_project(work: Path) -> None:
     """The project's files into ``work`` (not cargo's target: the build cache stays put)."""
     for name in PROJECT_FILES:
@@ -187,69 +202,118 @@ def measure_sweep(work: Path, env: dict, seed_config: dict, sizes: list[int]) ->
     }
 
 
+def prepare(work: Path, env: dict) -> dict:
+    """The Burn binary and the datasets built in the copy at ``work`` (not timed); the
+    environment its runs take."""
+    env = dict(env, PYTHONPATH=str(work / "src"))  # the copy's own code, as its Snakefile does
+    subprocess.run(
+        snakemake("--cores", "2", "results/bin/parity-train", "results/data/cnn1d.safetensors",
+                  "results/data/transformer.safetensors"),
+        cwd=work, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    (work / "ref").mkdir()
+    return env
+
+
+def measure_round(work: Path, env: dict, times: dict[str, list[float]], i: int) -> None:
+    """One round of the timed runs of one copy, appended to ``times``."""
+    script = work / "src/torch_burn_parity/analysis/steps_table.py"
+    default_config = (work / "config.yaml").read_text()
+    seed_config = seed_of(default_config)
+    (work / "config.yaml").write_text(yaml.safe_dump(seed_config, sort_keys=False))
+    times["reference"].append(reference(work, env))
+    (work / "config.yaml").write_text(default_config)
+    clean(work)
+    times["cold-default"].append(timed(snakemake("--cores", "4"), work, cold(env)))
+    (work / "config.yaml").write_text(yaml.safe_dump(seed_config, sort_keys=False))
+    clean(work)
+    env = cold(env)
+    times["cold"].append(timed(snakemake("--cores", "4"), work, env))
+    times["no-op"].append(timed(snakemake("--cores", "4"), work, env))
+    script.write_text(script.read_text() + f"\n# benchmark edit {i}\n")
+    times["edit"].append(timed(snakemake("--cores", "4"), work, env))
+    times["startup"].append(timed(snakemake("--version"), work, env))
+    (work / "config.yaml").write_text(default_config)
+
+
+def seed_of(config_text: str) -> dict:
+    """The config with the seed's two experiments only."""
+    config = yaml.safe_load(config_text)
+    config["experiments"] = {k: config["experiments"][k] for k in ("sgd", "adam")}
+    return config
+
+
+def summary(times: dict[str, list[float]]) -> dict[str, dict]:
+    ref = statistics.median(times["reference"])
+    return {k: {"median_s": statistics.median(v), "runs_s": v, "ratio": statistics.median(v) / ref}
+            for k, v in times.items()}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path, default=ROOT / "results/benchmarks/pipeline.json")
     parser.add_argument("--only", choices=["sweep", "cpu-path"], help="measure only this")
     parser.add_argument("--sweep-sizes", type=int, nargs=2, default=[2, 6])
+    parser.add_argument("--against", metavar="REV", help="measure this git revision too")
     args = parser.parse_args(argv)
     if args.sweep_sizes[0] >= args.sweep_sizes[1]:
         parser.error("--sweep-sizes: give the smaller size first")
     env = dict(os.environ, CARGO_TARGET_DIR=str(ROOT / "rust" / "target"))
     keys = ("reference", "cold", "no-op", "edit", "cold-default", "startup")
-    times: dict[str, list[float]] = {k: [] for k in keys}
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        copy_project(work)
-        env["PYTHONPATH"] = str(work / "src")  # the copy's own code, as its Snakefile does
+        copies = {"now": Path(tmp) / "now"}
+        copies["now"].mkdir()
+        copy_project(copies["now"])
+        if args.against:
+            copies[args.against] = Path(tmp) / "before"
+            copy_revision(copies[args.against], args.against)
         print("building the Burn binary and the dataset (not timed) …", flush=True)
-        subprocess.run(
-            snakemake("--cores", "2", "results/bin/parity-train", "results/data/cnn1d.safetensors",
-                      "results/data/transformer.safetensors"),
-            cwd=work, env=env, check=True, capture_output=True,
-        )  # fmt: skip
-        (work / "ref").mkdir()
+        envs = {label: prepare(work, env) for label, work in copies.items()}
+        work, env = copies["now"], envs["now"]
         speed = measure_cpu_paths(work, env, args.repeat)
         if args.only == "cpu-path":
             return
-        script = work / "src/torch_burn_parity/analysis/steps_table.py"
-        default_config = (work / "config.yaml").read_text()
-        seed_config = yaml.safe_load(default_config)
-        seed_config["experiments"] = {k: seed_config["experiments"][k] for k in ("sgd", "adam")}
-        sweep = measure_sweep(work, env, seed_config, args.sweep_sizes)
-        print_sweep(sweep)
+        sweeps = {}
+        for label, work in copies.items():
+            seed_config = seed_of((work / "config.yaml").read_text())
+            default_config = (work / "config.yaml").read_text()
+            print(f"[{label}]", end=" ", flush=True)
+            sweeps[label] = measure_sweep(work, envs[label], seed_config, args.sweep_sizes)
+            (work / "config.yaml").write_text(default_config)
+            print(f"[{label}]", end="")
+            print_sweep(sweeps[label])
         if args.only == "sweep":
             args.json.parent.mkdir(parents=True, exist_ok=True)
+            block = sweeps["now"] if len(copies) == 1 else sweeps
             args.json.write_text(
-                json.dumps({"cpu_count": os.cpu_count(), "sweep": sweep}, indent=2)
+                json.dumps({"cpu_count": os.cpu_count(), "sweep": block}, indent=2)
             )
             print(f"\nwritten to {args.json}")
             return
+        times = {label: {k: [] for k in keys} for label in copies}
         for i in range(args.repeat):
-            print(f"round {i + 1}/{args.repeat} …", flush=True)
-            (work / "config.yaml").write_text(yaml.safe_dump(seed_config, sort_keys=False))
-            times["reference"].append(reference(work, env))
-            (work / "config.yaml").write_text(default_config)
-            clean(work)
-            times["cold-default"].append(timed(snakemake("--cores", "4"), work, cold(env)))
-            (work / "config.yaml").write_text(yaml.safe_dump(seed_config, sort_keys=False))
-            clean(work)
-            env = cold(env)
-            times["cold"].append(timed(snakemake("--cores", "4"), work, env))
-            times["no-op"].append(timed(snakemake("--cores", "4"), work, env))
-            script.write_text(script.read_text() + f"\n# benchmark edit {i}\n")
-            times["edit"].append(timed(snakemake("--cores", "4"), work, env))
-            times["startup"].append(timed(snakemake("--version"), work, env))
-    ref = statistics.median(times["reference"])
-    rows = {k: {"median_s": statistics.median(v), "runs_s": v, "ratio": statistics.median(v) / ref}
-            for k, v in times.items()}  # fmt: skip
-    print(f"\n{'measurement':<12} {'median s':>9} {'× reference':>12}   runs")
-    for key, row in rows.items():
-        runs = ", ".join(f"{t:.2f}" for t in row["runs_s"])
-        print(f"{key:<12} {row['median_s']:>9.2f} {row['ratio']:>12.2f}   {runs}")
+            for label, work in copies.items():
+                print(f"round {i + 1}/{args.repeat} [{label}] …", flush=True)
+                measure_round(work, envs[label], times[label], i)
+    rows = {label: summary(t) for label, t in times.items()}
+    labels = list(rows)
+    print(
+        f"\n{'measurement':<12} "
+        + " ".join(f"{f'{lb} median s':>16} {'× ref':>6}" for lb in labels)
+    )
+    for key in keys:
+        cells = " ".join(
+            f"{rows[lb][key]['median_s']:>16.2f} {rows[lb][key]['ratio']:>6.2f}" for lb in labels
+        )
+        runs = "; ".join(", ".join(f"{t:.2f}" for t in rows[lb][key]["runs_s"]) for lb in labels)
+        print(f"{key:<12} {cells}   {runs}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    result = {"cpu_count": os.cpu_count(), "results": rows, "sweep": sweep, "cpu_path": speed}
+    result = {"cpu_count": os.cpu_count(), "results": rows["now"], "sweep": sweeps["now"],
+              "cpu_path": speed}  # fmt: skip
+    if args.against:
+        result["against"] = {"revision": args.against, "results": rows[args.against],
+                             "sweep": sweeps[args.against]}  # fmt: skip
     args.json.write_text(json.dumps(result, indent=2))
     print(f"\nwritten to {args.json}")
 
