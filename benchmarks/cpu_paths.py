@@ -40,6 +40,7 @@ import pandas as pd
 import yaml
 
 from torch_burn_parity.analysis.gaps import param_matrix
+from torch_burn_parity.config import cpu_path
 from torch_burn_parity.config.cpu_path import describe
 from torch_burn_parity.io.parity_io import experiment_block
 from torch_burn_parity.judgement.verdict import rounding_floor
@@ -148,9 +149,18 @@ def run_moves(base: Path, other: Path) -> dict[str, dict[str, float]]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=ROOT / "config.yaml")
-    parser.add_argument("--paths", nargs="+", choices=list(PATHS), default=list(PATHS))
+    parser.add_argument("--paths", nargs="+", choices=list(PATHS),
+                        help="default: every path this CPU can take")  # fmt: skip
     parser.add_argument("--json", type=Path, default=ROOT / "results/benchmarks/cpu_paths.json")
     args = parser.parse_args(argv)
+    if args.paths is None:
+        args.paths = [p for p in PATHS if cpu_path.problem(PATHS[p][0]) is None]
+        for name in PATHS:
+            if name not in args.paths:
+                print(f"{name}: left out: cpu_path: {cpu_path.problem(PATHS[name][0])}")
+    for name in args.paths:
+        if (why := cpu_path.problem(PATHS[name][0])) is not None:
+            parser.error(f"--paths {name}: cpu_path: {why}")
     if any(PATHS[p][1] for p in args.paths) and shutil.which("qemu-x86_64") is None:
         parser.error("the haswell and nehalem paths need qemu-x86_64 (apt-get install qemu-user)")
     config = yaml.safe_load(args.config.read_text())

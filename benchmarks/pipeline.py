@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> None:
         print("building the Burn binary and the dataset (not timed) …", flush=True)
         envs = {label: prepare(work, env) for label, work in copies.items()}
         work, env = copies["now"], envs["now"]
-        speed = measure_cpu_paths(work, env, args.repeat)
+        speed = measure_cpu_paths(work, env, args.repeat) if args.only != "sweep" else {}
         if args.only == "cpu-path":
             return
         sweeps = {}
@@ -323,14 +323,19 @@ TRAINED = re.compile(r"(\d+) steps in ([\d.]+)s")
 
 def measure_cpu_paths(work: Path, env: dict, repeat: int) -> dict[str, float]:
     """Median PyTorch training seconds (adam and transformer_sgd, f32 and f64, summed) per
-    cpu_path setting; each trainer process cold, started with the setting's variables."""
+    cpu_path setting this CPU can take (avx2: Intel only); each trainer process cold,
+    started with the setting's variables."""
     from torch_burn_parity.config import cpu_path
     from torch_burn_parity.config.resolve import experiment_spec
 
     config = yaml.safe_load((work / "config.yaml").read_text())
-    seconds: dict[str, list[float]] = {s: [] for s in cpu_path.SETTINGS}
+    settings = [s for s in cpu_path.SETTINGS if cpu_path.problem(s) is None]
+    for setting in cpu_path.SETTINGS:
+        if setting not in settings:
+            print(f"cpu-path: {setting} not measured: {cpu_path.problem(setting)}")
+    seconds: dict[str, list[float]] = {s: [] for s in settings}
     for _ in range(repeat):
-        for setting in cpu_path.SETTINGS:
+        for setting in settings:
             specs = {
                 name: work / f"ref/cpu_path_{setting}_{name}.json"
                 for name in ("adam", "transformer_sgd")

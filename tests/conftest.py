@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from torch_burn_parity.config import cpu_path
+from torch_burn_parity.config import cpu_path, machine
 
 ROOT = Path(__file__).resolve().parents[1]
 BURN_BINARY = ROOT / "rust" / "target" / "release" / "parity-train"
@@ -41,6 +41,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if REAL_RUN_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.pipeline)
+
+
+# Other hosts' /proc/cpuinfo, as Linux writes them (the fields the project reads): vendor
+# and SIMD level decide which cpu_path settings a host can take.
+CPUS = {
+    "intel-avx512": ("GenuineIntel", "Intel(R) Xeon(R) Platinum 8375C",
+                     "sse4_2 avx avx2 fma avx512f avx512bw avx512vl avx512dq"),
+    "intel-avx2": ("GenuineIntel", "Intel(R) Core(TM) i7-4770", "sse4_2 avx avx2 fma"),
+    "amd-avx2": ("AuthenticAMD", "AMD EPYC 7B12", "sse4_2 avx avx2 fma"),
+    "amd-avx512": ("AuthenticAMD", "AMD EPYC 9R14",
+                   "sse4_2 avx avx2 fma avx512f avx512bw avx512vl avx512dq"),
+}  # fmt: skip
+
+
+@pytest.fixture
+def host_cpu(monkeypatch, tmp_path):
+    """host_cpu("amd-avx2"): this process reads that CPU's /proc/cpuinfo from now on."""
+
+    def use(name: str) -> None:
+        vendor_id, model, flags = CPUS[name]
+        info = tmp_path / f"cpuinfo-{name}"
+        info.write_text(f"processor\t: 0\nvendor_id\t: {vendor_id}\nmodel name\t: {model}\n"
+                        f"flags\t\t: fpu {flags}\n\n")  # fmt: skip
+        monkeypatch.setattr(machine, "CPUINFO", info)
+
+    return use
 
 
 def python_module(name: str) -> list[str]:

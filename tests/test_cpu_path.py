@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import conftest
 import golden_numbers
 from conftest import ADAM, SGD, python_module, small_config, spec_of
 from torch_burn_parity.analysis.gaps import param_matrix
@@ -27,6 +28,8 @@ HAS_QEMU = shutil.which("qemu-x86_64") is not None
 needs_qemu = pytest.mark.skipif(not HAS_QEMU, reason="qemu-x86_64 not installed (qemu-user)")
 GOLDEN = Path(__file__).parent / "golden/seed_numbers_small_config.json"
 AVX512 = {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq"}
+# ATen's capability as PyTorch reports it under each pinned setting.
+PINNED_ATEN = {"avx2": "avx2", "compatible": "default"}
 
 
 def test_each_setting_pins_its_variables_and_native_none():
@@ -49,6 +52,24 @@ def test_a_setting_the_cpu_cannot_take_is_refused_in_one_line():
     )
     assert cpu_path.problem("compatible", {"sse4_2"}, "amd") is None
     assert "unknown setting 'avx3'" in cpu_path.problem("avx3", AVX512, "intel")
+
+
+@pytest.mark.parametrize(
+    ("cpu", "vendor", "isa", "avx2_refused"),
+    [("intel-avx512", "intel", "avx512", None), ("intel-avx2", "intel", "avx2", None),
+     ("amd-avx2", "amd", "avx2", "Intel CPUs only"), ("amd-avx512", "amd", "avx512",
+                                                       "Intel CPUs only")],
+)  # fmt: skip
+def test_the_host_is_read_from_its_cpuinfo(host_cpu, cpu, vendor, isa, avx2_refused):
+    """Vendor and SIMD level come from the host's /proc/cpuinfo, and decide which settings
+    it can take: avx2 on Intel only, compatible and native everywhere."""
+    host_cpu(cpu)
+    assert machine.vendor() == vendor
+    assert cpu_path.isa_class(machine.cpu_flags()) == isa
+    assert machine.cpu()["model"] == conftest.CPUS[cpu][1]
+    why = cpu_path.problem("avx2")
+    assert why is None if avx2_refused is None else avx2_refused in why
+    assert cpu_path.problem("compatible") is None and cpu_path.problem("native") is None
 
 
 def test_the_config_check_names_the_key(monkeypatch):
@@ -148,14 +169,19 @@ def test_burn_takes_the_same_kernels_on_an_avx2_cpu(train, write_config, burn_bi
 
 @needs_qemu
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
-def test_pytorch_pinned_to_avx2_trains_sgd_as_an_avx2_cpu(write_config, dataset, tmp_path, dtype):
-    """cpu_path: avx2 gives the same SGD run here (AVX-512) as on a Haswell (AVX2 only), layer
+@pytest.mark.parametrize("setting", ["avx2", "compatible"])
+def test_pytorch_pinned_trains_sgd_as_an_avx2_cpu(write_config, dataset, tmp_path, setting, dtype):
+    """A pinned path gives the same SGD run on this CPU as on a Haswell (AVX2 only), layer
     record included: convolution, Linear, cross-entropy, forward and backward. (Adam's square
-    root goes through MKL's vector math, which MKL_CBWR does not make the same: README.)"""
-    config = write_config(small_config(6, sgd=SGD) | {"cpu_path": "avx2"})
+    root goes through MKL's vector math, which MKL_CBWR does not make the same: README.)
+    `avx2` is tried where this host can take it (an Intel CPU with AVX2); `compatible` on
+    every x86-64 host."""
+    if (why := cpu_path.problem(setting)) is not None:
+        pytest.skip(f"cpu_path: {why}")
+    config = write_config(small_config(6, sgd=SGD) | {"cpu_path": setting})
     # The variables set beforehand: a re-exec would leave the emulator (no binfmt here).
     env = {k: v for k, v in os.environ.items() if k not in cpu_path.VARIABLES}
-    cpu_path.apply("avx2", env)
+    cpu_path.apply(setting, env)
     blocks = {}
     for name, prefix in (("pinned", []), ("haswell", ["qemu-x86_64", "-cpu", "Haswell"])):
         out = tmp_path / f"{name}.json"
@@ -163,6 +189,6 @@ def test_pytorch_pinned_to_avx2_trains_sgd_as_an_avx2_cpu(write_config, dataset,
                         spec_of(config, "sgd"), "--dtype", dtype, "--data", dataset,
                         "--out", out], check=True, env=env, capture_output=True)  # fmt: skip
         blocks[name] = materialize(experiment_block(out))
-    assert blocks["haswell"]["meta"]["cpu_path"]["kernels"]["aten"] == "avx2"
+    assert blocks["haswell"]["meta"]["cpu_path"]["kernels"]["aten"] == PINNED_ATEN[setting]
     for key in ("losses", "trajectory", "layers"):
         assert blocks["pinned"][key] == blocks["haswell"][key], key

@@ -30,7 +30,24 @@ def test_a_resolved_spec_holds_every_key_with_the_defaults_filled_in():
     assert spec["requested"]["torch"]["eps"] == 1e-8 and spec["requested"]["burn"]["eps"] == 1e-5
     assert (spec["cpu_path"], spec["threads"], spec["probe_steps"]) == ("native", 1, [1])
     assert spec["schedule"] == {"kind": "constant"} and spec["clip_grad"] is None
-    assert resolve.experiment_spec(dict(config(), cpu_path="avx2"), "e")["cpu_path"] == "avx2"
+    assert resolve.experiment_spec(dict(config(), cpu_path="compatible"), "e")["cpu_path"] == (
+        "compatible"
+    )
+
+
+@pytest.mark.parametrize("cpu", ["intel-avx512", "intel-avx2", "amd-avx2", "amd-avx512"])
+def test_cpu_path_avx2_is_resolved_on_intel_and_refused_on_amd(host_cpu, cpu):
+    """MKL offers its AVX2 branch on Intel CPUs only: the same config resolves on an Intel
+    host and is refused, naming the key, on an AMD one (each host's /proc/cpuinfo)."""
+    host_cpu(cpu)
+    cfg = dict(config(), cpu_path="avx2")
+    if cpu.startswith("intel"):
+        assert resolve.experiment_spec(cfg, "e")["cpu_path"] == "avx2"
+    else:
+        assert refused(cfg) == (
+            "cpu_path: avx2 pins MKL's AVX2 branch, which MKL offers on Intel CPUs only; this"
+            " one is amd (use native or compatible)"
+        )
 
 
 def test_a_one_step_run_is_a_run():

@@ -12,14 +12,17 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
+# Where Linux describes the CPU; a module attribute so that a test can hand it another
+# CPU's description (an Intel or AMD host cannot be emulated: qemu-user shows the host's).
+CPUINFO = Path("/proc/cpuinfo")
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "neon", "asimd")
 
 
 def cpuinfo(field: str) -> str | None:
-    """A field of Linux's /proc/cpuinfo, a regular expression for its name (None where
+    """A field of Linux's /proc/cpuinfo (CPUINFO), a regular expression for its name (None where
     there is none)."""
     try:
-        text = Path("/proc/cpuinfo").read_text()
+        text = CPUINFO.read_text()
     except OSError:
         return None
     match = re.search(rf"^{field}\s*:\s*(.+)$", text, re.M)
