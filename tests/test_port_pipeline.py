@@ -240,3 +240,16 @@ def test_a_burn_parameter_pytorch_lacks_is_named_before_training(project, tmp_pa
     assert proc.returncode != 0
     assert "head.bias" in proc.stderr
     assert not list((project / "results/runs").glob("gelu_net_sgd/burn-*.json"))
+
+
+def test_two_crates_of_one_package_name_each_train_their_own_binary(project, tmp_path):
+    """Both crates are `gelu-net-port`, in two folders: cargo tells such builds apart only by
+    name, version and path within their workspace, so the second crate's build (its sources
+    older than the first's binary) would be "fresh" and train the first crate's binary."""
+    good = write_user_project(tmp_path / "good", project / "rust")
+    extra = write_user_project(tmp_path / "extra", project / "rust", head_bias="true")
+    proc = snakemake(project, "--cores", "2", "--configfile", str(extra), check=False)
+    assert proc.returncode != 0 and "head.bias" in proc.stderr
+    proc = snakemake(project, "--cores", "2", "--configfile", str(good))
+    assert "is another crate's build of package gelu-net-port" in proc.stderr
+    assert verdicts(project)["gelu_net_sgd"]["verdict"] == "equivalent up to rounding"

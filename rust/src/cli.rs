@@ -135,6 +135,20 @@ enum Command {
     /// Each Burn layer on the PyTorch run's recorded input to it and gradient at its output,
     /// at the spec's probe steps (PaDiff's single-step mode); writes a safetensors file.
     Local(LocalArgs),
+    /// Checks the spec's model against the dataset without training (a port's parameters,
+    /// input and layers against its Burn module); exit code 2 and one line when it does not
+    /// fit.
+    Check(CheckArgs),
+}
+
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// One experiment resolved, as for training.
+    #[arg(long)]
+    spec: PathBuf,
+    /// The model's dataset file: inputs and initial weights.
+    #[arg(long)]
+    data: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -180,6 +194,17 @@ fn threads(n: usize) -> Result<(), String> {
         .num_threads(n)
         .build_global()
         .map_err(|e| format!("cannot set {n} threads: {e}"))
+}
+
+/// The check mode: the spec's model against the dataset, on an f32 device.
+fn run_check(runner: &Runner, args: CheckArgs) -> Result<(), Failure> {
+    let spec = config::load(&args.spec)?;
+    let data = dataset::read(&args.data)?;
+    threads(spec.threads)?;
+    let device = device(spec.backend, "f32")?;
+    (runner.model(&spec)?.check)(&spec, &data, &device).map_err(Failure::Refused)?;
+    println!("burn check {}: the model fits its spec and data", spec.name);
+    Ok(())
 }
 
 /// The local mode.
@@ -298,6 +323,17 @@ pub fn main(runner: &Runner) -> ExitCode {
             Err(e) => {
                 eprintln!("{program} local: {}", e.message());
                 ExitCode::from(2)
+            }
+        },
+        // A refusal: one line, exit code 2; any other failure 1.
+        Some(Command::Check(check)) => match run_check(runner, check) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{program} check: {}", e.message());
+                match e {
+                    Failure::Refused(_) => ExitCode::from(2),
+                    Failure::Failed(_) => ExitCode::FAILURE,
+                }
             }
         },
         None => match run(runner, args) {

@@ -7,6 +7,7 @@ mod common;
 use burn::module::{Module, Param};
 use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig, Tanh};
 use burn::tensor::{Device, Tensor};
+use common::f32_array;
 use parity_train::cli::{self, Failure};
 use parity_train::config::{self, Spec};
 use parity_train::dataset::{Array, Dataset, Values};
@@ -126,20 +127,8 @@ fn params() -> Vec<(&'static str, Vec<usize>)> {
     ]
 }
 
-/// A port spec of `params` and `layers` (SGD, 4 steps of 8, probe steps 1 and 3).
 fn spec_of(params: &[(&str, Vec<usize>)], layers: &[&str]) -> String {
-    let text = common::resolved(
-        "optimizer: sgd, lr: 0.1, momentum: 0.0, dampening: 0.0, weight_decay: 0.0, nesterov: false, model: port, data: file, probe_steps: [1, 3]",
-        4,
-        8,
-    );
-    let mut spec: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let params: Vec<serde_json::Value> = params
-        .iter()
-        .map(|(name, shape)| serde_json::json!({"name": name, "shape": shape}))
-        .collect();
-    spec["port"] = serde_json::json!({"name": "tiny_mlp", "params": params, "layers": layers});
-    spec.to_string()
+    common::port::spec_text(params, layers)
 }
 
 fn spec(params: &[(&str, Vec<usize>)], layers: &[&str]) -> Spec {
@@ -147,14 +136,6 @@ fn spec(params: &[(&str, Vec<usize>)], layers: &[&str]) -> Spec {
 }
 
 const LAYERS: [&str; 4] = ["fc1", "act", "norm", "fc2"];
-
-fn f32_array(shape: &[usize], f: impl Fn(usize) -> f64) -> Array {
-    let n = shape.iter().product();
-    Array {
-        shape: shape.to_vec(),
-        values: Values::F32((0..n).map(|i| f(i) as f32).collect()),
-    }
-}
 
 /// x [16, 64], y [16] and `params` with small values.
 fn arrays(params: &[(&str, Vec<usize>)]) -> Vec<(String, Array)> {
@@ -256,7 +237,7 @@ fn refuses_a_parameter_of_another_shape_naming_what_would_fit() {
     );
     assert_eq!(
         refusal::<TinyMlp>(&with(0, vec![FEATURES, HIDDEN]), &LAYERS),
-        "port tiny_mlp: PyTorch parameter fc1.weight [64, 32] does not fit Burn parameter fc1.weight [64, 32] (expected [32, 64]: a Linear's weight is PyTorch's transposed); it fits untransposed, but burn-store's adapter transposes a Linear's weight (Burn's Linear holds [in, out])"
+        "port tiny_mlp: Burn's Linear fc1 is built with in and out swapped: its weight is [64, 32] where PyTorch's fc1.weight [64, 32] needs [32, 64] (Burn's Linear holds [in, out]); build it LinearConfig::new(32, 64)"
     );
     assert_eq!(
         refusal::<TinyMlp>(&with(0, vec![3 * HIDDEN, FEATURES]), &LAYERS),

@@ -25,11 +25,13 @@ rule build_burn:
 rule build_port:
     """Your own port's Burn binary (models/port.py): your crate built with
     `cargo build --release --locked` into the trainer's target folder, where Burn is already
-    compiled (the crates your lock file shares with rust/Cargo.lock are built once), and
-    copied out. A crate that does not build stops here, its first compiler error on screen.
+    compiled (the crates your lock file shares with rust/Cargo.lock are built once), checked
+    to be the build of your crate's sources and copied out (tooling/build_port.py). A crate
+    that does not build stops here, its first compiler error on screen.
     """
     input:
-        port_sources,
+        code=code("tooling.build_port"),
+        sources=port_sources,
     output:
         "results/bin/ports/{port}",
     log:
@@ -38,15 +40,25 @@ rule build_port:
         crate=lambda w: PORTS[w.port].crate,
         bin=lambda w: PORTS[w.port].bin,
     shell:
-        """
-        target="${{CARGO_TARGET_DIR:-$PWD/rust/target}}"
-        echo "build_port: cargo build --release --locked in {params.crate} (log: {log})" >&2
-        if ! cargo build --release --locked --manifest-path {params.crate}/Cargo.toml \
-            --bin {params.bin} --target-dir "$target" >{log} 2>&1; then
-            echo "build_port: {params.crate} does not build; its first error:" >&2
-            grep -m1 -A8 '^error' {log} >&2 || tail -n 20 {log} >&2
-            exit 1
-        fi
-        mkdir -p $(dirname {output})
-        cp "$target/release/{params.bin}" {output}.tmp && mv {output}.tmp {output}
-        """
+        "python -m torch_burn_parity.tooling.build_port --crate {params.crate}"
+        " --bin {params.bin} --out {output} --log {log}"
+
+
+rule check_port:
+    """Your own port checked once, before any of its trainings: PyTorch builds your module
+    from the weights file and runs your data's x through it, your binary's `check` matches
+    your Burn module to the same file; every refusal of both sides on one line each
+    (training/check_port.py)."""
+    input:
+        code=code("training.check_port"),
+        binary="results/bin/ports/{port}",
+        spec=lambda w: f"results/specs/{port_experiment(w.port)}.json",
+        data=lambda w: dataset(port_experiment(w.port)),
+    output:
+        "results/ports/{port}.checked",
+    log:
+        "results/logs/check_port/{port}.log",
+    shell:
+        "python -m torch_burn_parity.tooling.warm torch_burn_parity.training.check_port"
+        " --spec {input.spec} --data {input.data} --binary {input.binary} --out {output}"
+        " > {log} 2>&1"

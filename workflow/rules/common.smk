@@ -132,6 +132,19 @@ def burn_binary(experiment):
     return f"results/bin/ports/{port.name}" if port else "results/bin/parity-train"
 
 
+def port_check(experiment):
+    """The file check_port writes once both sides take the experiment's port: an input of
+    its trainings, so that none starts on a port either side refuses; [] for a built-in
+    model."""
+    port = port_of(experiment)
+    return [f"results/ports/{port.name}.checked"] if port else []
+
+
+def port_experiment(port):
+    """The first experiment that trains `port`: its spec and dataset are the port's check's."""
+    return next(e for e in EXPERIMENTS if port_of(e) and port_of(e).name == port)
+
+
 def port_files(model):
     """A port's weights and data files (what its dataset file is made of); [] otherwise."""
     port = PORTS.get(model)

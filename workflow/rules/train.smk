@@ -9,6 +9,7 @@ rule train_torch:
         code=code("training.train_torch"),
         spec="results/specs/{experiment}.json",
         data=lambda w: dataset(w.experiment),
+        checked=lambda w: port_check(w.experiment),
     output:
         # each run's JSON and its tensors (io/run_tensors.py)
         expand(
@@ -32,6 +33,7 @@ rule train_burn:
         binary=lambda w: burn_binary(w.experiment),
         spec="results/specs/{experiment}.json",
         data=lambda w: dataset(w.experiment),
+        checked=lambda w: port_check(w.experiment),
     output:
         # each run's JSON and its tensors (io/run_tensors.py)
         expand(

@@ -32,6 +32,10 @@ pub type LocalFn = fn(
     out: &Path,
 ) -> Result<Written, Failure>;
 
+/// Checks that the spec's model can be trained on this dataset, without training (a
+/// port's declarations against its module: `BIN check`); one line when it cannot.
+pub type CheckFn = fn(spec: &Spec, data: &Dataset, device: &Device) -> Result<(), String>;
+
 /// One model of a registry: its name, its size declaration and its declarations as
 /// functions of its size (`M`'s, [`ParityModel`]), and the trainer's two modes on it. A
 /// port's declarations are those of its spec, known once its binary has read it
@@ -54,6 +58,8 @@ pub struct ModelEntry {
     pub train: TrainFn,
     /// The local mode ([`local`](crate::local)).
     pub local: LocalFn,
+    /// The check before any job trains ([`CheckFn`]).
+    pub check: CheckFn,
 }
 
 impl ModelEntry {
@@ -82,6 +88,7 @@ pub fn entry<M: ParityModel>() -> ModelEntry {
         may_have_param: M::may_have_param,
         train: train_model::<M>,
         local: local_model::<M>,
+        check: |_, _, _| Ok(()),
     }
 }
 

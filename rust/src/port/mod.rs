@@ -48,7 +48,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, LazyLock, RwLock};
 
 use burn::module::{Module, ParamId};
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{DType, Device, Tensor};
 use serde_json::{Value, json};
 
 use crate::cli::{self, Failure, Runner};
@@ -74,6 +74,15 @@ pub trait Port: Module + Sized + 'static {
     /// them).
     fn init(device: &Device) -> Self;
 
+    /// The module for a run in `dtype`, the run's float precision (`DType::F32` or
+    /// `DType::F64`): [`Port::init`] unless the port overrides it, for a setting that
+    /// depends on the precision (an epsilon chosen per dtype, say). The trainer builds a
+    /// port through this.
+    fn init_with_dtype(device: &Device, dtype: DType) -> Self {
+        let _ = dtype;
+        Self::init(device)
+    }
+
     /// The forward pass of a batch: each recorded layer through
     /// [`layers.layer(name, x, |x| …)`](Layers::layer), in the order of the spec's
     /// `port.layers`. Its output is [rows, classes], the rows those of the labels (B for
@@ -86,6 +95,12 @@ pub trait Port: Module + Sized + 'static {
     fn pytorch_keys() -> Vec<(String, String)> {
         Vec::new()
     }
+}
+
+/// Port `P`'s module for `device`'s float precision ([`Port::init_with_dtype`]).
+fn init<P: Port>(device: &Device) -> P {
+    let dtype = Tensor::<1>::zeros([1], device).dtype();
+    <P as Port>::init_with_dtype(device, dtype)
 }
 
 /// A port's declarations in this process, resolved against its Burn module.
@@ -154,7 +169,7 @@ pub fn prepare<P: Port>(spec: &Spec, data: &Dataset, device: &Device) -> Result<
         return Err(built_in(spec));
     };
     let name = &port.name;
-    let module = <P as Port>::init(device);
+    let module = init::<P>(device);
     let resolved = resolve::resolve(port, &module, &<P as Port>::pytorch_keys())?;
     let x = <<P as Port>::Input as ModelInput>::read(data, device)
         .map_err(|e| format!("port {name}: {e}"))?;
@@ -215,6 +230,7 @@ pub fn entry<P: Port>() -> ModelEntry {
     ModelEntry {
         train: train_port::<P>,
         local: local_port::<P>,
+        check: prepare::<P>,
         ..models::entry::<P>()
     }
 }
@@ -257,7 +273,7 @@ impl<P: Port> ParityModel for P {
     }
 
     fn init(_: &ModelSize, device: &Device) -> Self {
-        <P as Port>::init(device)
+        init::<P>(device)
     }
 
     fn pytorch_keys(_: &ModelSize) -> Vec<(String, String)> {
@@ -266,7 +282,7 @@ impl<P: Port> ParityModel for P {
 
     /// Burn's initial module with every parameter set from the arrays, by id.
     fn build(arrays: &Arrays) -> Self {
-        let model = <P as Port>::init(arrays.device());
+        let model = init::<P>(arrays.device());
         models::from_arrays(model, arrays, |_| true)
     }
 

@@ -44,6 +44,13 @@ fn in_norm(_path: &str, container_path: &str) -> bool {
     NORMS.contains(&container(container_path))
 }
 
+/// A BatchNorm's running statistics: buffers, which burn-store collects beside the
+/// parameters (a `RunningState` visits as a parameter with an id of its own).
+fn running_state(path: &str, container_path: &str) -> bool {
+    container(container_path) == "Struct:BatchNorm"
+        && (path.ends_with(".running_mean") || path.ends_with(".running_var"))
+}
+
 /// One float tensor of the Burn module (its id is read by [`ids_at`]).
 #[derive(Debug, Clone)]
 pub(crate) struct BurnTensor {
@@ -56,6 +63,8 @@ pub(crate) struct BurnTensor {
     /// The name burn-store's load matches a PyTorch key against (after the remapping): the
     /// path, with a norm's `gamma`/`beta` as `weight`/`bias`.
     pub key: String,
+    /// A buffer (a BatchNorm's running statistic), not a parameter.
+    pub buffer: bool,
 }
 
 /// The module's float tensors (parameters; a port has no buffers), in the module's order.
@@ -67,7 +76,7 @@ pub(crate) fn burn_tensors<M: Module>(module: &M) -> Vec<BurnTensor> {
             .map(|t| t.name)
             .collect()
     };
-    let (linear, norms) = (paths(linear_weight), paths(in_norm));
+    let (linear, norms, buffers) = (paths(linear_weight), paths(in_norm), paths(running_state));
     module
         .collect(None, None, false)
         .into_iter()
@@ -85,6 +94,7 @@ pub(crate) fn burn_tensors<M: Module>(module: &M) -> Vec<BurnTensor> {
             };
             BurnTensor {
                 shape: t.shape.to_vec(),
+                buffer: buffers.contains(&t.name),
                 path: t.name,
                 layout,
                 key,
@@ -132,11 +142,6 @@ fn hint(torch: &[usize], burn: &[usize], layout: Layout) -> String {
     if torch.len() == 2 && burn == transposed.as_slice() {
         return "a transpose would fit (Burn transposes only a Linear's weight)".into();
     }
-    if layout == Layout::Transposed && burn == torch {
-        return "it fits untransposed, but burn-store's adapter transposes a Linear's weight \
-                (Burn's Linear holds [in, out])"
-            .into();
-    }
     let block = other_layout(burn, layout);
     if block.len() == torch.len()
         && !block.is_empty()
@@ -153,9 +158,31 @@ fn hint(torch: &[usize], burn: &[usize], layout: Layout) -> String {
     "neither a transpose nor a split into equal row blocks would fit".into()
 }
 
+/// A Linear built with in and out swapped, named before any other mismatch: its bias's
+/// shape would otherwise be the first to differ (safetensors files list `bias` before
+/// `weight`), read as a packed array. Burn's Linear holds [in, out], so a weight whose Burn
+/// shape is PyTorch's own [out, in] (not square) was built `LinearConfig::new(out, in)`.
+fn swapped(name: &str, params: &[(String, Vec<usize>)], tensors: &[BurnTensor]) -> Option<String> {
+    params.iter().find_map(|(key, shape)| {
+        let t = tensors.iter().find(|t| &t.key == key)?;
+        let module = t.path.strip_suffix(".weight")?;
+        (t.layout == Layout::Transposed && t.shape == *shape && shape[0] != shape[1]).then(|| {
+            format!(
+                "port {name}: Burn's Linear {module} is built with in and out swapped: its weight is {} where PyTorch's {key} {} needs {} (Burn's Linear holds [in, out]); build it LinearConfig::new({}, {})",
+                shown(&t.shape),
+                shown(shape),
+                shown(&[shape[1], shape[0]]),
+                shape[1],
+                shape[0]
+            )
+        })
+    })
+}
+
 /// Matches `port`'s parameters to `module`'s float tensors through `keys` (the port's
-/// `pytorch_keys`); one line on the first parameter that does not match, or on a Burn
-/// parameter left unmatched.
+/// `pytorch_keys`); one line on a Linear built with in and out swapped, else on the first
+/// parameter that does not match, one that is a Burn buffer, or a Burn parameter left
+/// unmatched.
 pub(crate) fn resolve<M: Module>(
     port: &PortDecl,
     module: &M,
@@ -165,6 +192,14 @@ pub(crate) fn resolve<M: Module>(
     let keys = KeyRemapper::from_patterns(keys.to_vec())
         .map_err(|e| format!("port {name}: pytorch_keys: {}", one_line(&e.to_string())))?;
     let tensors = burn_tensors(module);
+    let keyed: Vec<(String, Vec<usize>)> = port
+        .params
+        .iter()
+        .map(|p| (remap(&p.name, &keys), p.shape.clone()))
+        .collect();
+    if let Some(refusal) = swapped(name, &keyed, &tensors) {
+        return Err(refusal);
+    }
     let mut owner: HashMap<usize, &str> = HashMap::new();
     let mut resolved = Resolved {
         entries: Vec::with_capacity(port.params.len()),
@@ -196,6 +231,12 @@ pub(crate) fn resolve<M: Module>(
             ));
         };
         let t = &tensors[i];
+        if t.buffer {
+            return Err(format!(
+                "port {name}: the weights file's {}{renamed} is Burn's BatchNorm running statistic {}, a buffer: a port cannot have buffers yet (a module without running statistics, e.g. LayerNorm rather than BatchNorm)",
+                p.name, t.path
+            ));
+        }
         if let Some(first) = owner.insert(i, &p.name) {
             return Err(format!(
                 "port {name}: PyTorch parameters {first} and {}{renamed} both map to Burn parameter {}",
@@ -231,6 +272,13 @@ pub(crate) fn resolve<M: Module>(
         .find(|i| !owner.contains_key(i))
         .map(|i| &tensors[i])
     {
+        if t.buffer {
+            return Err(format!(
+                "port {name}: Burn's BatchNorm {} holds running statistics ({}), buffers a port cannot have yet (a module without running statistics, e.g. LayerNorm rather than BatchNorm)",
+                t.path.rsplit_once('.').map_or(t.path.as_str(), |(m, _)| m),
+                t.path
+            ));
+        }
         return Err(format!(
             "port {name}: Burn parameter {} {} has no PyTorch parameter of port.params mapped to it (mapped: {})",
             t.path,

@@ -2,6 +2,7 @@
 //! src/torch_burn_parity/training/make_data.py's formulas (f64, rounded to f32 once).
 #![allow(dead_code)]
 
+pub mod port;
 mod run_tensors;
 pub mod store;
 #[allow(unused_imports)] // each test file uses some of them
@@ -71,7 +72,7 @@ pub const TRANSFORMER: TransformerSize = TransformerSize {
     d_ff: 16,
 };
 
-fn f32_array(shape: &[usize], f: impl Fn(usize) -> f64) -> Array {
+pub fn f32_array(shape: &[usize], f: impl Fn(usize) -> f64) -> Array {
     let n = shape.iter().product();
     Array {
         shape: shape.to_vec(),
@@ -351,8 +352,7 @@ pub fn encode(arrays: &[(String, Array)]) -> Vec<u8> {
 /// `hyperparameters`; their `keep_defaults` and `requested` are filled in when left out. Its
 /// `model_size` is written as given, the model's seed sizes when left out; its `data` as
 /// given, the model's (`digits` for lenet, `text` for gpt, `sine` for the others) when left
-/// out; its
-/// `label_smoothing` as given, 0 when left out; its `record_steps` as given, every step
+/// out; its `label_smoothing` as given, 0 when left out; its `record_steps` as given, every step
 /// (1..=`steps`) when left out.
 pub fn resolved(experiment: &str, steps: usize, batch_size: usize) -> String {
     let exp: serde_yaml::Mapping = serde_yaml::from_str(&format!("{{{experiment}}}")).unwrap();

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from torch_burn_parity.config.suggest import closest_key
+from torch_burn_parity.models.port_crate import crate_problems
 
 ENV = "PARITY_PORTS"
 KEYS = ("name", "torch", "burn", "init", "data", "layers")
@@ -183,10 +184,8 @@ def port_problems(at: tuple, value: Mapping[str, Any], builtin: tuple[str, ...])
     if isinstance(burn, Mapping):
         problems += _keys_problems((*at, "burn"), burn, BURN_KEYS)
         crate = burn.get("crate")
-        for file in ("Cargo.toml", "Cargo.lock"):
-            if isinstance(crate, str) and not (Path(crate) / file).is_file():
-                why = " (built with --locked: commit the lock file)" if file == "Cargo.lock" else ""
-                problems.append(((*at, "burn", "crate"), f"{crate}: no {file}{why}"))
+        if isinstance(crate, str):
+            problems += [((*at, "burn", "crate"), why) for why in crate_problems(crate)]
         if not isinstance(burn.get("bin"), str):
             problems.append(((*at, "burn", "bin"), "the crate's binary that runs the port"))
     elif burn is not None:

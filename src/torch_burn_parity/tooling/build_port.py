@@ -1,0 +1,197 @@
+"""Build your own port's Burn binary (models/port.py) and copy it out, as the rule
+`build_port` runs it:
+
+    python -m torch_burn_parity.tooling.build_port --crate CRATE --bin BIN --out OUT --log LOG
+
+The crate is built with `cargo build --release --locked` into the trainer's target folder
+(`$CARGO_TARGET_DIR`, else rust/target), where Burn is already compiled: the crates its lock
+file shares with rust/Cargo.lock are built once, for the trainer and every port.
+
+One target folder for several crates has a trap: cargo tells a package's builds apart by
+its name, version and path *relative to its workspace*, so two crates of one package name
+in two folders look the same to it, and the second one's build can be "fresh" with the
+first one's binary. So the binary is checked to be this crate's build before it is copied:
+cargo's dep-info file beside it (`BIN.d`) lists the absolute paths of the sources it was
+built from. Where they are another crate's, this package's own artifacts are cleaned
+(`cargo clean -p`, Burn is kept) and it is built again. Builds into one target folder take
+turns (a file lock), so that two ports never copy each other's binary.
+
+A first build (no Burn compiled in the target folder yet) says so, and every build prints
+a progress line every 30 seconds: crates compiled so far, of the lock file's packages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+PROGRESS_EVERY_S = 30.0
+COMPILING = re.compile(r"^\s*Compiling (\S+) v")
+
+
+class BuildError(Exception):
+    """A build that failed or produced another crate's binary: one line (and the
+    compiler's first error, when there is one)."""
+
+
+def target_dir() -> Path:
+    return Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "rust" / "target").resolve()
+
+
+def burn_compiled(target: Path) -> bool:
+    """Whether the target folder holds a release build of Burn already."""
+    return any((target / "release" / ".fingerprint").glob("burn-core-*"))
+
+
+def lock_packages(lock: Path) -> int:
+    """The number of packages a Cargo.lock holds (those of every platform: an upper bound
+    on the crates a build compiles)."""
+    try:
+        return len(tomllib.loads(lock.read_text()).get("package", []))
+    except (OSError, tomllib.TOMLDecodeError):
+        return 0
+
+
+def package_of(crate: Path, bin_name: str) -> str:
+    """The package (of the crate's workspace) that holds binary `bin_name`."""
+    proc = subprocess.run(
+        ["cargo", "metadata", "--no-deps", "--format-version", "1", "--offline",
+         "--manifest-path", str(crate / "Cargo.toml")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise BuildError(f"{crate}: cargo metadata failed: {proc.stderr.strip()[:300]}")
+    for package in json.loads(proc.stdout)["packages"]:
+        for target in package["targets"]:
+            if target["name"] == bin_name and "bin" in target["kind"]:
+                return package["name"]
+    raise BuildError(f"{crate}: no binary {bin_name!r} in the crate (burn.bin)")
+
+
+def built_from(dep_info: Path) -> list[str]:
+    """The source files cargo's dep-info file says the binary was built from."""
+    try:
+        text = dep_info.read_text()
+    except OSError:
+        return []
+    head, _, deps = text.partition("\n")[0].partition(": ")
+    # Paths are separated by spaces; a space inside a path is escaped as "\ ".
+    return [p.replace("\\ ", " ") for p in re.split(r"(?<!\\) ", deps.strip()) if p]
+
+
+def is_build_of(crate: Path, target: Path, bin_name: str) -> bool:
+    """Whether target/release/BIN is the build of this crate's sources (its dep-info names
+    a file inside the crate). A dep-info file of relative paths (cargo's
+    `build.dep-info-basedir` set) cannot tell: taken as this crate's."""
+    inside = str(crate.resolve()) + os.sep
+    sources = built_from(target / "release" / f"{bin_name}.d")
+    if sources and not any(os.path.isabs(p) for p in sources):
+        return True
+    return any(p.startswith(inside) for p in sources)
+
+
+def cargo(args: list[str], log, label: str, total: int) -> int:
+    """Run cargo with its output appended to `log`, printing progress to stderr every
+    PROGRESS_EVERY_S seconds; cargo's exit code."""
+    start = time.monotonic()
+    compiled = 0
+    done = threading.Event()
+
+    def report() -> None:
+        while not done.wait(PROGRESS_EVERY_S):
+            minutes, seconds = divmod(int(time.monotonic() - start), 60)
+            of = f" of at most {total}" if total else ""
+            print(f"{label}: {compiled} crates compiled{of}, {minutes} min {seconds:02d} s",
+                  file=sys.stderr, flush=True)  # fmt: skip
+
+    reporter = threading.Thread(target=report, daemon=True)
+    reporter.start()
+    proc = subprocess.Popen(["cargo", *args], stdout=log, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        log.write(line)
+        log.flush()
+        if COMPILING.match(line):
+            compiled += 1
+    code = proc.wait()
+    done.set()
+    return code
+
+
+def first_error(log_path: Path) -> str:
+    """The compiler's first error and the 8 lines after it, else the log's last 20 lines."""
+    lines = log_path.read_text(errors="replace").splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("error"):
+            return "\n".join(lines[i : i + 9])
+    return "\n".join(lines[-20:])
+
+
+def build(crate: Path, bin_name: str, out: Path, log_path: Path) -> None:
+    """Build `bin_name` of `crate` into the shared target folder and copy it to `out`."""
+    crate = crate.resolve()
+    target = target_dir()
+    target.mkdir(parents=True, exist_ok=True)
+    label = "build_port"
+    build_args = ["build", "--release", "--locked", "--manifest-path", str(crate / "Cargo.toml"),
+                  "--bin", bin_name, "--target-dir", str(target)]  # fmt: skip
+    total = lock_packages(crate / "Cargo.lock")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(target / ".parity-port-build.lock", "w") as turn, open(log_path, "w") as log:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        if not burn_compiled(target):
+            print(f"{label}: Burn is not compiled in {target} yet: this build compiles it first"
+                  " (about 6 min on 2 cores, more on a busy machine)", file=sys.stderr,
+                  flush=True)  # fmt: skip
+        print(f"{label}: cargo build --release --locked in {crate} (log: {log_path})",
+              file=sys.stderr, flush=True)  # fmt: skip
+        if cargo(build_args, log, label, total) != 0:
+            raise BuildError(f"{crate} does not build; its first error:\n{first_error(log_path)}")
+        if not is_build_of(crate, target, bin_name):
+            # Another crate of the same package name was built here last, and cargo took
+            # this one's build for fresh: clean this package's artifacts and build again.
+            package = package_of(crate, bin_name)
+            print(f"{label}: {target / 'release' / bin_name} is another crate's build of"
+                  f" package {package}: building {crate} again", file=sys.stderr,
+                  flush=True)  # fmt: skip
+            clean = ["clean", "--release", "--manifest-path", str(crate / "Cargo.toml"),
+                     "-p", package, "--target-dir", str(target)]  # fmt: skip
+            if cargo(clean, log, label, 0) != 0 or cargo(build_args, log, label, total) != 0:
+                raise BuildError(f"{crate} does not build; its first error:\n"
+                                 f"{first_error(log_path)}")  # fmt: skip
+            if not is_build_of(crate, target, bin_name):
+                raise BuildError(f"{crate}: cargo's binary {target / 'release' / bin_name} is"
+                                 " not built from this crate's sources (its .d file names"
+                                 " others)")  # fmt: skip
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = out.with_name(out.name + ".tmp")
+        shutil.copy2(target / "release" / bin_name, partial)
+        partial.replace(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--crate", type=Path, required=True, help="the port's crate folder")
+    parser.add_argument("--bin", required=True, help="the crate's binary that runs the port")
+    parser.add_argument("--out", type=Path, required=True, help="where the binary is copied")
+    parser.add_argument("--log", type=Path, required=True, help="cargo's output")
+    args = parser.parse_args(argv)
+    try:
+        build(args.crate, args.bin, args.out, args.log)
+    except BuildError as exc:
+        raise SystemExit(f"build_port: {exc}") from None
+
+
+if __name__ == "__main__":
+    main()

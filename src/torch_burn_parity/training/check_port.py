@@ -1,0 +1,80 @@
+"""Check your own port once, before any job trains it: both sides against the weights file
+and the data, each refusal on one line.
+
+    python -m torch_burn_parity.training.check_port --spec SPEC --data DATA --binary BIN \\
+        --out results/ports/PORT.checked
+
+The PyTorch side builds your module and loads the weights file into it as the trainer does
+(models.build: every tensor of the file a parameter of the module, of its shape; the data's
+x through one forward); the Burn side runs your binary's `check` mode (the same matching
+against your Burn module, the input and the layers its forward records). Both run, so that
+one run names every refusal of both sides; the trainings of the port's experiments wait for
+the file this writes, so none starts on a port either side refuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from torch_burn_parity.config.parity_config import ConfigError
+from torch_burn_parity.config.resolve import read_spec
+from torch_burn_parity.io.parity_io import FormatError, read_dataset
+from torch_burn_parity.models.model_specs import ModelError
+from torch_burn_parity.models.models import build
+
+
+def torch_refusal(spec: dict, arrays: dict) -> str | None:
+    """Why PyTorch cannot train the port on these arrays (one line), or None."""
+    try:
+        build(spec["model"], arrays, torch.float32, spec.get("model_size"))
+    except ModelError as exc:
+        return str(exc)
+    return None
+
+
+def burn_refusal(binary: Path, spec: Path, data: Path) -> str | None:
+    """Why the port's Burn binary refuses it (its one line), or None."""
+    proc = subprocess.run([str(binary), "check", "--spec", str(spec), "--data", str(data)],
+                          capture_output=True, text=True)  # fmt: skip
+    if proc.returncode == 0:
+        return None
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else f"{binary} check: exit {proc.returncode}, no message"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", required=True, type=Path, help="a resolved experiment")
+    parser.add_argument("--data", required=True, type=Path, help="the port's dataset file")
+    parser.add_argument("--binary", required=True, type=Path, help="the port's Burn binary")
+    parser.add_argument("--out", required=True, type=Path, help="written when both accept")
+    args = parser.parse_args(argv)
+    try:
+        spec = read_spec(args.spec)
+        arrays, _ = read_dataset(args.data)
+    except (ConfigError, FormatError, FileNotFoundError) as exc:
+        sys.exit(f"check_port: {exc}")
+    name = spec["port"]["name"] if spec.get("port") else spec["model"]
+    args.out.unlink(missing_ok=True)
+    refusals = {
+        "PyTorch": torch_refusal(spec, arrays),
+        "Burn": burn_refusal(args.binary, args.spec, args.data),
+    }
+    refused = {side: why for side, why in refusals.items() if why is not None}
+    if refused:
+        for side, why in refused.items():
+            print(f"check_port: port {name}, {side} side: {why}", file=sys.stderr)
+        sys.exit(2)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"port": name, "checked_with": str(args.spec)}) + "\n")
+    print(f"check_port: port {name}: PyTorch and Burn take its weights, data and layers")
+
+
+if __name__ == "__main__":
+    main()
