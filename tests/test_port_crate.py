@@ -1,6 +1,5 @@
 """models/port_crate.py: a port's crate is refused before any job when its lock file would
-compile a second Burn, with the command that fixes it; tooling/build_port.py's reading of
-cargo's dep-info file, which tells whose sources a binary was built from."""
+compile a second Burn, with the command that fixes it."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ from pathlib import Path
 
 from conftest import ROOT
 from torch_burn_parity.models.port_crate import TRAINER_LOCK, crate_problems, locked_versions
-from torch_burn_parity.tooling import build_port
 
 EXAMPLE_LOCK = ROOT / "examples/byo/burn/Cargo.lock"
 
@@ -69,19 +67,3 @@ def test_missing_and_malformed_files_are_named(tmp_path):
     ]
     (problem,) = crate_problems(crate_with(c, "[[package]\nname ="))
     assert problem.startswith(f"{c}/burn/Cargo.lock: not a Cargo.lock (")
-
-
-def test_dep_info_names_the_sources_a_binary_was_built_from(tmp_path):
-    crate, other = tmp_path / "mine", tmp_path / "other"
-    release = tmp_path / "target/release"
-    release.mkdir(parents=True)
-    dep_info = release / "port-bin.d"
-    dep_info.write_text(f"{release}/port-bin: {crate}/src/main.rs {crate}/src/my\\ net.rs\n")
-    assert build_port.built_from(dep_info) == [f"{crate}/src/main.rs", f"{crate}/src/my net.rs"]
-    assert build_port.is_build_of(crate, tmp_path / "target", "port-bin")
-    assert not build_port.is_build_of(other, tmp_path / "target", "port-bin")
-    # a crate whose path is a prefix of another's is not that one
-    assert not build_port.is_build_of(tmp_path / "mi", tmp_path / "target", "port-bin")
-    assert not build_port.is_build_of(crate, tmp_path / "target", "no-such-bin")
-    dep_info.write_text("port-bin: src/main.rs\n")  # relative paths: cannot tell
-    assert build_port.is_build_of(other, tmp_path / "target", "port-bin")

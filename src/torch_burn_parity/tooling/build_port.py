@@ -10,11 +10,12 @@ file shares with rust/Cargo.lock are built once, for the trainer and every port.
 One target folder for several crates has a trap: cargo tells a package's builds apart by
 its name, version and path *relative to its workspace*, so two crates of one package name
 in two folders look the same to it, and the second one's build can be "fresh" with the
-first one's binary. So the binary is checked to be this crate's build before it is copied:
-cargo's dep-info file beside it (`BIN.d`) lists the absolute paths of the sources it was
-built from. Where they are another crate's, this package's own artifacts are cleaned
-(`cargo clean -p`, Burn is kept) and it is built again. Builds into one target folder take
-turns (a file lock), so that two ports never copy each other's binary.
+first one's binary (even the dep-info file beside the binary, `BIN.d`, is rewritten to name
+the second crate's sources). So the package's own artifacts are cleaned before every build
+(`cargo clean -p PACKAGE`: Burn and the trainer library are kept), and builds into one
+target folder take turns (a file lock) from the clean to the copy, so that two ports never
+copy each other's binary. The rule runs only when the crate's sources or the trainer's
+changed, when the crate is compiled again in any case.
 
 A first build (no Burn compiled in the target folder yet) says so, and every build prints
 a progress line every 30 seconds: crates compiled so far, of the lock file's packages.
@@ -79,28 +80,6 @@ def package_of(crate: Path, bin_name: str) -> str:
     raise BuildError(f"{crate}: no binary {bin_name!r} in the crate (burn.bin)")
 
 
-def built_from(dep_info: Path) -> list[str]:
-    """The source files cargo's dep-info file says the binary was built from."""
-    try:
-        text = dep_info.read_text()
-    except OSError:
-        return []
-    head, _, deps = text.partition("\n")[0].partition(": ")
-    # Paths are separated by spaces; a space inside a path is escaped as "\ ".
-    return [p.replace("\\ ", " ") for p in re.split(r"(?<!\\) ", deps.strip()) if p]
-
-
-def is_build_of(crate: Path, target: Path, bin_name: str) -> bool:
-    """Whether target/release/BIN is the build of this crate's sources (its dep-info names
-    a file inside the crate). A dep-info file of relative paths (cargo's
-    `build.dep-info-basedir` set) cannot tell: taken as this crate's."""
-    inside = str(crate.resolve()) + os.sep
-    sources = built_from(target / "release" / f"{bin_name}.d")
-    if sources and not any(os.path.isabs(p) for p in sources):
-        return True
-    return any(p.startswith(inside) for p in sources)
-
-
 def cargo(args: list[str], log, label: str, total: int) -> int:
     """Run cargo with its output appended to `log`, printing progress to stderr every
     PROGRESS_EVERY_S seconds; cargo's exit code."""
@@ -156,24 +135,15 @@ def build(crate: Path, bin_name: str, out: Path, log_path: Path) -> None:
                   flush=True)  # fmt: skip
         print(f"{label}: cargo build --release --locked in {crate} (log: {log_path})",
               file=sys.stderr, flush=True)  # fmt: skip
+        # Another crate of this package name may have been built here last: cargo would
+        # take this one's build for fresh. Its artifacts go; the dependencies stay.
+        package = package_of(crate, bin_name)
+        clean = ["clean", "--release", "--manifest-path", str(crate / "Cargo.toml"),
+                 "-p", package, "--target-dir", str(target)]  # fmt: skip
+        if cargo(clean, log, label, 0) != 0:
+            raise BuildError(f"{crate}: cargo clean -p {package} failed (log: {log_path})")
         if cargo(build_args, log, label, total) != 0:
             raise BuildError(f"{crate} does not build; its first error:\n{first_error(log_path)}")
-        if not is_build_of(crate, target, bin_name):
-            # Another crate of the same package name was built here last, and cargo took
-            # this one's build for fresh: clean this package's artifacts and build again.
-            package = package_of(crate, bin_name)
-            print(f"{label}: {target / 'release' / bin_name} is another crate's build of"
-                  f" package {package}: building {crate} again", file=sys.stderr,
-                  flush=True)  # fmt: skip
-            clean = ["clean", "--release", "--manifest-path", str(crate / "Cargo.toml"),
-                     "-p", package, "--target-dir", str(target)]  # fmt: skip
-            if cargo(clean, log, label, 0) != 0 or cargo(build_args, log, label, total) != 0:
-                raise BuildError(f"{crate} does not build; its first error:\n"
-                                 f"{first_error(log_path)}")  # fmt: skip
-            if not is_build_of(crate, target, bin_name):
-                raise BuildError(f"{crate}: cargo's binary {target / 'release' / bin_name} is"
-                                 " not built from this crate's sources (its .d file names"
-                                 " others)")  # fmt: skip
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".tmp")
         shutil.copy2(target / "release" / bin_name, partial)

@@ -45,7 +45,9 @@ def burn_refusal(binary: Path, spec: Path, data: Path) -> str | None:
     if proc.returncode == 0:
         return None
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    return lines[-1] if lines else f"{binary} check: exit {proc.returncode}, no message"
+    if not lines:
+        return f"{binary} check: exit {proc.returncode}, no message"
+    return lines[-1].removeprefix(f"{binary.name} check: ")
 
 
 def main(argv: list[str] | None = None) -> None:
