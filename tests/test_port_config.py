@@ -98,7 +98,7 @@ def test_a_port_without_its_keys_names_each(tmp_path):
     assert found == [
         "experiments.tiny_mlp_sgd.model.burn: a port needs `burn` ({crate: folder, bin: binary})",
         "experiments.tiny_mlp_sgd.model.layers: a port needs `layers` (the submodules"
-        " recorded, in forward order)",
+        " recorded: dotted names or globs, e.g. 'blocks.*.mlp')",
     ]
 
 
@@ -181,7 +181,8 @@ def test_a_layer_that_is_no_submodule_is_refused():
     config = example_config()
     config["experiments"]["tiny_mlp_sgd"]["model"]["layers"] = ["fc1", "relu"]
     port.register_ports({"e": config["experiments"]["tiny_mlp_sgd"]})
-    with pytest.raises(ModelError, match=r"layers: 'relu' is not a submodule of tiny_mlp:TinyMlp"):
+    with pytest.raises(ModelError, match=r"^layers: the name 'relu' matches no submodule of"
+                       r" tiny_mlp:TinyMlp at any depth \(nearest: norm, fc2, fc1\)$"):  # fmt: skip
         new(spec("tiny_mlp"))
 
 

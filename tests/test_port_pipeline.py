@@ -257,3 +257,121 @@ def test_two_crates_of_one_package_name_each_train_their_own_binary(project, tmp
     assert proc.returncode != 0 and "head.bias" in proc.stderr
     snakemake(project, "--cores", "2", "--configfile", str(good))
     assert verdicts(project)["gelu_net_sgd"]["verdict"] == "equivalent up to rounding"
+
+
+# --- a model whose layers sit at depth, named by globs -----------------------------------
+
+NESTED_MODULE = '''
+from torch import nn
+
+
+class NestedNet(nn.Module):
+    """Two blocks (Linear -> GELU) in a ModuleList, then a head: its parameters are named
+    blocks.0.0.weight, …, head.weight."""
+
+    def __init__(self, features=12, hidden=16, classes=4):
+        super().__init__()
+        self.blocks = nn.ModuleList(
+            [nn.Sequential(nn.Linear(n, hidden), nn.GELU()) for n in (features, hidden)]
+        )
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+'''
+
+# Burn's blocks are a Vec of structs: blocks.0.fc.weight for PyTorch's blocks.0.0.weight.
+NESTED_MAIN_RS = """
+use burn::nn::{Gelu, Linear, LinearConfig};
+use burn::prelude::*;
+use parity_train::port::{Layers, Port};
+use std::process::ExitCode;
+
+#[derive(Module, Debug)]
+pub struct Block {
+    fc: Linear,
+    act: Gelu,
+}
+
+#[derive(Module, Debug)]
+pub struct NestedNet {
+    blocks: Vec<Block>,
+    head: Linear,
+}
+
+impl Port for NestedNet {
+    type Input = Tensor<2>;
+
+    fn init(device: &Device) -> Self {
+        let block = |n| Block { fc: LinearConfig::new(n, 16).init(device), act: Gelu::new() };
+        let head = LinearConfig::new(16, 4).init(device);
+        NestedNet { blocks: vec![block(12), block(16)], head }
+    }
+
+    fn forward(&self, x: Tensor<2>, layers: &mut Layers) -> Tensor<2> {
+        let mut x = x;
+        for (i, block) in self.blocks.iter().enumerate() {
+            x = layers.layer(&format!("blocks.{i}"), x, |x| block.act.forward(block.fc.forward(x)));
+        }
+        layers.layer("head", x, |x| self.head.forward(x))
+    }
+
+    fn pytorch_keys() -> Vec<(String, String)> {
+        vec![(r"^blocks\\.(\\d+)\\.0\\.".into(), "blocks.$1.fc.".into())]
+    }
+}
+
+fn main() -> ExitCode {
+    parity_train::port::main::<NestedNet>()
+}
+"""
+
+
+def write_nested_project(folder: Path, rust: Path, layers: list[str]) -> Path:
+    """The nested model as a user's project (module, crate, weights, data); its config."""
+    config = yaml.safe_load(write_user_project(folder, rust).read_text())
+    (folder / "torch/nested_net.py").write_text(NESTED_MODULE)
+    (folder / "burn/src/main.rs").write_text(NESTED_MAIN_RS)
+    import sys
+
+    from safetensors.torch import save_file
+
+    sys.path.insert(0, str(folder / "torch"))
+    try:
+        from nested_net import NestedNet
+    finally:
+        sys.path.remove(str(folder / "torch"))
+    save_file(NestedNet().state_dict(), folder / "weights.safetensors")
+    model = config["experiments"]["gelu_net_sgd"]["model"]
+    model.update(name="nested_net", layers=layers)
+    model["torch"]["module"] = "nested_net:NestedNet"
+    config["experiments"] = {"nested_net_sgd": config["experiments"]["gelu_net_sgd"]}
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def test_layers_at_depth_named_by_globs_are_recorded_by_both_sides(project, tmp_path):
+    config = write_nested_project(tmp_path / "nested", project / "rust", ["blocks.*", "head"])
+    proc = snakemake(project, "--cores", "2", "--configfile", str(config))
+    assert "record the layers blocks.0, blocks.1, head" in (
+        project / "results/logs/check_port/nested_net.log").read_text()  # fmt: skip
+    assert verdicts(project)["nested_net_sgd"]["verdict"] == "equivalent up to rounding"
+    layers = pd.read_csv(project / "results/tables/layers_nested_net_sgd.csv")
+    forward = layers[(layers["step"] == 1) & (layers["phase"] == "forward")]
+    assert list(forward["layer"]) == ["blocks.0", "blocks.1", "head"], proc.stderr[-2000:]
+
+
+def test_a_glob_that_matches_no_submodule_is_refused_before_any_training(project, tmp_path):
+    config = write_nested_project(tmp_path / "typo", project / "rust", ["block.*", "head"])
+    runs = project / "results/runs/nested_net_sgd"
+    before = {p: p.stat().st_mtime_ns for p in runs.glob("*")}
+    proc = snakemake(project, "--cores", "2", "--configfile", str(config), check=False)
+    assert proc.returncode != 0
+    assert proc.stderr.count(
+        "check_port: port nested_net, PyTorch side: layers: the glob 'block.*' matches no"
+        " submodule of nested_net:NestedNet at any depth (nearest: blocks.1, blocks.0, blocks)"
+    ) == 1  # fmt: skip
+    assert {p: p.stat().st_mtime_ns for p in runs.glob("*")} == before  # no training ran

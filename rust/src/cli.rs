@@ -202,8 +202,10 @@ fn run_check(runner: &Runner, args: CheckArgs) -> Result<(), Failure> {
     let data = dataset::read(&args.data)?;
     threads(spec.threads)?;
     let device = device(spec.backend, "f32")?;
-    (runner.model(&spec)?.check)(&spec, &data, &device).map_err(Failure::Refused)?;
+    let layers = (runner.model(&spec)?.check)(&spec, &data, &device).map_err(Failure::Refused)?;
     println!("burn check {}: the model fits its spec and data", spec.name);
+    // The recorded layers' names, one JSON line (training/check_port.py reads it).
+    println!("layers: {}", serde_json::to_string(&layers).expect("JSON"));
     Ok(())
 }
 

@@ -33,8 +33,10 @@ pub type LocalFn = fn(
 ) -> Result<Written, Failure>;
 
 /// Checks that the spec's model can be trained on this dataset, without training (a
-/// port's declarations against its module: `BIN check`); one line when it cannot.
-pub type CheckFn = fn(spec: &Spec, data: &Dataset, device: &Device) -> Result<(), String>;
+/// port's declarations against its module: `BIN check`): the names of the layers it
+/// records (a port's, as its forward calls them; none listed for a built-in model), or one
+/// line when it cannot.
+pub type CheckFn = fn(spec: &Spec, data: &Dataset, device: &Device) -> Result<Vec<String>, String>;
 
 /// One model of a registry: its name, its size declaration and its declarations as
 /// functions of its size (`M`'s, [`ParityModel`]), and the trainer's two modes on it. A
@@ -88,7 +90,7 @@ pub fn entry<M: ParityModel>() -> ModelEntry {
         may_have_param: M::may_have_param,
         train: train_model::<M>,
         local: local_model::<M>,
-        check: |_, _, _| Ok(()),
+        check: |_, _, _| Ok(Vec::new()),
     }
 }
 

@@ -84,13 +84,99 @@ impl<'a> Layers<'a> {
     }
 }
 
-/// Refuses, on one line, layers called in the forward (`called`) other than the spec's
-/// `port.layers` (`declared`), naming both lists and the first difference.
+/// Whether a spec's `port.layers` entry is a glob (`*`, `?`, `[…]`).
+fn is_glob(pattern: &str) -> bool {
+    pattern.contains(['*', '?', '['])
+}
+
+/// One name segment against one pattern segment, as Python's `fnmatch.fnmatchcase`: `*`
+/// any run of characters, `?` one, `[…]` one of a set (ranges `a-z`, `!` negates).
+fn segment_matches(name: &[char], pattern: &[char]) -> bool {
+    match pattern.first() {
+        None => name.is_empty(),
+        Some('*') => (0..=name.len()).any(|k| segment_matches(&name[k..], &pattern[1..])),
+        Some('?') => !name.is_empty() && segment_matches(&name[1..], &pattern[1..]),
+        Some('[') => match pattern
+            .iter()
+            .position(|&c| c == ']')
+            .filter(|&end| end > 1)
+        {
+            Some(end) if !name.is_empty() => {
+                let set = &pattern[1..end];
+                let (negated, set) = match set.first() {
+                    Some('!') => (true, &set[1..]),
+                    _ => (false, set),
+                };
+                let c = name[0];
+                let mut hit = false;
+                let mut i = 0;
+                while i < set.len() {
+                    if i + 2 < set.len() && set[i + 1] == '-' {
+                        hit |= set[i] <= c && c <= set[i + 2];
+                        i += 3;
+                    } else {
+                        hit |= set[i] == c;
+                        i += 1;
+                    }
+                }
+                hit != negated && segment_matches(&name[1..], &pattern[end + 1..])
+            }
+            _ => name.first() == Some(&'[') && segment_matches(&name[1..], &pattern[1..]),
+        },
+        Some(c) => name.first() == Some(c) && segment_matches(&name[1..], &pattern[1..]),
+    }
+}
+
+/// Whether submodule `name` is matched by `pattern`, segment by segment: as many dotted
+/// segments, each matched (src/torch_burn_parity/models/layer_names.py, the same rule).
+pub(crate) fn matches(name: &str, pattern: &str) -> bool {
+    let (names, patterns): (Vec<&str>, Vec<&str>) =
+        (name.split('.').collect(), pattern.split('.').collect());
+    names.len() == patterns.len()
+        && names.iter().zip(&patterns).all(|(n, p)| {
+            segment_matches(
+                &n.chars().collect::<Vec<_>>(),
+                &p.chars().collect::<Vec<_>>(),
+            )
+        })
+}
+
+/// Refuses, on one line, layers called in the forward (`called`) that the spec's
+/// `port.layers` (`declared`) do not name: with no glob among them, the two lists must be
+/// the same; with globs, each called layer must match an entry, and each entry some called
+/// layer (PyTorch's hooks record the same names: the pipeline's check_port compares them).
 pub(crate) fn check_layers(
     port: &str,
     declared: &[String],
     called: &[String],
 ) -> Result<(), String> {
+    if !declared.iter().any(|d| is_glob(d)) {
+        return check_same(port, declared, called);
+    }
+    if let Some(name) = called
+        .iter()
+        .find(|c| !declared.iter().any(|d| matches(c, d)))
+    {
+        return Err(format!(
+            "port {port}: the forward records the layer {name}, which no entry of the spec's port.layers [{}] matches",
+            declared.join(", ")
+        ));
+    }
+    if let Some(entry) = declared
+        .iter()
+        .find(|d| !called.iter().any(|c| matches(c, d)))
+    {
+        return Err(format!(
+            "port {port}: the spec's port.layers entry {entry} matches no layer the forward records ([{}])",
+            called.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses, on one line, layers called in the forward (`called`) other than the spec's
+/// `port.layers` (`declared`), naming both lists and the first difference.
+fn check_same(port: &str, declared: &[String], called: &[String]) -> Result<(), String> {
     if declared == called {
         return Ok(());
     }
@@ -105,4 +191,45 @@ pub(crate) fn check_layers(
         name(called),
         name(declared),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn globs_match_segment_by_segment_as_fnmatch_does() {
+        assert!(matches("transformer.h.3", "transformer.h.*"));
+        assert!(!matches("transformer.h.3.mlp", "transformer.h.*"));
+        assert!(matches("layer1.0.bn1", "layer*.*.bn?"));
+        assert!(!matches("layer1.0.bn12", "layer*.*.bn?"));
+        assert!(matches("layer1.0.bn2", "layer[12].0.bn[0-9]"));
+        assert!(!matches("layer3.0.bn2", "layer[12].0.bn[0-9]"));
+        assert!(matches("layer3.0.bn2", "layer[!12].0.bn2"));
+        assert!(matches("fc", "fc") && !matches("fc1", "fc") && !matches("fc", "fc1"));
+        assert!(matches("a[b", "a[b"), "an unclosed set is a literal [");
+    }
+
+    #[test]
+    fn globs_accept_the_layers_they_match_and_name_what_they_do_not() {
+        let called = names(&["blocks.0", "blocks.1", "head"]);
+        assert_eq!(
+            check_layers("p", &names(&["blocks.*", "head"]), &called),
+            Ok(())
+        );
+        assert_eq!(
+            check_layers("p", &names(&["blocks.*"]), &called),
+            Err("port p: the forward records the layer head, which no entry of the spec's port.layers [blocks.*] matches".into())
+        );
+        assert_eq!(
+            check_layers("p", &names(&["blocks.*", "head", "norm?"]), &called),
+            Err("port p: the spec's port.layers entry norm? matches no layer the forward records ([blocks.0, blocks.1, head])".into())
+        );
+        // without a glob, the lists must be the same, in order
+        assert!(check_layers("p", &names(&["blocks.1", "blocks.0", "head"]), &called).is_err());
+    }
 }

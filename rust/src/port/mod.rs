@@ -173,23 +173,36 @@ pub fn prepare<P: Port>(spec: &Spec, data: &Dataset, device: &Device) -> Result<
     let resolved = resolve::resolve(port, &module, &<P as Port>::pytorch_keys())?;
     let x = <<P as Port>::Input as ModelInput>::read(data, device)
         .map_err(|e| format!("port {name}: {e}"))?;
-    // The layers the forward records, on the first batch (or as many samples as there are).
+    // The layers the forward records, on the first batch (or as many samples as there are):
+    // the names the trainer records by (the spec's entries may be globs over them).
     let rows = x.samples().min(spec.batch_size.max(1));
+    let mut recorded = port.layers.clone();
     if rows > 0 {
         let mut probe = Probe::off();
         let mut layers = Layers::new(&mut probe);
         let _ = <P as Port>::forward(&module, x.rows(0..rows), &mut layers);
         layers::check_layers(name, &port.layers, layers.called())?;
+        recorded = layers.called().to_vec();
     }
     // Declared only once it fits: a refused spec leaves the type's declaration as it was.
     declare::<P>(Declared {
         name: name.clone(),
         params: resolved.entries,
         paths: resolved.paths,
-        layers: port.layers.clone(),
+        layers: recorded,
         sample: data.arrays()["x"].shape[1..].to_vec(),
     });
     Ok(())
+}
+
+/// The port's check mode ([`prepare`]): the layers its forward records, by name.
+fn check_port<P: Port>(
+    spec: &Spec,
+    data: &Dataset,
+    device: &Device,
+) -> Result<Vec<String>, String> {
+    prepare::<P>(spec, data, device)?;
+    Ok(declared::<P>().layers.clone())
 }
 
 /// The port's run: [`prepare`] (a refusal, exit code 2), then the trainer's.
@@ -230,7 +243,7 @@ pub fn entry<P: Port>() -> ModelEntry {
     ModelEntry {
         train: train_port::<P>,
         local: local_port::<P>,
-        check: prepare::<P>,
+        check: check_port::<P>,
         ..models::entry::<P>()
     }
 }

@@ -7,7 +7,7 @@ your initial weights and your data — an experiment's `model` given as a mappin
       burn: {crate: examples/byo/burn, bin: byo-parity}
       init: examples/byo/weights.safetensors           # PyTorch names, F32
       data: examples/byo/data.safetensors              # x [N, ...] F32 (or I64 ids), y [N] I64
-      layers: [fc1, act, norm, fc2]                    # submodules recorded, in forward order
+      layers: [fc1, act, norm, fc2]                    # submodules recorded: dotted names, globs
 
 This module is torch-free: it checks such a mapping (one line per problem, before any job)
 and turns it into the ModelSpec every reader of the pipeline takes a model as: parameters in
@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from torch_burn_parity.config.suggest import closest_key
+from torch_burn_parity.models.layer_names import syntax_problem
 from torch_burn_parity.models.port_crate import crate_problems
 
 ENV = "PARITY_PORTS"
@@ -195,6 +196,8 @@ def port_problems(at: tuple, value: Mapping[str, Any], builtin: tuple[str, ...])
         isinstance(layers, list) and layers and all(isinstance(x, str) for x in layers)
     ):
         problems.append(((*at, "layers"), "a list of the module's submodule names"))
+    elif isinstance(layers, list):
+        problems += [((*at, "layers"), why) for why in map(syntax_problem, layers) if why]
     if isinstance(value.get("init"), str) and isinstance(value.get("data"), str):
         problems += _files_problems(at, value)
     return problems
@@ -206,7 +209,7 @@ _WHAT = {
     "burn": "{crate: folder, bin: binary}",
     "init": "a safetensors file of the initial weights, PyTorch's names",
     "data": "a safetensors file of x and y",
-    "layers": "the submodules recorded, in forward order",
+    "layers": "the submodules recorded: dotted names or globs, e.g. 'blocks.*.mlp'",
 }
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from torch_burn_parity.models.layer_names import expand, is_glob, nearest
 from torch_burn_parity.models.model_specs import ModelError, ModelSpec
 
 
@@ -76,13 +77,14 @@ def new(spec: ModelSpec) -> nn.Module:
         raise ModelError(f"torch.module {port.module}: buffers ({', '.join(buffers)}) are not"
                          " supported for your own port yet: a module without running"
                          " statistics (e.g. LayerNorm rather than BatchNorm)")  # fmt: skip
-    names = dict(module.named_modules())
-    for layer in port.layers:
-        if layer not in names:
-            known = ", ".join(n for n in names if n) or "none"
-            raise ModelError(f"layers: {layer!r} is not a submodule of {port.module} (its"
-                             f" submodules: {known})")  # fmt: skip
-    module.parity_layers = tuple(port.layers)
+    names = [n for n, _ in module.named_modules() if n]
+    layers, unmatched = expand(port.layers, names)
+    if unmatched is not None:
+        what = "glob" if is_glob(unmatched) else "name"
+        close = ", ".join(nearest(unmatched, names)) or "none: it has no submodule"
+        raise ModelError(f"layers: the {what} {unmatched!r} matches no submodule of"
+                         f" {port.module} at any depth (nearest: {close})")  # fmt: skip
+    module.parity_layers = tuple(layers)
     return module
 
 
@@ -119,20 +121,34 @@ def layer_count(model: nn.Module) -> int:
 
 
 @contextmanager
-def hooked(model: nn.Module, outputs: list, inputs: list):
-    """Hooks on the listed submodules for one forward: each call's output and input in
-    `outputs` and `inputs`, in the order the layers run."""
+def hooked(model: nn.Module, outputs: list, inputs: list, called: list):
+    """Hooks on the listed submodules for one forward: each call's output, input and name
+    in `outputs`, `inputs` and `called`, in the order the layers run (which may differ from
+    the module's own order, that of `parity_layers`). A layer's input is its first tensor
+    argument, positional or keyword; its output, or a tuple's first element (a transformer
+    block's, an attention's)."""
     handles = []
 
-    def keep_input(_module: nn.Module, args: tuple) -> None:
-        inputs.append(args[0])
+    def keep_input(module: nn.Module, args: tuple, kwargs: dict) -> None:
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        if not tensors:
+            raise ModelError(f"layers: {names[module]!r} is called without a tensor argument:"
+                             " PyTorch's forward pre-hook sees no input to record"
+                             " (record its parent or child instead)")  # fmt: skip
+        inputs.append(tensors[0])
 
-    def keep_output(_module: nn.Module, _args: tuple, out: torch.Tensor) -> None:
+    def keep_output(module: nn.Module, _args: tuple, out) -> None:
+        if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
+            out = out[0]
+        if not isinstance(out, torch.Tensor):
+            raise ModelError(f"layers: {names[module]!r} returns {type(out).__name__}, not a"
+                             " tensor: its output cannot be recorded")  # fmt: skip
         outputs.append(out)
+        called.append(names[module])
 
-    for name in model.parity_layers:
-        sub = model.get_submodule(name)
-        handles.append(sub.register_forward_pre_hook(keep_input))
+    names = {model.get_submodule(name): name for name in model.parity_layers}
+    for sub in names:
+        handles.append(sub.register_forward_pre_hook(keep_input, with_kwargs=True))
         handles.append(sub.register_forward_hook(keep_output))
     try:
         yield
@@ -145,17 +161,19 @@ def hooked_forward(
     model: nn.Module, x: torch.Tensor
 ) -> tuple[torch.Tensor, list[str], list[torch.Tensor], list[torch.Tensor]]:
     """A port's forward on batch ``x`` (already a leaf, or token ids), its listed layers
-    seen by hooks: (output, layer names, each layer's output, each layer's input), every
-    input but the batch keeping its .grad (models.recorded_forward records them)."""
-    names = list(model.parity_layers)
+    seen by hooks: (output, layer names in the order they ran, each layer's output, each
+    layer's input), every input but the batch keeping its .grad (models.recorded_forward
+    records them)."""
     outputs: list[torch.Tensor] = []
     inputs: list[torch.Tensor] = []
-    with hooked(model, outputs, inputs):
+    called: list[str] = []
+    with hooked(model, outputs, inputs, called):
         out = model(x)
-    if len(outputs) != len(names):
-        raise ModelError(f"layers: the forward called {len(outputs)} of the listed layers"
-                         f" {names} (each must run once per forward)")  # fmt: skip
+    if sorted(called) != sorted(model.parity_layers):
+        runs = {n: called.count(n) for n in model.parity_layers if called.count(n) != 1}
+        shown = ", ".join(f"{n} {k}×" for n, k in runs.items())
+        raise ModelError(f"layers: each listed layer must run once per forward; here {shown}")
     for t in inputs:
         if t is not x and t.requires_grad:
             t.retain_grad()
-    return out, names, outputs, inputs
+    return out, called, outputs, inputs

@@ -8,6 +8,7 @@ verdict through these, so they say it the same way.
 from __future__ import annotations
 
 from torch_burn_parity.judgement import verdict as vd
+from torch_burn_parity.models.layer_names import matches_any
 from torch_burn_parity.models.model_specs import spec
 
 
@@ -69,7 +70,7 @@ def model_entry(record: dict) -> str:
         "loss": "the loss",
         "backward": (
             f"the input gradient of `{layer}` in the backward pass"
-            if layer in spec(record["model"], record.get("model_size")).layers
+            if matches_any(layer, spec(record["model"], record.get("model_size")).layers)
             else f"the gradient of `{layer}` in the backward pass"
         ),
     }[phase]

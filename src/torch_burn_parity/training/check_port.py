@@ -6,9 +6,11 @@ and the data, each refusal on one line.
 
 The PyTorch side builds your module and loads the weights file into it as the trainer does
 (models.build: every tensor of the file a parameter of the module, of its shape; the data's
-x through one forward); the Burn side runs your binary's `check` mode (the same matching
-against your Burn module, the input and the layers its forward records). Both run, so that
-one run names every refusal of both sides; the trainings of the port's experiments wait for
+x through one forward, its layers seen by hooks); the Burn side runs your binary's `check`
+mode (the same matching against your Burn module, the input and the layers its forward
+records). Both run, so that one run names every refusal of both sides, and where both take
+the port, the layers each records must be the same, in the same order (the spec's
+`layers` may be globs, each side expanding them); the trainings of the port's experiments wait for
 the file this writes, so none starts on a port either side refuses.
 """
 
@@ -26,28 +28,50 @@ from torch_burn_parity.config.parity_config import ConfigError
 from torch_burn_parity.config.resolve import read_spec
 from torch_burn_parity.io.parity_io import FormatError, read_dataset
 from torch_burn_parity.models.model_specs import ModelError
-from torch_burn_parity.models.models import build
+from torch_burn_parity.models.models import build, inputs
+from torch_burn_parity.models.port_torch import hooked_forward
 
 
-def torch_refusal(spec: dict, arrays: dict) -> str | None:
-    """Why PyTorch cannot train the port on these arrays (one line), or None."""
+def torch_check(spec: dict, arrays: dict) -> tuple[str | None, list[str]]:
+    """Why PyTorch cannot train the port on these arrays (one line, or None), and the layers
+    its hooks record on the first batch, in the order they run."""
     try:
-        build(spec["model"], arrays, torch.float32, spec.get("model_size"))
+        model = build(spec["model"], arrays, torch.float32, spec.get("model_size"))
+        x, _ = inputs(arrays, torch.float32)
+        with torch.no_grad():
+            _, layers, _, _ = hooked_forward(model.train(), x[: spec["batch_size"]])
     except ModelError as exc:
-        return str(exc)
-    return None
+        return str(exc), []
+    return None, layers
 
 
-def burn_refusal(binary: Path, spec: Path, data: Path) -> str | None:
-    """Why the port's Burn binary refuses it (its one line), or None."""
+def burn_check(binary: Path, spec: Path, data: Path) -> tuple[str | None, list[str]]:
+    """Why the port's Burn binary refuses it (its one line, or None), and the layers its
+    forward records (the `layers: […]` line of its check mode)."""
     proc = subprocess.run([str(binary), "check", "--spec", str(spec), "--data", str(data)],
                           capture_output=True, text=True)  # fmt: skip
-    if proc.returncode == 0:
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        if not lines:
+            return f"{binary} check: exit {proc.returncode}, no message", []
+        return lines[-1].removeprefix(f"{binary.name} check: "), []
+    for line in proc.stdout.splitlines():
+        if line.startswith("layers: "):
+            return None, json.loads(line.removeprefix("layers: "))
+    return f"{binary} check: no `layers:` line (a binary older than this check)", []
+
+
+def layers_differ(torch_layers: list[str], burn_layers: list[str]) -> str | None:
+    """The recorded layers of the two sides, where they differ: both lists and the first
+    difference (one line), or None."""
+    if torch_layers == burn_layers:
         return None
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    if not lines:
-        return f"{binary} check: exit {proc.returncode}, no message"
-    return lines[-1].removeprefix(f"{binary.name} check: ")
+    k = next(i for i in range(max(len(torch_layers), len(burn_layers)))
+             if torch_layers[i : i + 1] != burn_layers[i : i + 1])  # fmt: skip
+    first = [(side[k] if k < len(side) else "nothing") for side in (torch_layers, burn_layers)]
+    return (f"PyTorch's hooks record the layers [{', '.join(torch_layers)}], Burn's forward"
+            f" [{', '.join(burn_layers)}] (layer {k}: PyTorch's {first[0]}, Burn's"
+            f" {first[1]})")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -64,18 +88,20 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"check_port: {exc}")
     name = spec["port"]["name"] if spec.get("port") else spec["model"]
     args.out.unlink(missing_ok=True)
-    refusals = {
-        "PyTorch": torch_refusal(spec, arrays),
-        "Burn": burn_refusal(args.binary, args.spec, args.data),
-    }
+    torch_refusal, torch_layers = torch_check(spec, arrays)
+    burn_refusal, burn_layers = burn_check(args.binary, args.spec, args.data)
+    refusals = {"PyTorch side": torch_refusal, "Burn side": burn_refusal}
+    if torch_refusal is None and burn_refusal is None:
+        refusals["both sides"] = layers_differ(torch_layers, burn_layers)
     refused = {side: why for side, why in refusals.items() if why is not None}
     if refused:
         for side, why in refused.items():
-            print(f"check_port: port {name}, {side} side: {why}", file=sys.stderr)
+            print(f"check_port: port {name}, {side}: {why}", file=sys.stderr)
         sys.exit(2)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"port": name, "checked_with": str(args.spec)}) + "\n")
-    print(f"check_port: port {name}: PyTorch and Burn take its weights, data and layers")
+    print(f"check_port: port {name}: PyTorch and Burn take its weights and data, and both"
+          f" record the layers {', '.join(torch_layers)}")  # fmt: skip
 
 
 if __name__ == "__main__":
