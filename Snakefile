@@ -1,5 +1,5 @@
 # PyTorch ↔ Burn training-parity pipeline: does a port train the same, step for step?
-# Stages live in workflow/rules/, the code they run in src/torch_burn_parity/. See README.md.
+# Stages live in workflow/rules/, the code they run in src/torch_burn_parity/. See README.md and docs/.
 import sys
 
 from snakemake.utils import min_version

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipeline import ROOT, cold, copy_project, peak_memory, snakemake  # noqa: E402
 
 # The transformer at each size: heads 4, 16 or 64 wide (an exact f32 square root on Burn's
-# side, see README "model sizes").
+# side, see docs/benchmarks.md "Cost against the model's size").
 SIZES = {
     "1e3": {"name": "transformer"},  # 1,003 parameters
     "1e4": {"name": "transformer", "d_model": 32, "heads": 2, "layers": 1, "d_ff": 64},

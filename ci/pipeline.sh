@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one CI entry point, called by .ci/run and by .github/workflows/pipeline.yml:
-# set up as the README says, lint, test, run the pipeline, build the HTML report and
-# collect everything worth publishing into artifacts/.
+# set up as the README says, lint (the documentation site built strictly among it), test,
+# run the pipeline, build the HTML report and collect everything worth publishing into
+# artifacts/.
 #
 #   bash ci/pipeline.sh            # all stages
 #   SKIP_PIPELINE=1 bash ci/pipeline.sh   # set-up, lint and tests only
@@ -50,6 +51,8 @@ stage "lint"
 uv run ruff check .
 uv run ruff format --check .
 uv run snakefmt --check Snakefile workflow/rules/
+# The documentation site, strictly: a broken link or anchor fails (mkdocs.yml).
+NO_MKDOCS_2_WARNING=1 uv run mkdocs build --strict --site-dir site
 (cd rust && cargo fmt --check && cargo clippy --release --locked --all-targets -- -D warnings)
 # The example port's crate, checked against the trainer's target folder (Burn checked once).
 (cd examples/byo/burn && cargo fmt --check \
@@ -88,4 +91,5 @@ mkdir -p artifacts
 cp results/report.md results/report.html results/snakemake_report.html \
     results/provenance.json artifacts/
 cp -r results/tables results/html results/plots results/runs results/compare results/logs results/benchmarks artifacts/
+cp -r site artifacts/docs
 find artifacts -type f | sort

@@ -173,7 +173,7 @@ def test_burn_takes_the_same_kernels_on_an_avx2_cpu(train, write_config, burn_bi
 def test_pytorch_pinned_trains_sgd_as_an_avx2_cpu(write_config, dataset, tmp_path, setting, dtype):
     """A pinned path gives the same SGD run on this CPU as on a Haswell (AVX2 only), layer
     record included: convolution, Linear, cross-entropy, forward and backward. (Adam's square
-    root goes through MKL's vector math, which MKL_CBWR does not make the same: README.)
+    root goes through MKL's vector math, which MKL_CBWR does not make the same: docs/cpu.md.)
     `avx2` is tried where this host can take it (an Intel CPU with AVX2); `compatible` on
     every x86-64 host."""
     if (why := cpu_path.problem(setting)) is not None:

@@ -3,7 +3,7 @@
 same thing from the same dataset file, and a dataset whose names or shapes one side does not
 declare is refused by that side before any step, naming the array.
 
-This is the test to run after adding a model (README: "Adding a model"): it covers every
+This is the test to run after adding a model (docs/extending.md: "Adding a model"): it covers every
 model in model_specs.SPECS without being told about it.
 """
 

@@ -1,4 +1,4 @@
-"""The package: every module imports, and the folders hold what the README says."""
+"""The package: every module imports, and the folders hold what the documentation says."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ def test_every_module_imports(module):
     importlib.import_module(module)
 
 
-def test_the_readmes_layout_names_every_folder():
-    readme = (ROOT / "README.md").read_text()
+def test_the_layout_page_names_every_folder():
+    readme = (ROOT / "docs/design.md").read_text()
     folders = {
         p.name for p in (SRC / "torch_burn_parity").iterdir() if (p / "__init__.py").is_file()
     }

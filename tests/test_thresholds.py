@@ -1,7 +1,7 @@
 """Every threshold of the judgement, tested on both sides of its edge.
 
-The rule's numbers are written out here as README and verdict.py state them, not read from
-the modules: a test that took SAFETY from verdict.py would move with it. Each edge is hit
+The rule's numbers are written out here as the documentation and verdict.py state them, not
+read from the modules: a test that took SAFETY from verdict.py would move with it. Each edge is hit
 exactly (a gap equal to its limit is not above it) and one f64 ulp past it, so moving a
 constant by any factor — 2, or 1e6 — flips one side of one test.
 """

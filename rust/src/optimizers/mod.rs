@@ -3,8 +3,8 @@
 //! reads back what Burn's config holds, in f32 where Burn stores f32, into the module's
 //! `*Held` struct (a [`Hyperparameters`] variant: the run file's `meta.hyperparameters`). The
 //! same builders serve the experiment's optimizer and each parameter group's.
-//! The Python side's registry is src/torch_burn_parity/optimizers/; README "Adding an
-//! optimizer".
+//! The Python side's registry is src/torch_burn_parity/optimizers/; docs/extending.md
+//! "Adding an optimizer".
 
 use burn::grad_clipping::GradientClippingConfig;
 use burn::optim::ModuleOptimizer;

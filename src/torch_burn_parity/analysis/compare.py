@@ -155,7 +155,7 @@ def run_cpu(run: dict) -> str | None:
 
 def cpu_note(a: dict, b: dict, a_name: str, b_name: str) -> str | None:
     """A one-line note when the two runs came from different CPUs, or one does not say: their
-    differences then include each CPU's own rounding (README: What depends on the CPU)."""
+    differences then include each CPU's own rounding (docs/cpu.md: What depends on the CPU)."""
     ma, mb = run_cpu(a), run_cpu(b)
     if a_name == b_name or ma is not None and ma == mb:
         return None

@@ -3,7 +3,7 @@ diff need to know of it, declared once (PyTorch 2.15 and Burn 0.22.1 source).
 
 Adding an optimizer: a module beside this one defining its `OPTIMIZER`, listed in
 `REGISTRY` (optimizers/__init__.py); its builder in the Burn trainer (rust/src/train.rs);
-and Burn's update rule in the replay (analysis/replay.py). README "Adding an optimizer".
+and Burn's update rule in the replay (analysis/replay.py). docs/extending.md "Adding an optimizer".
 """
 
 from __future__ import annotations

@@ -66,9 +66,9 @@ def cpu_section(metas: list[dict], largest_rounding_gap: float | None) -> str:
         " `burn-f64` columns (each framework's f32-vs-f64 gap), the rounding floor made of them,"
         " and the f64 gap of an experiment equivalent up to rounding — can come out several"
         " times larger or smaller; an f64 gap that is an algorithmic difference moves far less"
-        " (measured for the default config over the CPU paths of the README's What depends on"
-        f" the CPU).{rounding} For the default config the verdicts were the same on every path"
-        " measured.\n",
+        " (measured for the default config over the CPU paths of the documentation's What"
+        f" depends on the CPU, docs/cpu.md).{rounding} For the default config the verdicts were"
+        " the same on every path measured.\n",
         "`cpu_path: avx2` pins PyTorch's kernel choices to their AVX2 forms (`compatible`: to"
         " their most portable ones), but not MKL's vector math (square roots, exponentials of"
         " whole tensors), whose last bit may still move. Burn has no such switch; gemm, which"
