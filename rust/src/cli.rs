@@ -327,27 +327,23 @@ pub fn main(runner: &Runner) -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        // A refusal: one line, exit code 2; any other failure 1.
-        Some(Command::Check(check)) => match run_check(runner, check) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("{program} check: {}", e.message());
-                match e {
-                    Failure::Refused(_) => ExitCode::from(2),
-                    Failure::Failed(_) => ExitCode::FAILURE,
-                }
+        Some(Command::Check(check)) => exit(&format!("{program} check"), run_check(runner, check)),
+        None => exit(&program, run(runner, args)),
+    }
+}
+
+/// A mode's end: success, or its one line after `who` and exit code 2 for a refusal, 1
+/// for any other failure.
+fn exit(who: &str, result: Result<(), Failure>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{who}: {}", e.message());
+            match e {
+                Failure::Refused(_) => ExitCode::from(2),
+                Failure::Failed(_) => ExitCode::FAILURE,
             }
-        },
-        None => match run(runner, args) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("{program}: {}", e.message());
-                match e {
-                    Failure::Refused(_) => ExitCode::from(2),
-                    Failure::Failed(_) => ExitCode::FAILURE,
-                }
-            }
-        },
+        }
     }
 }
 
