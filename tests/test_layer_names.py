@@ -6,6 +6,7 @@ nearest names, a layer whose input or output the hooks cannot see is named with 
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -74,26 +75,27 @@ NAMES = ["head", "blocks", "blocks.0", "blocks.0.norm", "blocks.0.fc", "blocks.1
 @pytest.fixture
 def nested(tmp_path, monkeypatch):
     """Register the port `nested` with these layers (and kwargs); its module built."""
-    (tmp_path / "nested_net.py").write_text(NESTED)
+    (tmp_path / "layer_names_net.py").write_text(NESTED)
     monkeypatch.delenv(port.ENV, raising=False)
     monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     monkeypatch.syspath_prepend(str(tmp_path))
 
-    from nested_net import Nested
+    from layer_names_net import Nested
 
     save_file(Nested().state_dict(), tmp_path / "weights.safetensors")
     save_arrays({"x": np.zeros((8, 4), np.float32), "y": np.zeros(8, np.int64)},
                 tmp_path / "data.safetensors")  # fmt: skip
 
     def build(layers: list[str], **kwargs) -> torch.nn.Module:
-        port.register([port.Port(name="nested", module="nested_net:Nested", path=None,
+        port.register([port.Port(name="nested", module="layer_names_net:Nested", path=None,
                                  kwargs=kwargs, crate="unused", bin="unused",
                                  init=str(tmp_path / "weights.safetensors"),
                                  data=str(tmp_path / "data.safetensors"),
                                  layers=tuple(layers))])  # fmt: skip
         return new(spec("nested"))
 
-    return build
+    yield build
+    sys.modules.pop("layer_names_net", None)  # a later test's module of that name is its own
 
 
 def test_globs_match_segment_by_segment():
@@ -142,7 +144,7 @@ def test_a_nested_port_records_its_layers_by_dotted_name_in_the_order_they_run(n
 def test_a_name_or_glob_that_matches_nothing_is_refused_with_the_nearest_names(nested):
     inside = r"blocks\.[01]\.(norm|fc)"
     with pytest.raises(ModelError, match=r"^layers: the glob 'blocks\.\*\.mlp' matches no"
-                       r" submodule of nested_net:Nested at any depth \(nearest: "
+                       r" submodule of layer_names_net:Nested at any depth \(nearest: "
                        f"{inside}, {inside}, {inside}\\)$"):  # fmt: skip
         nested(["blocks.*.mlp"])
     with pytest.raises(ModelError, match=r"^layers: the name 'blocks\.2' matches no submodule.*"

@@ -339,6 +339,7 @@ def write_nested_project(folder: Path, rust: Path, layers: list[str]) -> Path:
     from safetensors.torch import save_file
 
     sys.path.insert(0, str(folder / "torch"))
+    sys.modules.pop("nested_net", None)  # this folder's, not an earlier one's
     try:
         from nested_net import NestedNet
     finally:
