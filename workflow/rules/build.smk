@@ -25,8 +25,9 @@ rule build_burn:
 rule build_port:
     """Your own port's Burn binary (models/port.py): your crate built with
     `cargo build --release --locked` into the trainer's target folder, where Burn is already
-    compiled (the crates your lock file shares with rust/Cargo.lock are built once), checked
-    to be the build of your crate's sources and copied out (tooling/build_port.py). A crate
+    compiled (the crates your lock file shares with rust/Cargo.lock are built once), your
+    package's own artifacts cleaned first so that the binary is your crate's (another crate of
+    the same package name may have been built there), and copied out (tooling/build_port.py). A crate
     that does not build stops here, its first compiler error on screen.
     """
     input:

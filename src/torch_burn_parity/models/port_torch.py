@@ -64,8 +64,9 @@ def _import_top_level(top: str, folder: Path) -> None:
 
 
 def new(spec: ModelSpec) -> nn.Module:
-    """The port's module, built with its keyword arguments; its layers checked to be
-    submodules. The layers it records are kept on it as `parity_layers`."""
+    """The port's module, built with its keyword arguments; its `layers` (dotted names or
+    globs, models/layer_names.py) expanded to its submodules, each pattern matching one at
+    least. The layers it records are kept on it as `parity_layers`, in its own order."""
     port = spec.port
     cls = import_class(port.module, port.path)
     try:

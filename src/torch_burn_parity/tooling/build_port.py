@@ -42,8 +42,7 @@ COMPILING = re.compile(r"^\s*Compiling (\S+) v")
 
 
 class BuildError(Exception):
-    """A build that failed or produced another crate's binary: one line (and the
-    compiler's first error, when there is one)."""
+    """A build that failed: one line (and the compiler's first error, when there is one)."""
 
 
 def target_dir() -> Path:
