@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from safetensors import safe_open
 
 from conftest import ROOT, SGD
 from pipeline_helpers import copy_project, snakemake
@@ -376,3 +377,131 @@ def test_a_glob_that_matches_no_submodule_is_refused_before_any_training(project
         " submodule of nested_net:NestedNet at any depth (nearest: blocks.1, blocks.0, blocks)"
     ) == 1  # fmt: skip
     assert {p: p.stat().st_mtime_ns for p in runs.glob("*")} == before  # no training ran
+
+
+# --- a model with buffers: BatchNorm's running statistics ---------------------------------
+
+BN_MODULE = '''
+from torch import nn
+
+
+class BnNet(nn.Module):
+    """12 features -> fc (Linear 12->16) -> bn (BatchNorm1d 16) -> GELU -> head (16->4)."""
+
+    def __init__(self, features=12, hidden=16, classes=4):
+        super().__init__()
+        self.fc = nn.Linear(features, hidden)
+        self.bn = nn.BatchNorm1d(hidden)
+        self.act = nn.GELU()
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        return self.head(self.act(self.bn(self.fc(x))))
+'''
+
+BN_MAIN_RS = """
+use burn::nn::{BatchNorm, BatchNormConfig, Gelu, Linear, LinearConfig};
+use burn::prelude::*;
+use parity_train::port::{Layers, Port};
+use std::process::ExitCode;
+
+#[derive(Module, Debug)]
+pub struct BnNet {
+    fc: Linear,
+    bn: BatchNorm,
+    act: Gelu,
+    head: Linear,
+}
+
+impl Port for BnNet {
+    type Input = Tensor<2>;
+
+    fn init(device: &Device) -> Self {
+        BnNet {
+            fc: LinearConfig::new(12, 16).init(device),
+            bn: BatchNormConfig::new(16).init(device),
+            act: Gelu::new(),
+            head: LinearConfig::new(16, 4).init(device),
+        }
+    }
+
+    fn forward(&self, x: Tensor<2>, layers: &mut Layers) -> Tensor<2> {
+        let x = layers.layer("fc", x, |x| self.fc.forward(x));
+        let x = layers.layer("bn", x, |x| self.bn.forward(x));
+        let x = layers.layer("act", x, |x| self.act.forward(x));
+        layers.layer("head", x, |x| self.head.forward(x))
+    }
+}
+
+fn main() -> ExitCode {
+    parity_train::port::main::<BnNet>()
+}
+"""
+
+
+def write_bn_project(folder: Path, rust: Path, drop: str | None = None) -> Path:
+    """The BatchNorm model as a user's project; its weights file the module's state_dict()
+    (running statistics and the I64 batch counter included), less ``drop``."""
+    config = yaml.safe_load(write_user_project(folder, rust).read_text())
+    (folder / "torch/bn_net.py").write_text(BN_MODULE)
+    (folder / "burn/src/main.rs").write_text(BN_MAIN_RS)
+    import sys
+
+    import torch
+    from safetensors.torch import save_file
+
+    sys.path.insert(0, str(folder / "torch"))
+    sys.modules.pop("bn_net", None)
+    try:
+        from bn_net import BnNet
+    finally:
+        sys.path.remove(str(folder / "torch"))
+    torch.manual_seed(2)
+    state = BnNet().state_dict()
+    state.pop(drop, None)
+    save_file(state, folder / "weights.safetensors")
+    model = config["experiments"]["gelu_net_sgd"]["model"]
+    model.update(name="bn_net", layers=["fc", "bn", "act", "head"])
+    model["torch"]["module"] = "bn_net:BnNet"
+    config["experiments"] = {"bn_net_sgd": config["experiments"]["gelu_net_sgd"]}
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def test_a_batchnorm_port_is_judged_as_cnn_bn_is(project, tmp_path):
+    """Training the same up to rounding; the running variance explained by its estimator
+    (Burn's biased batch variance against PyTorch's unbiased one), as for cnn_bn."""
+    config = write_bn_project(tmp_path / "bn", project / "rust")
+    snakemake(project, "--cores", "2", "--configfile", str(config))
+    record = verdicts(project)["bn_net_sgd"]
+    assert record["verdict"] == "algorithmic difference, explained"
+    assert record["scope"] == "evaluation state"
+    assert record["cause"].startswith(
+        "the running-variance estimator (Burn biased, PyTorch unbiased) (100.0% of the gap"
+    )
+    runs = {fw: json.loads((project / f"results/runs/bn_net_sgd/{fw}-f64.json").read_text())
+            for fw in ("torch", "burn")}  # fmt: skip
+    for fw, run in runs.items():
+        (block,) = run.values()
+        tensors = project / "results/runs/bn_net_sgd" / block["tensors"]["file"]
+        with safe_open(tensors, "numpy") as f:
+            buffers = sorted(k for k in f.keys() if k.startswith("buffers/"))  # noqa: SIM118
+        assert buffers == ["buffers/bn.running_mean", "buffers/bn.running_var"], fw
+        held = block["meta"]["layer_hyperparameters"]
+        assert held["bn.momentum"] == 0.1 and held["bn.eps"] == 1e-5, fw
+    diff = pd.read_csv(project / "results/tables/config_diff_bn_net_sgd.csv")
+    (row,) = diff[diff["hyperparameter"] == "bn.running_var_estimator"].to_dict("records")
+    assert (row["torch"], row["burn"]) == ("unbiased", "biased")
+
+
+def test_a_running_statistic_missing_from_the_weights_file_is_refused_once(project, tmp_path):
+    config = write_bn_project(tmp_path / "nobuf", project / "rust", drop="bn.running_var")
+    proc = snakemake(project, "--cores", "2", "--configfile", str(config), check=False)
+    assert proc.returncode != 0
+    refusal = (
+        f"check_port: port bn_net, PyTorch side: init: {tmp_path / 'nobuf/weights.safetensors'}"
+        " has no 'bn.running_var', a buffer of bn_net:BnNet (save the module's state_dict(),"
+        " which holds its running statistics too)"
+    )
+    assert proc.stderr.count(refusal) == 1, proc.stderr[-3000:]

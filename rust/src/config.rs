@@ -152,13 +152,16 @@ pub struct PortParam {
 }
 
 /// A user's port as the spec's `port` declares it (the PyTorch side reads it off the
-/// module): its name, its parameters in model order (the run file's order), the names of
-/// its recorded layers in forward order. No buffers.
+/// module): its name, its parameters and its buffers (BatchNorm running statistics) in
+/// model order (the run file's order), the names of its recorded layers in forward order.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PortDecl {
     pub name: String,
     pub params: Vec<PortParam>,
+    /// None for a port without running statistics (a spec may leave the key out).
+    #[serde(default)]
+    pub buffers: Vec<PortParam>,
     pub layers: Vec<String>,
 }
 

@@ -1,8 +1,8 @@
 //! A port refused before any step, on one line that names what to change: a Linear built
 //! with in and out swapped (named before its bias's shape, which a safetensors file lists
-//! first, could read as a packed array), and a BatchNorm's running statistics, buffers a
-//! port cannot have yet (taken for parameters, they reached a panic after the first
-//! backward: "gradient").
+//! first, could read as a packed array), and a BatchNorm's running statistics missing from
+//! the weights file, or declared as parameters (taken for parameters, they once reached a
+//! panic after the first backward: "gradient").
 
 mod common;
 
@@ -100,8 +100,8 @@ fn names_a_linear_built_with_in_and_out_swapped_before_its_bias() {
 }
 
 #[test]
-fn refuses_batchnorm_running_statistics_as_buffers_not_parameters() {
-    let mut params = vec![
+fn refuses_batchnorm_running_statistics_the_weights_file_lacks() {
+    let params = vec![
         ("fc.weight", vec![4, IN]),
         ("fc.bias", vec![4]),
         ("bn.weight", vec![4]),
@@ -109,13 +109,32 @@ fn refuses_batchnorm_running_statistics_as_buffers_not_parameters() {
     ];
     assert_eq!(
         refusal::<Normed>(&params, &["fc", "bn"]),
-        "port tiny_mlp: Burn's BatchNorm bn holds running statistics (bn.running_mean), buffers a port cannot have yet (a module without running statistics, e.g. LayerNorm rather than BatchNorm)"
+        "port tiny_mlp: Burn's BatchNorm bn holds running statistics (bn.running_mean) the weights file lacks: save PyTorch's state_dict(), which holds its running_mean and running_var"
     );
-    params.push(("bn.running_mean", vec![4]));
-    params.push(("bn.running_var", vec![4]));
+}
+
+#[test]
+fn takes_batchnorm_running_statistics_as_buffers_not_parameters() {
+    let params = vec![
+        ("fc.weight", vec![4, IN]),
+        ("fc.bias", vec![4]),
+        ("bn.weight", vec![4]),
+        ("bn.bias", vec![4]),
+        ("bn.running_mean", vec![4]),
+        ("bn.running_var", vec![4]),
+    ];
+    let spec = config::parse(&common::port::spec_text(&params, &["fc", "bn"])).unwrap();
+    let device = common::f64_device().autodiff();
+    port::prepare::<Normed>(&spec, &data(&params), &device).unwrap();
+    // A running statistic declared as a parameter (a spec the Python side never writes):
+    // named, not trained.
+    let mut spec = spec;
+    let port = spec.port.as_mut().unwrap();
+    let mean = port.buffers.remove(0);
+    port.params.push(mean);
     assert_eq!(
-        refusal::<Normed>(&params, &["fc", "bn"]),
-        "port tiny_mlp: the weights file's bn.running_mean is Burn's BatchNorm running statistic bn.running_mean, a buffer: a port cannot have buffers yet (a module without running statistics, e.g. LayerNorm rather than BatchNorm)"
+        port::prepare::<Normed>(&spec, &data(&params), &device).unwrap_err(),
+        "port tiny_mlp: PyTorch parameter bn.running_mean maps to Burn's BatchNorm running statistic (a buffer, which training does not update) bn.running_mean"
     );
 }
 

@@ -33,11 +33,15 @@
 //! the model is built. A port's declarations come from the spec, known only at run time: they
 //! are process state, set by [`prepare`] before training and read by the blanket
 //! `impl<P: Port> ParityModel for P`, one declaration per port type (keyed by its
-//! `TypeId`, so that tests of several port types share a process). A port has no buffers,
-//! and no stages: its local mode writes no layer entries ([`crate::local::write_without_layers`]).
+//! `TypeId`, so that tests of several port types share a process). A port's buffers are its
+//! BatchNorms' running statistics, read and set by path (a `RunningState` is visited as a
+//! tensor with an id, as a parameter is); its BatchNorms' settings are read from the
+//! module's display (settings.rs). A port has no stages: its local mode writes no layer
+//! entries ([`crate::local::write_without_layers`]).
 
 mod layers;
 mod resolve;
+mod settings;
 
 pub use layers::{LayerInput, LayerOutput, Layers};
 
@@ -47,7 +51,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::{Arc, LazyLock, RwLock};
 
-use burn::module::{Module, ParamId};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::tensor::{DType, Device, Tensor};
 use serde_json::{Value, json};
 
@@ -64,7 +68,7 @@ use crate::runfile::RunBlock;
 use crate::train;
 
 /// A user's Burn port of a PyTorch module, as the trainer drives it.
-pub trait Port: Module + Sized + 'static {
+pub trait Port: Module + std::fmt::Display + Sized + 'static {
     /// What the forward takes, read from the dataset's `x`: `Tensor<2>` for float features
     /// [N, F], `Tensor<3>` or `Tensor<4>` for float samples of higher rank, `Tensor<2, Int>`
     /// for token ids [N, T].
@@ -111,6 +115,9 @@ struct Declared {
     /// Each parameter with Burn's layout, and its Burn path, in `port.params` order.
     params: Vec<Entry>,
     paths: Vec<String>,
+    /// Each buffer (a running statistic), and its Burn path, in `port.buffers` order.
+    buffers: Vec<Entry>,
+    buffer_paths: Vec<String>,
     layers: Vec<String>,
     /// One input sample's shape (`x` is [N, ..sample]), from the dataset.
     sample: Vec<usize>,
@@ -189,6 +196,8 @@ pub fn prepare<P: Port>(spec: &Spec, data: &Dataset, device: &Device) -> Result<
         name: name.clone(),
         params: resolved.entries,
         paths: resolved.paths,
+        buffers: resolved.buffers,
+        buffer_paths: resolved.buffer_paths,
         layers: recorded,
         sample: data.arrays()["x"].shape[1..].to_vec(),
     });
@@ -278,7 +287,7 @@ impl<P: Port> ParityModel for P {
     }
 
     fn buffers(_: &ModelSize) -> Vec<Entry> {
-        Vec::new()
+        declared::<P>().buffers.clone()
     }
 
     fn layers(_: &ModelSize) -> Vec<String> {
@@ -309,8 +318,34 @@ impl<P: Port> ParityModel for P {
         resolve::ids_at(self, &declared::<P>().paths)
     }
 
+    /// The running statistics at the declared buffers' Burn paths, flat, with the pending
+    /// update of the last train-mode forward applied: `valid()` synchronises each
+    /// `RunningState` (burn-core module/param/running.rs, `sync`), which a visit does not.
     fn buffer_tensors(&self) -> Vec<Tensor<1>> {
-        Vec::new()
+        let declared = declared::<P>();
+        if declared.buffer_paths.is_empty() {
+            return Vec::new();
+        }
+        let ids = resolve::ids_at(self, &declared.buffer_paths);
+        let mut found = Flat {
+            ids: ids.clone(),
+            tensors: HashMap::new(),
+        };
+        self.valid().visit(&mut found);
+        ids.iter()
+            .map(|id| found.tensors.remove(id).expect("a declared buffer"))
+            .collect()
+    }
+
+    /// The running statistics replaced by `buffers` (flat, in `port.buffers` order), by id.
+    fn set_buffers(&mut self, buffers: Vec<Tensor<1>>) {
+        let declared = declared::<P>();
+        let ids = resolve::ids_at(self, &declared.buffer_paths);
+        assert_eq!(ids.len(), buffers.len(), "one value per declared buffer");
+        let mut mapper = Replace {
+            tensors: ids.into_iter().zip(buffers).collect(),
+        };
+        *self = self.clone().map(&mut mapper);
     }
 
     /// A port has no stages: its forward is the user's whole ([`ParityModel::forward`]).
@@ -334,8 +369,59 @@ impl<P: Port> ParityModel for P {
         out
     }
 
-    /// None: a port's layers' settings are the user's module's.
+    /// Each BatchNorm's momentum and epsilon as its module holds them, and the variance its
+    /// running variance is updated with (burn-nn norm/batch.rs `forward_train`: the batch's
+    /// biased variance), by PyTorch's layer name, as the built-in cnn_bn records them.
     fn layer_hyperparameters(&self) -> Value {
-        json!({})
+        let declared = declared::<P>();
+        let shown = settings::modules(&self.to_string());
+        let mut held = serde_json::Map::new();
+        for (buffer, path) in declared.buffers.iter().zip(&declared.buffer_paths) {
+            let (Some((layer, "running_mean")), Some((module, _))) =
+                (buffer.name.rsplit_once('.'), path.rsplit_once('.'))
+            else {
+                continue;
+            };
+            for (setting, key) in [("momentum", "momentum"), ("epsilon", "eps")] {
+                if let Some(value) = settings::number(&shown, module, setting) {
+                    held.insert(format!("{layer}.{key}"), json!(value));
+                }
+            }
+            held.insert(format!("{layer}.running_var_estimator"), json!("biased"));
+        }
+        Value::Object(held)
+    }
+}
+
+/// The tensors of the given ids, flattened (a visit of the module).
+struct Flat {
+    ids: Vec<ParamId>,
+    tensors: HashMap<ParamId, Tensor<1>>,
+}
+
+impl ModuleVisitor for Flat {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if self.ids.contains(&param.id) {
+            let value = param.val();
+            let count = value.shape().num_elements();
+            self.tensors.insert(param.id, value.reshape([count]));
+        }
+    }
+}
+
+/// Tensors of the given ids replaced (flat values, reshaped to each tensor's shape).
+struct Replace {
+    tensors: HashMap<ParamId, Tensor<1>>,
+}
+
+impl ModuleMapper for Replace {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        match self.tensors.remove(&param.id) {
+            Some(value) => {
+                let shape = param.val().shape();
+                Param::initialized(param.id, value.reshape(shape))
+            }
+            None => param,
+        }
     }
 }

@@ -1,14 +1,16 @@
 //! A port's parameters matched to its Burn module, with no per-model code: the module's
 //! float tensors collected by burn-store (`ModuleSnapshot::collect`: each one's Burn path,
-//! shape and parameter id), each PyTorch name of the spec's `port.params` taken to its Burn
-//! path as burn-store's load takes it (the user's `pytorch_keys` remapping, then the
+//! shape and parameter id), each PyTorch name of the spec's `port.params` and `port.buffers`
+//! (a BatchNorm's running statistics, Burn's `RunningState`s) taken to its Burn path as
+//! burn-store's load takes it (the user's `pytorch_keys` remapping, then the
 //! `PyTorchToBurnAdapter`'s rules: a norm's `weight`/`bias` are its `gamma`/`beta`, a
 //! Linear's weight is held transposed, [in, out]).
 //!
 //! Each refusal is one line a porter can act on: a PyTorch parameter with no Burn parameter
 //! (listing the Burn parameters left unmatched), one whose Burn parameter has another shape
 //! (both sides' names and shapes, and whether a transpose or a split into equal row blocks
-//! would fit), and a Burn parameter no PyTorch parameter maps to.
+//! would fit), a parameter that is a Burn buffer or the reverse, a Burn parameter no PyTorch
+//! parameter maps to, and a Burn BatchNorm whose running statistics the weights file lacks.
 
 use std::collections::HashMap;
 
@@ -67,7 +69,8 @@ pub(crate) struct BurnTensor {
     pub buffer: bool,
 }
 
-/// The module's float tensors (parameters; a port has no buffers), in the module's order.
+/// The module's float tensors (parameters, and its BatchNorms' running statistics), in the
+/// module's order.
 pub(crate) fn burn_tensors<M: Module>(module: &M) -> Vec<BurnTensor> {
     let paths = |filter: fn(&str, &str) -> bool| -> Vec<String> {
         module
@@ -115,12 +118,15 @@ fn remap(name: &str, keys: &KeyRemapper) -> String {
     name
 }
 
-/// A port's parameters matched: the trainer's entries (PyTorch names and shapes, Burn's
-/// layout), each with its Burn path, in `port.params` order.
+/// A port's parameters and buffers matched: the trainer's entries (PyTorch names and
+/// shapes, Burn's layout), each with its Burn path, in `port.params` and `port.buffers`
+/// order.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Resolved {
     pub entries: Vec<Entry>,
     pub paths: Vec<String>,
+    pub buffers: Vec<Entry>,
+    pub buffer_paths: Vec<String>,
 }
 
 /// `shape` in PyTorch's layout, from Burn's `layout` (an involution).
@@ -179,10 +185,10 @@ fn swapped(name: &str, params: &[(String, Vec<usize>)], tensors: &[BurnTensor]) 
     })
 }
 
-/// Matches `port`'s parameters to `module`'s float tensors through `keys` (the port's
-/// `pytorch_keys`); one line on a Linear built with in and out swapped, else on the first
-/// parameter that does not match, one that is a Burn buffer, or a Burn parameter left
-/// unmatched.
+/// Matches `port`'s parameters and buffers to `module`'s float tensors through `keys` (the
+/// port's `pytorch_keys`); one line on a Linear built with in and out swapped, else on the
+/// first that does not match (a parameter that is a Burn buffer, or the reverse), or a Burn
+/// tensor left unmatched.
 pub(crate) fn resolve<M: Module>(
     port: &PortDecl,
     module: &M,
@@ -204,8 +210,12 @@ pub(crate) fn resolve<M: Module>(
     let mut resolved = Resolved {
         entries: Vec::with_capacity(port.params.len()),
         paths: Vec::with_capacity(port.params.len()),
+        buffers: Vec::with_capacity(port.buffers.len()),
+        buffer_paths: Vec::with_capacity(port.buffers.len()),
     };
-    for p in &port.params {
+    let declared = port.params.iter().map(|p| (p, false));
+    for (p, is_buffer) in declared.chain(port.buffers.iter().map(|p| (p, true))) {
+        let what = if is_buffer { "buffer" } else { "parameter" };
         let key = remap(&p.name, &keys);
         let renamed = if key == p.name {
             String::new()
@@ -225,21 +235,26 @@ pub(crate) fn resolve<M: Module>(
                 left.join(", ")
             };
             return Err(format!(
-                "port {name}: PyTorch parameter {} {}{renamed} has no Burn parameter; Burn parameters left unmatched: {left}",
+                "port {name}: PyTorch {what} {} {}{renamed} has no Burn {what}; Burn {what}s left unmatched: {left}",
                 p.name,
                 shown(&p.shape)
             ));
         };
         let t = &tensors[i];
-        if t.buffer {
+        if t.buffer != is_buffer {
+            let found = if t.buffer {
+                "BatchNorm running statistic (a buffer, which training does not update)"
+            } else {
+                "parameter (which training updates; a running statistic is a BatchNorm's RunningState)"
+            };
             return Err(format!(
-                "port {name}: the weights file's {}{renamed} is Burn's BatchNorm running statistic {}, a buffer: a port cannot have buffers yet (a module without running statistics, e.g. LayerNorm rather than BatchNorm)",
+                "port {name}: PyTorch {what} {}{renamed} maps to Burn's {found} {}",
                 p.name, t.path
             ));
         }
         if let Some(first) = owner.insert(i, &p.name) {
             return Err(format!(
-                "port {name}: PyTorch parameters {first} and {}{renamed} both map to Burn parameter {}",
+                "port {name}: PyTorch {what}s {first} and {}{renamed} both map to Burn's {}",
                 p.name, t.path
             ));
         }
@@ -253,7 +268,7 @@ pub(crate) fn resolve<M: Module>(
                 ),
             };
             return Err(format!(
-                "port {name}: PyTorch parameter {} {}{renamed} does not fit Burn parameter {} {} ({expected}); {}",
+                "port {name}: PyTorch {what} {} {}{renamed} does not fit Burn {what} {} {} ({expected}); {}",
                 p.name,
                 shown(&p.shape),
                 t.path,
@@ -265,8 +280,13 @@ pub(crate) fn resolve<M: Module>(
             Layout::Same => Entry::same(p.name.clone(), &p.shape),
             Layout::Transposed => Entry::transposed(p.name.clone(), &p.shape),
         };
-        resolved.entries.push(entry);
-        resolved.paths.push(t.path.clone());
+        let (entries, paths) = if is_buffer {
+            (&mut resolved.buffers, &mut resolved.buffer_paths)
+        } else {
+            (&mut resolved.entries, &mut resolved.paths)
+        };
+        entries.push(entry);
+        paths.push(t.path.clone());
     }
     if let Some(t) = (0..tensors.len())
         .find(|i| !owner.contains_key(i))
@@ -274,7 +294,7 @@ pub(crate) fn resolve<M: Module>(
     {
         if t.buffer {
             return Err(format!(
-                "port {name}: Burn's BatchNorm {} holds running statistics ({}), buffers a port cannot have yet (a module without running statistics, e.g. LayerNorm rather than BatchNorm)",
+                "port {name}: Burn's BatchNorm {} holds running statistics ({}) the weights file lacks: save PyTorch's state_dict(), which holds its running_mean and running_var",
                 t.path.rsplit_once('.').map_or(t.path.as_str(), |(m, _)| m),
                 t.path
             ));
@@ -296,7 +316,7 @@ pub(crate) fn resolve<M: Module>(
 /// Whether some parameter of `port` maps to the Burn key `key` (such a tensor is not
 /// "left unmatched" when another parameter is missing).
 fn port_maps_to(port: &PortDecl, keys: &KeyRemapper, key: &str) -> bool {
-    port.params.iter().any(|p| remap(&p.name, keys) == key)
+    (port.params.iter().chain(&port.buffers)).any(|p| remap(&p.name, keys) == key)
 }
 
 fn one_line(text: &str) -> String {

@@ -280,7 +280,9 @@ def layer_rows(torch_layers: dict, burn_layers: dict) -> list[dict]:
         if (row := burn_only(name, t, b)) is not None:
             rows.append(row)
             continue
-        notes = [LAYER_NOTES[name]] if name in LAYER_NOTES else []
+        # a note by the setting's name, at any layer's (a port's BatchNorms have their own)
+        note = LAYER_NOTES.get(name) or LAYER_NOTES.get("bn." + name.rsplit(".", 1)[-1])
+        notes = [note] if note else []
         missing = [fw for fw, v in (("torch", t), ("burn", b)) if v is None]
         numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (t, b))
         if missing:

@@ -116,10 +116,13 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
     spec["param_groups"] = resolved_groups(name, exp)
     if model.port is not None:
         # Your own port (models/port.py): what the Burn side checks your module against,
-        # PyTorch's names and shapes in the weights file's order, and the layers recorded.
+        # PyTorch's names and shapes in the weights file's order (the parameters, then the
+        # buffers: running statistics), and the layers recorded.
+        entries = lambda names: [{"name": n, "shape": model.state_shapes[n]} for n in names]  # noqa: E731
         spec["port"] = {
             "name": model.name,
-            "params": [{"name": n, "shape": model.state_shapes[n]} for n in model.param_names],
+            "params": entries(model.param_names),
+            "buffers": entries(model.buffer_names),
             "layers": list(model.layers),
         }
     return spec

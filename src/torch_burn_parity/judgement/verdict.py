@@ -184,7 +184,9 @@ def measured_apart(row: dict) -> bool:
     name = str(row["hyperparameter"])
     if name.startswith("param_groups["):  # a group's row: param_groups[0].<name>
         name = name.split(".", 1)[1]
-    return name in MEASURED_APART or name.endswith(" scope")
+    # a port's BatchNorms are named by their own layers: layer1.0.bn1.running_var_estimator
+    estimator = name.endswith(".running_var_estimator")
+    return name in MEASURED_APART or estimator or name.endswith(" scope")
 
 
 def causes(
@@ -278,10 +280,13 @@ def clipping_cause(torch_run: dict, burn_run: dict) -> str:
 def running_stats_cause(torch_run: dict, burn_run: dict) -> str:
     """'the running-variance estimator (Burn biased, PyTorch unbiased)', from the estimators
     the runs record (`meta.layer_hyperparameters`)."""
-    held = [
-        (run["meta"].get("layer_hyperparameters") or {}).get("bn.running_var_estimator", "?")
-        for run in (torch_run, burn_run)
-    ]
+
+    def estimator(run: dict) -> str:  # one word, or several where a port's layers differ
+        held = run["meta"].get("layer_hyperparameters") or {}
+        found = {v for k, v in held.items() if k.endswith("running_var_estimator")}
+        return "/".join(sorted(found)) or "?"
+
+    held = [estimator(run) for run in (torch_run, burn_run)]
     if held[0] == held[1]:
         return f"the running-statistics update (both {held[0]} variance)"
     return f"the running-variance estimator (Burn {held[1]}, PyTorch {held[0]})"

@@ -52,12 +52,14 @@ def module_of(name: str) -> ModuleType:
 def state(module: nn.Module) -> dict[str, torch.Tensor]:
     """The module's parameters, then its buffers, by PyTorch name, in the module's order.
 
-    num_batches_tracked is left out: Burn has no such buffer, and with a momentum set
-    PyTorch does not use it.
+    The buffers are those its state_dict() holds: a buffer registered with persistent=False
+    (a causal mask, rotary frequencies) is rebuilt by the module, not state. num_batches_tracked
+    is left out: Burn has no such buffer, and with a momentum set PyTorch does not use it.
     """
     tensors = dict(module.named_parameters())
+    persistent = set(module.state_dict(keep_vars=True))
     for name, buffer in module.named_buffers():
-        if not name.endswith("num_batches_tracked"):
+        if name in persistent and not name.endswith("num_batches_tracked"):
             tensors[name] = buffer
     return tensors
 
@@ -124,10 +126,10 @@ def model_size(name: str, model: nn.Module) -> dict[str, int]:
 
 
 def layer_hyperparameters(name: str, model: nn.Module) -> dict[str, Any]:
-    """The model's layer hyperparameters as the module holds them ({} for cnn1d and for a
-    port)."""
+    """The model's layer hyperparameters as the module holds them ({} for cnn1d); for a
+    port, those of its running statistics (port_torch.running_stat_settings)."""
     if port_torch.is_port_module(model):
-        return {}
+        return port_torch.running_stat_settings(model)
     return module_of(name).layer_hyperparameters(model)
 
 

@@ -10,8 +10,15 @@ your initial weights and your data — an experiment's `model` given as a mappin
       layers: [fc1, act, norm, fc2]                    # submodules recorded: dotted names, globs
 
 This module is torch-free: it checks such a mapping (one line per problem, before any job)
-and turns it into the ModelSpec every reader of the pipeline takes a model as: parameters in
-the weights file's order, no buffers, the layers named, the input the data gives. The
+and turns it into the ModelSpec every reader of the pipeline takes a model as: parameters and
+buffers in the weights file's order, the layers named, the input the data gives.
+
+The weights file is the module's `state_dict()`. Its buffers are told from its parameters by
+name, as PyTorch's norms name them: a BatchNorm's `running_mean` and `running_var` are
+buffers (loaded, recorded and compared as the built-in `cnn_bn`'s are); its
+`num_batches_tracked` (I64) is a counter that neither trainer reads with a momentum set, and is
+left out. Both sides check that split against the module itself before any training
+(port_torch.new, the Burn side's resolve.rs). The
 Snakefile registers every port of the config (`register`); its jobs inherit the register
 through the environment (PARITY_PORTS), so that `model_specs.spec(name)` finds a port by
 name in every process, as it finds the built-in models.
@@ -40,6 +47,10 @@ BURN_KEYS = ("crate", "bin")
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 MODULE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 FLOAT_DTYPES = ("F32",)
+# The last segment of a buffer's name in a state_dict (PyTorch's _BatchNorm), and of the
+# counter beside them that is no state of training with a momentum set.
+RUNNING_STATS = ("running_mean", "running_var")
+COUNTER = "num_batches_tracked"
 Problem = tuple[tuple[str | int, ...], str]
 
 
@@ -83,6 +94,16 @@ class Port:
         }
 
 
+def is_buffer(name: str) -> bool:
+    """Whether a weights file's tensor is a running statistic (a buffer), by its name."""
+    return name.rsplit(".", 1)[-1] in RUNNING_STATS
+
+
+def is_counter(name: str) -> bool:
+    """Whether a weights file's tensor is a BatchNorm's batch counter (left out)."""
+    return name.rsplit(".", 1)[-1] == COUNTER
+
+
 def is_port(value: Any) -> bool:
     """Whether a config's `model` value is a port (a mapping with `torch`)."""
     return isinstance(value, Mapping) and "torch" in value
@@ -123,6 +144,8 @@ def _files_problems(at: tuple, value: Mapping[str, Any]) -> list[Problem]:
         if not init:
             problems.append(((*at, "init"), f"{value['init']}: holds no tensor"))
         for name, entry in init.items():
+            if is_counter(name) and entry["dtype"] == "I64":
+                continue
             if entry["dtype"] not in FLOAT_DTYPES:
                 why = f"tensor {name!r} is {entry['dtype']}; the initial weights are read as F32"
                 problems.append(((*at, "init"), f"{value['init']}: {why}"))
@@ -214,13 +237,15 @@ _WHAT = {
 
 
 def port_spec(port: Port):
-    """The ModelSpec of a port: its parameters in the weights file's order (PyTorch's
-    shapes), no buffers, its layers, the input its data gives; initial values from the
-    weights file (f32 widened exactly to f64)."""
+    """The ModelSpec of a port: its parameters, then its buffers (running statistics), each
+    in the weights file's order with PyTorch's shapes, its layers, the input its data gives;
+    initial values from the weights file (f32 widened exactly to f64)."""
     from torch_burn_parity.models.model_specs import ModelSpec
 
     init, data = header(port.init), header(port.data)
-    shapes = {name: list(entry["shape"]) for name, entry in init.items()}
+    shapes = {name: list(entry["shape"]) for name, entry in init.items() if not is_counter(name)}
+    params = tuple(n for n in shapes if not is_buffer(n))
+    buffers = tuple(n for n in shapes if is_buffer(n))
     y = read_arrays(port.data, ["y"])["y"]
     tokens = data["x"]["dtype"] == "I64"
     # the output's width: the classes of I64 labels, or that of F32 targets (mse)
@@ -236,10 +261,10 @@ def port_spec(port: Port):
     return ModelSpec(
         name=port.name,
         size={},
-        param_names=tuple(shapes),
-        buffer_names=(),
+        param_names=params,
+        buffer_names=buffers,
         layers=port.layers,
-        state_shapes=shapes,
+        state_shapes={n: shapes[n] for n in params + buffers},
         formulas=formulas,
         sample=tuple(data["x"]["shape"][1:]),
         tokens=tokens,

@@ -17,6 +17,7 @@ import importlib.util
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -73,11 +74,7 @@ def new(spec: ModelSpec) -> nn.Module:
         module = cls(**port.kwargs)
     except TypeError as exc:
         raise ModelError(f"torch.module {port.module}: {exc}") from None
-    buffers = [n for n, _ in module.named_buffers() if not n.endswith("num_batches_tracked")]
-    if buffers:
-        raise ModelError(f"torch.module {port.module}: buffers ({', '.join(buffers)}) are not"
-                         " supported for your own port yet: a module without running"
-                         " statistics (e.g. LayerNorm rather than BatchNorm)")  # fmt: skip
+    _check_state(module, spec)
     names = [n for n, _ in module.named_modules() if n]
     layers, unmatched = expand(port.layers, names)
     if unmatched is not None:
@@ -87,6 +84,56 @@ def new(spec: ModelSpec) -> nn.Module:
                          f" {port.module} at any depth (nearest: {close})")  # fmt: skip
     module.parity_layers = tuple(layers)
     return module
+
+
+def _check_state(module: nn.Module, spec: ModelSpec) -> None:
+    """Refuse (ModelError, one line) a module whose state the weights file does not hold as
+    the spec reads it (models/port.py): each persistent buffer a BatchNorm's running
+    statistic with a momentum set (Burn's BatchNorm has no cumulative average), each one and
+    each parameter in the file, nothing else in it."""
+    port = spec.port
+    kept = set(module.state_dict(keep_vars=True))
+    norms = {name: layer for name, layer in module.named_modules() if isinstance(layer, _NORM)}
+    for name, _ in module.named_buffers():
+        layer, _, stat = name.rpartition(".")
+        if name not in kept or stat == "num_batches_tracked":
+            continue
+        if layer not in norms or stat not in ("running_mean", "running_var"):
+            raise ModelError(f"torch.module {port.module}: buffer {name!r} is not a BatchNorm's"
+                             " running statistic: the only buffers a port can carry are"
+                             " running_mean and running_var (register others with"
+                             " persistent=False if the module rebuilds them)")  # fmt: skip
+        if norms[layer].momentum is None:
+            raise ModelError(f"torch.module {port.module}: {layer} has momentum=None (a"
+                             " cumulative average of the batch statistics); Burn's BatchNorm"
+                             " has only the exponential one: set a momentum")  # fmt: skip
+    module_names = [n for n, _ in module.named_parameters()] + [
+        n for n, _ in module.named_buffers() if n in kept and not n.endswith("num_batches_tracked")
+    ]
+    for name in module_names:
+        if name not in spec.state_shapes:
+            what = "buffer" if name not in dict(module.named_parameters()) else "parameter"
+            raise ModelError(f"init: {port.init} has no {name!r}, a {what} of {port.module}"
+                             " (save the module's state_dict(), which holds its running"
+                             " statistics too)")  # fmt: skip
+    for name in spec.state_names:
+        if name not in module_names:
+            raise ModelError(f"init: {port.init} holds {name!r}, which {port.module} does not"
+                             " have")  # fmt: skip
+
+
+_NORM = nn.modules.batchnorm._BatchNorm
+
+
+def running_stat_settings(model: nn.Module) -> dict[str, Any]:
+    """Each BatchNorm's settings as the module holds them, by its name: momentum, eps, and the
+    variance its running variance is updated with (PyTorch's documented one: unbiased)."""
+    settings: dict[str, Any] = {}
+    for name, layer in model.named_modules():
+        if isinstance(layer, _NORM) and layer.track_running_stats:
+            settings |= {f"{name}.momentum": layer.momentum, f"{name}.eps": layer.eps,
+                         f"{name}.running_var_estimator": "unbiased"}  # fmt: skip
+    return settings
 
 
 def check_input(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None = None) -> None:
