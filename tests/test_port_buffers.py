@@ -16,7 +16,7 @@ from safetensors.torch import save_file
 
 from torch_burn_parity.models import models, port
 from torch_burn_parity.models.model_specs import ModelError, spec
-from torch_burn_parity.models.port_torch import new, running_stat_settings
+from torch_burn_parity.models.port_torch import layer_settings, new
 
 MODULE = """
 import torch
@@ -110,9 +110,11 @@ def test_the_module_loads_its_running_statistics_from_the_file(bn_port):
     model = models.build("bn_net", arrays, torch.float64)
     assert torch.equal(model.block[0].running_var, torch.full((8,), 2.0, dtype=torch.float64))
     assert list(models.state(model))[-2:] == ["block.0.running_mean", "block.0.running_var"]
-    assert running_stat_settings(model) == {
-        "block.0.momentum": 0.1, "block.0.eps": 1e-3,
-        "block.0.running_var_estimator": "unbiased",
+    assert layer_settings(model) == {
+        "fc.bias": True,
+        "block.0.eps": 1e-3, "block.0.momentum": 0.1, "block.0.running_var_estimator": "unbiased",
+        "block.1.approximate": "none",
+        "head.bias": True,
     }  # fmt: skip
 
 

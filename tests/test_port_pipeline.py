@@ -505,3 +505,115 @@ def test_a_running_statistic_missing_from_the_weights_file_is_refused_once(proje
         " which holds its running statistics too)"
     )
     assert proc.stderr.count(refusal) == 1, proc.stderr[-3000:]
+
+
+# --- a layer's settings: the norm's epsilon and GELU's form kept at Burn's defaults -------
+
+SETTINGS_MODULE = '''
+from torch import nn
+
+
+class NormNet(nn.Module):
+    """fc (Linear 12->16) -> norm (LayerNorm, eps 1e-3) -> act (GELU, tanh) -> head."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 16)
+        self.norm = nn.LayerNorm(16, eps=1e-3)
+        self.act = nn.GELU(approximate="tanh")
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(self.act(self.norm(self.fc(x))))
+'''
+
+# Burn's defaults kept, as a porter who did not read the original's settings would.
+SETTINGS_MAIN_RS = """
+use burn::nn::{Gelu, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::prelude::*;
+use parity_train::port::{Layers, Port};
+use std::process::ExitCode;
+
+#[derive(Module, Debug)]
+pub struct NormNet {
+    fc: Linear,
+    norm: LayerNorm,
+    act: Gelu,
+    head: Linear,
+}
+
+impl Port for NormNet {
+    type Input = Tensor<2>;
+
+    fn init(device: &Device) -> Self {
+        NormNet {
+            fc: LinearConfig::new(12, 16).init(device),
+            norm: LayerNormConfig::new(16).init(device),
+            act: Gelu::new(),
+            head: LinearConfig::new(16, 4).init(device),
+        }
+    }
+
+    fn forward(&self, x: Tensor<2>, layers: &mut Layers) -> Tensor<2> {
+        let x = layers.layer("fc", x, |x| self.fc.forward(x));
+        let x = layers.layer("norm", x, |x| self.norm.forward(x));
+        let x = layers.layer("act", x, |x| self.act.forward(x));
+        layers.layer("head", x, |x| self.head.forward(x))
+    }
+}
+
+fn main() -> ExitCode {
+    parity_train::port::main::<NormNet>()
+}
+"""
+
+
+def test_a_layer_setting_kept_at_burns_default_is_named_and_measured(project, tmp_path):
+    """The config diff shows each layer's settings as both modules hold them; the two that
+    differ are causes, each with the share measured by giving PyTorch's model Burn's value."""
+    folder = tmp_path / "settings"
+    config = yaml.safe_load(write_user_project(folder, project / "rust").read_text())
+    (folder / "torch/norm_net.py").write_text(SETTINGS_MODULE)
+    (folder / "burn/src/main.rs").write_text(SETTINGS_MAIN_RS)
+    import sys
+
+    from safetensors.torch import save_file
+
+    sys.path.insert(0, str(folder / "torch"))
+    sys.modules.pop("norm_net", None)
+    try:
+        from norm_net import NormNet
+    finally:
+        sys.path.remove(str(folder / "torch"))
+    save_file(NormNet().state_dict(), folder / "weights.safetensors")
+    experiment = config["experiments"].pop("gelu_net_sgd")
+    experiment["model"].update(name="norm_net", layers=["fc", "norm", "act", "head"])
+    experiment["model"]["torch"]["module"] = "norm_net:NormNet"
+    config["experiments"] = {"norm_net_sgd": experiment}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    snakemake(project, "--cores", "2", "--configfile", str(folder / "config.yaml"))
+
+    diff = pd.read_csv(project / "results/tables/config_diff_norm_net_sgd.csv")
+    rows = {r["hyperparameter"]: (r["torch"], r["burn"], r["status"])
+            for r in diff.to_dict("records")}  # fmt: skip
+    assert rows["norm.eps"] == ("0.001", "1e-05", "differs")
+    assert rows["act.approximate"] == ("tanh", "none", "differs")
+    assert rows["norm.bias"] == ("true", "true", "same")
+    assert rows["fc.bias"] == ("true", "true", "same")
+    record = verdicts(project)["norm_net_sgd"]
+    assert record["verdict"] == "algorithmic difference, explained"
+    causes = {c["cause"]: c["share"] for c in record["causes"]}
+    eps = "the layer setting norm.eps (torch 0.001, burn 1e-05)"
+    gelu = "the layer setting act.approximate (torch tanh, burn none)"
+    # Added one at a time (eps, then GELU's form, PyTorch's order), as the optimizer's
+    # choices are: each is given how much further it moves the run from PyTorch's.
+    assert causes[eps] + causes.get(gelu, 0.0) > 0.99, causes
+    counterfactual = pd.read_csv(project / "results/tables/counterfactual_norm_net_sgd.csv")
+    assert {"dparam_burn_layer[norm.eps]", "dparam_burn_layer[act.approximate]"} <= set(
+        counterfactual.columns
+    )
+    report = (project / "results/report.md").read_text()
+    assert (
+        "build Burn's `norm` with PyTorch's epsilon: its config's `.with_epsilon(0.001)`" in report
+    )
+    assert "with Burn's act.approximate as well" in report

@@ -113,16 +113,21 @@ fn a_batchnorm_port_trains_exactly_as_the_built_in_cnn_bn() {
             .collect::<Vec<_>>(),
         ["bn.running_mean", "bn.running_var"]
     );
-    // Its BatchNorm's settings, by PyTorch's layer name, as cnn_bn records its own.
+    // Its layers' settings, by PyTorch's layer name (the port's BatchNorm is Burn's `norm`),
+    // the keys cnn_bn records holding the same values.
     let held = &ported["meta"]["layer_hyperparameters"];
     assert_eq!(
         held,
         &serde_json::json!({
-            "bn.momentum": 0.1, "bn.eps": 1e-5, "bn.running_var_estimator": "biased"
+            "conv.stride": [1], "conv.dilation": [1], "conv.groups": 1, "conv.padding": [0],
+            "bn.momentum": 0.1, "bn.eps": 1e-5, "bn.running_var_estimator": "biased",
+            "gelu.approximate": "none", "ln.eps": 1e-5, "ln.bias": true, "fc.bias": true,
         })
     );
-    let reference_held = &reference["meta"]["layer_hyperparameters"];
-    for key in ["bn.momentum", "bn.eps", "bn.running_var_estimator"] {
-        assert_eq!(held[key], reference_held[key], "{key}");
+    let reference_held = reference["meta"]["layer_hyperparameters"]
+        .as_object()
+        .unwrap();
+    for (key, value) in reference_held {
+        assert_eq!(&held[key], value, "{key}");
     }
 }

@@ -53,7 +53,7 @@ use std::sync::{Arc, LazyLock, RwLock};
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::tensor::{DType, Device, Tensor};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::cli::{self, Failure, Runner};
 use crate::config::{PortDecl, Spec};
@@ -369,25 +369,28 @@ impl<P: Port> ParityModel for P {
         out
     }
 
-    /// Each BatchNorm's momentum and epsilon as its module holds them, and the variance its
-    /// running variance is updated with (burn-nn norm/batch.rs `forward_train`: the batch's
-    /// biased variance), by PyTorch's layer name, as the built-in cnn_bn records them.
+    /// Each layer's settings as its Burn module holds them (settings.rs, read from the
+    /// module's display), by PyTorch's layer name and in PyTorch's terms: `norm.eps`,
+    /// `act.approximate`, `bn.momentum`, … (the PyTorch run records the same keys).
     fn layer_hyperparameters(&self) -> Value {
         let declared = declared::<P>();
-        let shown = settings::modules(&self.to_string());
-        let mut held = serde_json::Map::new();
-        for (buffer, path) in declared.buffers.iter().zip(&declared.buffer_paths) {
-            let (Some((layer, "running_mean")), Some((module, _))) =
-                (buffer.name.rsplit_once('.'), path.rsplit_once('.'))
-            else {
-                continue;
-            };
-            for (setting, key) in [("momentum", "momentum"), ("epsilon", "eps")] {
-                if let Some(value) = settings::number(&shown, module, setting) {
-                    held.insert(format!("{layer}.{key}"), json!(value));
-                }
+        // A Burn module's path to PyTorch's name, from the parameters and buffers matched
+        // (norm.gamma ↔ norm.weight); a module without any keeps its path.
+        let mut names: HashMap<String, String> = HashMap::new();
+        let entries = declared.params.iter().chain(&declared.buffers);
+        for (entry, path) in entries.zip(declared.paths.iter().chain(&declared.buffer_paths)) {
+            if let (Some((torch, _)), Some((burn, _))) =
+                (entry.name.rsplit_once('.'), path.rsplit_once('.'))
+            {
+                names.insert(burn.to_string(), torch.to_string());
             }
-            held.insert(format!("{layer}.running_var_estimator"), json!("biased"));
+        }
+        let mut held = serde_json::Map::new();
+        for (path, found) in settings::layer_settings(&settings::modules(&self.to_string())) {
+            let layer = names.get(&path).unwrap_or(&path);
+            for (key, value) in found {
+                held.insert(format!("{layer}.{key}"), value);
+            }
         }
         Value::Object(held)
     }

@@ -23,6 +23,8 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::{Value, json};
+
 /// One module of the display: its path, its type and the settings it prints (name → the
 /// value as printed), `params` (a count, not a setting) left out.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,9 +67,8 @@ pub(crate) fn modules(display: &str) -> Vec<Shown> {
             });
             open.push((path, Some(found.len() - 1)));
         } else if let Some((kind, inner)) = rest.split_once(" {") {
-            let settings = inner
-                .trim_end_matches('}')
-                .split(", ")
+            let settings = split_top(inner.strip_suffix('}').unwrap_or(inner))
+                .into_iter()
                 .filter_map(|pair| pair.split_once(": "))
                 .filter(|(k, _)| *k != "params")
                 .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -94,20 +95,124 @@ pub(crate) fn modules(display: &str) -> Vec<Shown> {
     found
 }
 
-/// The setting `name` of the module at `path` as a number, from [`modules`].
-pub(crate) fn number(shown: &[Shown], path: &str, name: &str) -> Option<f64> {
+/// `text` split at each ", " outside brackets and parentheses (`stride: [1, 1]`, `padding:
+/// Explicit(1, 1)` are one setting each).
+fn split_top(text: &str) -> Vec<&str> {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'[' | b'(' | b'{' => depth += 1,
+            b']' | b')' | b'}' => depth -= 1,
+            b',' if depth == 0 && bytes.get(i + 1) == Some(&b' ') => {
+                parts.push(&text[start..i]);
+                start = i + 2;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+/// Each module of a known layer type with its settings under PyTorch's names and in
+/// PyTorch's terms (models/port_torch.py `layer_settings` reads the same from the PyTorch
+/// module), in the display's order: Linear's `bias`; a convolution's `stride`, `dilation`,
+/// `groups` and `padding` (symmetric padding as PyTorch's per-dimension list, `same`, or
+/// Burn's own asymmetric form); a norm's `eps` (and BatchNorm's `momentum`, and the
+/// variance its running variance is updated with: burn-nn norm/batch.rs `forward_train`
+/// takes the batch's biased variance); LayerNorm's `bias`; GELU's `approximate` (`none` or
+/// `tanh`); dropout's `p`.
+pub(crate) fn layer_settings(shown: &[Shown]) -> Vec<(String, Vec<(String, Value)>)> {
     shown
         .iter()
-        .find(|m| m.path == path)?
-        .settings
-        .get(name)?
-        .parse()
-        .ok()
+        .filter_map(|m| {
+            let get = |name: &str| m.settings.get(name).map(String::as_str);
+            let number = |name: &str| {
+                get(name)
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .map(|v| json!(v))
+            };
+            let flag = |name: &str| get(name).map(|v| json!(v == "true"));
+            // a convolution's per-dimension setting: [2, 2] (Conv2d), or 1 (Conv1d's usize)
+            let list = |name: &str| {
+                let v = serde_json::from_str::<Value>(get(name)?).ok()?;
+                Some(if v.is_array() { v } else { json!([v]) })
+            };
+            let dims = if m.kind == "Conv2d" { 2 } else { 1 };
+            let found: Vec<(&str, Option<Value>)> = match m.kind.as_str() {
+                "Linear" => vec![("bias", flag("bias"))],
+                "Conv1d" | "Conv2d" => vec![
+                    ("stride", list("stride")),
+                    ("dilation", list("dilation")),
+                    (
+                        "groups",
+                        get("groups")
+                            .and_then(|v| v.parse::<u64>().ok())
+                            .map(|v| json!(v)),
+                    ),
+                    ("padding", get("padding").map(|p| padding(p, dims))),
+                ],
+                "BatchNorm" => vec![
+                    ("eps", number("epsilon")),
+                    ("momentum", number("momentum")),
+                    ("running_var_estimator", Some(json!("biased"))),
+                ],
+                "LayerNorm" => vec![("eps", number("epsilon")), ("bias", flag("bias"))],
+                "RmsNorm" => vec![("eps", number("epsilon"))],
+                "Gelu" => vec![(
+                    "approximate",
+                    get("approximate").map(|v| json!(if v == "true" { "tanh" } else { "none" })),
+                )],
+                "Dropout" => vec![("p", number("prob"))],
+                _ => return None,
+            };
+            let found = found
+                .into_iter()
+                .filter_map(|(k, v)| Some((k.to_string(), v?)))
+                .collect();
+            Some((m.path.clone(), found))
+        })
+        .collect()
+}
+
+/// Burn's padding as PyTorch writes it, for a convolution of `dims` spatial dimensions:
+/// `Explicit(1, 1)` (1-D: left, right) → [1], `Explicit(1, 2, 1, 2)` (2-D: top, left,
+/// bottom, right) → [1, 2] when symmetric; `Valid` → zeros; `Same` → "same"; asymmetric
+/// padding as Burn prints it.
+fn padding(text: &str, dims: usize) -> Value {
+    if text == "Same" {
+        return json!("same");
+    }
+    if text == "Valid" {
+        return json!(vec![0; dims]);
+    }
+    let inner = text
+        .strip_prefix("Explicit(")
+        .and_then(|t| t.strip_suffix(')'));
+    let values: Option<Vec<u64>> =
+        inner.and_then(|t| t.split(", ").map(|v| v.parse().ok()).collect::<Option<_>>());
+    match values.as_deref() {
+        Some([l, r]) if l == r => json!([l]),
+        Some([t, l, b, r]) if t == b && l == r => json!([t, l]),
+        _ => json!(text),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The setting `name` of the module at `path` as a number.
+    fn number(shown: &[Shown], path: &str, name: &str) -> Option<f64> {
+        shown
+            .iter()
+            .find(|m| m.path == path)?
+            .settings
+            .get(name)?
+            .parse()
+            .ok()
+    }
 
     const DISPLAY: &str = "Net {
   blocks: Vec<0..2> {
@@ -158,5 +263,29 @@ mod tests {
         assert_eq!(shown[7].settings["d_output"], "2");
         assert!(!shown[1].settings.contains_key("params"));
         assert_eq!(number(&shown, "head", "momentum"), None);
+    }
+
+    #[test]
+    fn reads_a_convolutions_bracketed_settings_and_names_them_as_pytorch_does() {
+        let display = "Net {
+  conv: Conv2d {ch_in: 1, ch_out: 4, stride: [2, 2], kernel_size: [3, 3], dilation: [1, 1], groups: 1, padding: Explicit(1, 1, 1, 1), params: 40}
+  side: Conv1d {ch_in: 1, ch_out: 4, stride: [1], kernel_size: [3], dilation: [1], groups: 1, padding: Explicit(0, 1), params: 16}
+  act: Gelu {
+    approximate: true
+  }
+  ln: LayerNorm {d_model: 4, epsilon: 0.001, bias: false, params: 4}
+}";
+        let settings = layer_settings(&modules(display));
+        let of = |path: &str| -> Value {
+            let (_, found) = settings.iter().find(|(p, _)| p == path).unwrap();
+            Value::Object(found.iter().cloned().collect())
+        };
+        assert_eq!(
+            of("conv"),
+            json!({"stride": [2, 2], "dilation": [1, 1], "groups": 1, "padding": [1, 1]})
+        );
+        assert_eq!(of("side")["padding"], json!("Explicit(0, 1)"));
+        assert_eq!(of("act"), json!({"approximate": "tanh"}));
+        assert_eq!(of("ln"), json!({"eps": 0.001, "bias": false}));
     }
 }

@@ -21,8 +21,9 @@ replay          Burn's rule with the hyperparameters as Burn held them (f32 valu
                 parameter tensor on its own, by Burn's formula (norm: coefficient
                 t·recip(‖g‖ + smallest positive normal f64), clamped to 1; value: clamp to
                 [−t, t]) with its f32-held threshold t; and Burn's running statistics (see
-                below) with Burn's held momentum. Compared with Burn's f64 run: if it
-                matches to ~1e-16, Burn's update is fully understood.
+                below) with Burn's held momentum; and the layer settings Burn's module
+                holds where they differ from PyTorch's (layer_settings.py). Compared with
+                Burn's f64 run: if it matches to ~1e-16, Burn's update is fully understood.
 held_f64        Burn's rule and Burn's held values (the clipping threshold too), but every
                 scalar computed in f64, with PyTorch's lrs and PyTorch's clipping scope.
                 Compared with PyTorch's f64 run (column `dparam_held_f64`): what is left is
@@ -33,6 +34,10 @@ counterfactual  Burn's rule with PyTorch's hyperparameters, all in f64, PyTorch'
                 themselves: one norm over all parameters, + 1e-6). Compared with PyTorch's
                 f64 run: if it matches to rounding, changing those values, the lr sequence and
                 the clipping (and the precision of Burn's factors) is all it takes.
+burn_layer[K]   (one per layer setting K whose values differ and which the module can be
+                given: a norm's eps, BatchNorm's momentum, GELU's form; layer_settings.py)
+                held_f64 with Burn's value of K and of every setting before it: column
+                `dparam_burn_layer[K]`, vs PyTorch's f64 run. Every later link keeps them.
 burn_loss       (only with label smoothing) held_f64 with Burn's smoothed cross-entropy
                 (burn_loss.py: its target weights 1 − ε and ε/C computed in f32) instead of
                 PyTorch's: column `dparam_burn_loss`, vs PyTorch's f64 run. Every later link
@@ -99,13 +104,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
+from torch_burn_parity.analysis import layer_settings
 from torch_burn_parity.analysis.burn_loss import burn_cross_entropy
 from torch_burn_parity.analysis.burn_rules import BurnUpdate, GroupedUpdate, scalar_sources
 from torch_burn_parity.analysis.clip_and_stats import (
@@ -153,6 +159,7 @@ class Variant:
     label_smoothing: float = 0.0
     burn_loss: bool = False  # Burn's smoothed targets (burn_loss.py), else PyTorch's loss
     loss: str = DEFAULT_LOSS  # the experiment's loss, the same on both sides
+    layers: dict = field(default_factory=dict)  # Burn's layer settings given to the module
 
 
 def loss_of(meta: dict) -> str:
@@ -188,6 +195,7 @@ def replayed(
     declared = spec(model) if isinstance(model, str) else model
     x, y = inputs(arrays, torch.float64)
     module = build(declared.name, arrays, torch.float64, declared.size)
+    layer_settings.apply(module, variant.layers)
     module.train()
     tensors = state(module)
     params = [tensors[name] for name in declared.param_names]
@@ -326,10 +334,14 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
     torch_muon, burn_muon = ("torch", "torch"), ("burn", "burn")
 
     burn_smoothing, torch_smoothing = (smoothing_of(m) for m in (burn_meta, torch_meta))
+    held = [(m.get("layer_hyperparameters") or {}) for m in (torch_meta, burn_meta)]
+    burn_layers = layer_settings.differing(*held)
+    layers: dict = {}  # Burn's layer settings the chain has reached so far
 
     def burn_choices(lrs, clip: Clipping | None, running=None, muon=torch_muon, loss=True):
         update = updates(burn_meta, burn_run, False, False, muon)
-        return Variant(update, lrs, clip, running, burn_smoothing, burn_loss=loss)
+        return Variant(update, lrs, clip, running, burn_smoothing, burn_loss=loss,
+                       layers=dict(layers))  # fmt: skip
 
     out = {
         "replay": (
@@ -340,6 +352,7 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
                 stats,
                 burn_smoothing,
                 burn_loss=True,
+                layers=burn_layers,
             ),
             burn_run,
         ),
@@ -353,6 +366,10 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
     # Burn's values (ε's f32 storage too) in PyTorch's lrs, clipping scope and loss; then
     # Burn's smoothed targets (their weights in f32), the chain's first link after them.
     out["held_f64"] = (burn_choices(*last, loss=False), torch_run)
+    # Then Burn's layer settings, one at a time (layer_settings.py), still PyTorch's loss.
+    for key, value in burn_layers.items():
+        layers[key] = value
+        out[layer_link(key)] = (burn_choices(*last, loss=False), torch_run)
     if burn_smoothing:
         out["burn_loss"] = (burn_choices(*last), torch_run)
     if scheduled(torch_run, burn_run):
@@ -372,7 +389,13 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
     return out
 
 
-# The variants after held_f64, in the chain's order, as the print names them.
+def layer_link(key: str) -> str:
+    """The chain's variant that adds Burn's value of layer setting `key` (`norm.eps`)."""
+    return f"burn_layer[{key}]"
+
+
+# The variants after held_f64 (and Burn's layer settings), in the chain's order, as the
+# print names them.
 CHAIN = {
     "burn_loss": "Burn's smoothed targets",
     "burn_lrs": "Burn's lrs",
@@ -417,8 +440,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"replay: {exc}")
     replay_frame, counter_frame = frames["replay"], frames["counterfactual"]
     # Further columns of the counterfactual table: each variant's gap to PyTorch's f64 run.
-    for key in ("held_f64", *CHAIN):
-        if key in frames:
+    for key in frames:  # held_f64 and the chain, in its order
+        if key not in ("replay", "counterfactual"):
             counter_frame[f"dparam_{key}"] = frames[key]["dparam"]
 
     title = f"{args.experiment}: Burn's update replayed in PyTorch (f64) vs Burn f64"

@@ -38,6 +38,8 @@ KINDS = (
      " clipping to Burn's optimizer (Burn clips each parameter tensor by its own norm)", None),
     ("the clipping:", "clipping", None,
      "nothing to change: both clamp each element; only the f32-held threshold differs"),
+    ("the layer setting", "layer settings",
+     "build that Burn layer with PyTorch's value (its config's `with_*` setter)", None),
     ("the running-", "running statistics", None,
      "Burn 0.22.1's BatchNorm updates its running variance with the biased batch variance and"
      " has no setting for the unbiased one; it changes the evaluation state, not training"),
@@ -79,6 +81,7 @@ MEASURED_BY = {
     "schedule": "the counterfactual with Burn's lrs (`dparam_burn_lrs`)",
     "clipping": "the counterfactual with Burn's clipping (`dparam_burn_clipping`)",
     "running statistics": "the counterfactual with Burn's estimator (`dparam_burn_running_stats`)",
+    "layer settings": "the counterfactual with Burn's layer setting (`dparam_burn_layer[…]`)",
     "Muon lr adjustment": "the counterfactual with Burn's lr factors (`dparam_burn_lr_adjustment`)",
     "Muon precision": "the counterfactual with Burn's Newton–Schulz (`dparam_burn_newton_schulz`)",
     "f32 arithmetic": "the remainder (the f64 variants leave it, the replay with Burn's f32"
@@ -104,5 +107,27 @@ def fixes(record: dict, paired: dict | None = None) -> list[Fix]:
                 + (", still with a config-diff cause" if still else ", with no config-diff cause")
                 + f", f64 gap {paired['f64_gap']:.2e} against {record['f64_gap']:.2e} here"
             )
+        if kind == "layer settings":
+            fix = layer_fix(cause["cause"]) or fix
         found.append(Fix(cause["cause"], cause["share"], kind, fix, why_not, evidence))
     return found
+
+
+def layer_fix(cause: str) -> str | None:
+    """The Burn line that gives a layer PyTorch's setting, from the cause's words
+    (analysis/layer_settings.py `cause`: 'the layer setting norm.eps (torch 0.001, burn
+    1e-05)'); None for a setting without one here."""
+    key, _, values = cause.removeprefix("the layer setting ").partition(" (torch ")
+    layer, _, setting = key.rpartition(".")
+    value = values.split(", burn ")[0]
+    if setting == "eps":
+        return (
+            f"build Burn's `{layer}` with PyTorch's epsilon: its config's `.with_epsilon({value})`"
+        )
+    if setting == "momentum":
+        setter = f"BatchNormConfig::new(…).with_momentum({value})"
+        return f"build Burn's `{layer}` with PyTorch's momentum: `{setter}`"
+    if setting == "approximate":
+        gelu = "Gelu::new_approximate()" if value == "tanh" else "Gelu::new()"
+        return f"build Burn's `{layer}` as PyTorch's GELU ({value}): `{gelu}`"
+    return None

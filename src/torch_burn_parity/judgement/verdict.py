@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from torch_burn_parity.analysis import layer_settings
 from torch_burn_parity.models.model_specs import model_of
 from torch_burn_parity.optimizers.muon import ratio
 
@@ -186,7 +187,9 @@ def measured_apart(row: dict) -> bool:
         name = name.split(".", 1)[1]
     # a port's BatchNorms are named by their own layers: layer1.0.bn1.running_var_estimator
     estimator = name.endswith(".running_var_estimator")
-    return name in MEASURED_APART or estimator or name.endswith(" scope")
+    # a layer's eps, momentum or GELU form: a link of the chain of its own (burn_layer[K])
+    layer = layer_settings.applicable(name)
+    return name in MEASURED_APART or estimator or layer or name.endswith(" scope")
 
 
 def causes(
@@ -354,6 +357,7 @@ def newton_schulz_cause(torch_run: dict, burn_run: dict) -> str:
 # The counterfactual table's columns of replay.py's chain variants after the held values, in
 # the chain's order, and what names each one's cause (from the two f64 run blocks).
 RUNNING_STATS_COLUMN = "dparam_burn_running_stats"
+LAYER_COLUMN = "dparam_burn_layer["  # replay.layer_link: one column per layer setting
 CHAIN = (
     ("dparam_burn_loss", loss_cause),
     ("dparam_burn_lrs", schedule_cause),
@@ -373,6 +377,14 @@ def further_causes(counterfactual, torch_run: dict, burn_run: dict) -> list[tupl
     the names come from the two f64 run blocks (`meta.schedule`, `lrs`, `meta.clip_grad`,
     `meta.layer_hyperparameters`)."""
     found = []
+    torch_held = torch_run["meta"].get("layer_hyperparameters") or {}
+    burn_held = burn_run["meta"].get("layer_hyperparameters") or {}
+    for column in counterfactual.columns:  # Burn's layer settings first, one at a time
+        if column.startswith(LAYER_COLUMN) and column.endswith("]"):
+            key = column[len(LAYER_COLUMN) : -1]
+            gaps = np.asarray(counterfactual[column], float)
+            gap = float("nan") if np.isnan(gaps).any() else float(np.max(gaps, initial=0.0))
+            found.append((layer_settings.cause(key, torch_held.get(key), burn_held.get(key)), gap))
     for column, name in CHAIN:
         if column in counterfactual:
             gaps = np.asarray(counterfactual[column], float)

@@ -127,9 +127,9 @@ def model_size(name: str, model: nn.Module) -> dict[str, int]:
 
 def layer_hyperparameters(name: str, model: nn.Module) -> dict[str, Any]:
     """The model's layer hyperparameters as the module holds them ({} for cnn1d); for a
-    port, those of its running statistics (port_torch.running_stat_settings)."""
+    port, every known layer's settings (port_torch.layer_settings)."""
     if port_torch.is_port_module(model):
-        return port_torch.running_stat_settings(model)
+        return port_torch.layer_settings(model)
     return module_of(name).layer_hyperparameters(model)
 
 

@@ -125,15 +125,45 @@ def _check_state(module: nn.Module, spec: ModelSpec) -> None:
 _NORM = nn.modules.batchnorm._BatchNorm
 
 
-def running_stat_settings(model: nn.Module) -> dict[str, Any]:
-    """Each BatchNorm's settings as the module holds them, by its name: momentum, eps, and the
-    variance its running variance is updated with (PyTorch's documented one: unbiased)."""
+def layer_settings(model: nn.Module) -> dict[str, Any]:
+    """Each layer's settings as the module holds them, by its name, in the terms the Burn
+    side records its own (rust/src/port/settings.rs): Linear's `bias`; a convolution's
+    `stride`, `dilation`, `groups`, `padding` (a list per dimension, or "same"); a norm's
+    `eps` (BatchNorm's `momentum`, and the variance its running variance is updated with:
+    PyTorch's documented one, unbiased); LayerNorm's `bias`; GELU's `approximate`;
+    dropout's `p`."""
     settings: dict[str, Any] = {}
     for name, layer in model.named_modules():
-        if isinstance(layer, _NORM) and layer.track_running_stats:
-            settings |= {f"{name}.momentum": layer.momentum, f"{name}.eps": layer.eps,
-                         f"{name}.running_var_estimator": "unbiased"}  # fmt: skip
+        if name:
+            settings |= {f"{name}.{k}": v for k, v in _settings_of(layer).items()}
     return settings
+
+
+def _settings_of(layer: nn.Module) -> dict[str, Any]:
+    if isinstance(layer, nn.Linear):
+        return {"bias": layer.bias is not None}
+    if isinstance(layer, nn.Conv1d | nn.Conv2d):
+        dims = 1 if isinstance(layer, nn.Conv1d) else 2
+        padding = layer.padding
+        if padding == "valid":
+            padding = (0,) * dims
+        return {"stride": list(layer.stride), "dilation": list(layer.dilation),
+                "groups": layer.groups,
+                "padding": padding if isinstance(padding, str) else list(padding)}  # fmt: skip
+    if isinstance(layer, _NORM) and layer.track_running_stats:
+        return {"eps": layer.eps, "momentum": layer.momentum, "running_var_estimator": "unbiased"}
+    if isinstance(layer, nn.LayerNorm):
+        return {"eps": layer.eps, "bias": layer.bias is not None}
+    if isinstance(layer, nn.RMSNorm) or type(layer).__name__.endswith("RMSNorm"):
+        eps = getattr(layer, "variance_epsilon", getattr(layer, "eps", None))
+        if eps is None:  # nn.RMSNorm's default: the machine epsilon of the input's dtype
+            eps = torch.finfo(next(layer.parameters()).dtype).eps
+        return {"eps": eps}
+    if isinstance(layer, nn.GELU):
+        return {"approximate": layer.approximate}
+    if isinstance(layer, nn.Dropout):
+        return {"p": layer.p}
+    return {}
 
 
 def check_input(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None = None) -> None:

@@ -116,9 +116,15 @@ class Experiment:
     def share_sentence(self, held: float) -> str:
         """How the measured shares split the f64 gap (the verdict's causes, in words)."""
         gap, c = self.verdict.f64_gap, self.counterfactual
+        layers = [  # Burn's layer settings, one at a time (replay.py's first links)
+            (column, f"with Burn's {column[len(vd.LAYER_COLUMN) : -1]} as well")
+            for column in c.columns
+            if column.startswith(vd.LAYER_COLUMN)
+        ]
         further = [
             (label, float(c[column].max()))
             for column, label in (
+                *layers,
                 ("dparam_burn_loss", "with Burn's smoothed targets as well"),
                 ("dparam_burn_lrs", "with Burn's learning rates as well"),
                 ("dparam_burn_clipping", "with Burn's clipping as well"),

@@ -1,0 +1,74 @@
+"""A layer's settings side by side (models/port_torch.py `layer_settings`,
+analysis/layer_settings.py): read from the PyTorch module in the terms the Burn side
+records (rust/src/port/settings.rs, tested there), the applicable ones that differ given to
+the PyTorch module for the counterfactual, and the fix named per setting."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from torch_burn_parity.analysis import layer_settings
+from torch_burn_parity.judgement.fixes import layer_fix
+from torch_burn_parity.judgement.verdict import measured_apart
+from torch_burn_parity.models.port_torch import layer_settings as settings_of
+
+
+class Layers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, stride=2, padding=1, bias=False)
+        self.side = nn.Conv1d(1, 4, 3, padding="same", dilation=2)
+        self.norm = nn.LayerNorm(4, eps=1e-3, bias=False)
+        self.rms = nn.RMSNorm(4)
+        self.act = nn.GELU(approximate="tanh")
+        self.drop = nn.Dropout(0.25)
+        self.head = nn.Linear(4, 2)
+
+
+def test_each_known_layer_is_read_in_the_terms_burn_records():
+    found = settings_of(Layers().double())
+    assert found == {
+        "conv.stride": [2, 2], "conv.dilation": [1, 1], "conv.groups": 1, "conv.padding": [1, 1],
+        "side.stride": [1], "side.dilation": [2], "side.groups": 1, "side.padding": "same",
+        "norm.eps": 1e-3, "norm.bias": False,
+        # RMSNorm's eps=None: the machine epsilon of its dtype (f64 here)
+        "rms.eps": torch.finfo(torch.float64).eps,
+        "act.approximate": "tanh",
+        "drop.p": 0.25,
+        "head.bias": True,
+    }  # fmt: skip
+
+
+def test_the_applicable_settings_that_differ_are_given_to_the_module():
+    model = Layers()
+    torch_held = settings_of(model)
+    burn_held = {**torch_held, "norm.eps": 1e-5, "act.approximate": "none", "conv.padding": [0, 0]}
+    # the padding changes shapes: shown, not applied
+    assert layer_settings.differing(torch_held, burn_held) == {
+        "norm.eps": 1e-5, "act.approximate": "none",
+    }  # fmt: skip
+    layer_settings.apply(model, layer_settings.differing(torch_held, burn_held))
+    assert (model.norm.eps, model.act.approximate) == (1e-5, "none")
+    with pytest.raises(AttributeError, match="Linear head has no setting 'eps'"):
+        layer_settings.apply(model, {"head.eps": 1e-5})
+
+
+def test_a_layer_setting_is_measured_apart_from_the_optimizers_values():
+    for name in ("norm.eps", "bn.momentum", "act.approximate", "blocks.0.ln.eps"):
+        assert measured_apart({"hyperparameter": name}), name
+    for name in ("eps", "momentum", "param_groups[0].eps", "clip_grad.norm", "conv.padding"):
+        assert not measured_apart({"hyperparameter": name}), name
+
+
+def test_each_layer_setting_gets_its_burn_line():
+    assert layer_fix(layer_settings.cause("norm.eps", 0.001, 1e-05)) == (
+        "build Burn's `norm` with PyTorch's epsilon: its config's `.with_epsilon(0.001)`"
+    )
+    assert layer_fix(layer_settings.cause("act.approximate", "tanh", "none")) == (
+        "build Burn's `act` as PyTorch's GELU (tanh): `Gelu::new_approximate()`"
+    )
+    assert layer_fix(layer_settings.cause("bn.momentum", 0.01, 0.1)).endswith(
+        "`BatchNormConfig::new(…).with_momentum(0.01)`"
+    )
