@@ -379,7 +379,7 @@ def further_causes(counterfactual, torch_run: dict, burn_run: dict) -> list[tupl
     found = []
     torch_held = torch_run["meta"].get("layer_hyperparameters") or {}
     burn_held = burn_run["meta"].get("layer_hyperparameters") or {}
-    for column in counterfactual.columns:  # Burn's layer settings first, one at a time
+    for column in list(counterfactual):  # Burn's layer settings first, one at a time
         if column.startswith(LAYER_COLUMN) and column.endswith("]"):
             key = column[len(LAYER_COLUMN) : -1]
             gaps = np.asarray(counterfactual[column], float)
