@@ -240,3 +240,20 @@ def test_every_cause_of_the_default_config_has_a_fix_or_says_why_none(default_ru
         " explicitly" in section
     )
     assert "`rmsprop` passes PyTorch's values to both" in section
+
+
+def test_the_verdict_records_keep_their_schema_and_never_disagree_with_themselves(default_run):
+    from torch_burn_parity.judgement.record_parts import document_problems
+
+    document = json.loads((default_run / "results/verdicts.json").read_text())
+    assert document_problems(document) == []
+    records = {r["experiment"]: r for r in document["experiments"]}
+    # cnn_bn on NdArray: unexplained, so no cause; its running variance explained apart
+    ndarray = records["cnn_bn_sgd_ndarray"]
+    assert ndarray["causes"] == []
+    assert [(p["part"], p["verdict"]) for p in ndarray["parts"]] == [
+        ("training", "algorithmic difference, unexplained"),
+        ("evaluation state", "algorithmic difference, explained"),
+    ]
+    # cnn_bn with Adam: its training causes beside the running variance's
+    assert {c["part"] for c in records["cnn_bn_adam"]["causes"]} == {"training", "evaluation state"}

@@ -21,6 +21,7 @@ from conftest import python_module
 from pipeline_helpers import EXPERIMENTS
 from torch_burn_parity.judgement import judge, step_one
 from torch_burn_parity.judgement import verdict as vd
+from torch_burn_parity.judgement.record_parts import document_problems
 from torch_burn_parity.models.model_specs import CNN1D
 from torch_burn_parity.report import verdict_text as vt
 from torch_burn_parity.report.headline import effect_cell, margin_cell
@@ -156,7 +157,11 @@ def test_the_entry_layer_is_the_first_quantity_above_its_floor_before_the_update
             ("forward", "conv", 2, True)]  # fmt: skip
     layers = pd.DataFrame(rows, columns=["phase", "layer", "step", "first_above_floor"])
     gelu = {"layer": "gelu", "phase": "backward", "step": 1}
+    # no local mode ran (no `local_f64` values): whether it introduces it is not known
+    assert judge.entry_layer(layers) == gelu | {"introduced": None}
+    layers["local_f64"] = 0.0  # the local mode ran, and no layer introduces a difference
     assert judge.entry_layer(layers) == gelu | {"introduced": False}
+    del layers["local_f64"]
     layers.loc[0, "first_above_floor"] = True  # the update comes first: nothing to add
     assert judge.entry_layer(layers) is None
     assert judge.entry_layer(None) is None
@@ -174,8 +179,9 @@ def test_the_entry_layer_is_the_first_quantity_above_its_floor_before_the_update
 
 @pytest.fixture(scope="module")
 def records(pipeline) -> dict[str, dict]:
-    text = (pipeline / "results/verdicts.json").read_text()
-    return {r["experiment"]: r for r in json.loads(text)["experiments"]}
+    document = json.loads((pipeline / "results/verdicts.json").read_text())
+    assert document_problems(document) == []  # its schema, and no record at odds with itself
+    return {r["experiment"]: r for r in document["experiments"]}
 
 
 def test_every_experiment_has_one_record_equal_to_its_own_file(pipeline, records):
@@ -405,10 +411,12 @@ def test_the_causes_name_the_differing_values_what_burn_holds_in_f32_and_its_fac
     assert record.verdict == vd.EXPLAINED
     assert record.causes == [
         {"cause": "Burn's f32 evaluation of its per-step Adam factors", "share": 0.75,
-         "how": "the remainder"},
+         "how": "the remainder", "part": "training"},
         {"cause": "config diff: eps (torch 1e-08, burn 1e-05), with f32 storage of betas",
-         "share": 0.25, "how": "measured"},
+         "share": 0.25, "how": "measured", "part": "training"},
     ]  # fmt: skip
+    assert record.parts == [{"part": "training", "verdict": vd.EXPLAINED,
+                             "gap": record.f64_gap, "causes": record.causes}]  # fmt: skip
     assert record.cause == (
         "Burn's f32 evaluation of its per-step Adam factors (75.0% of the gap, the remainder);"
         " config diff: eps (torch 1e-08, burn 1e-05), with f32 storage of betas (25.0% of the"

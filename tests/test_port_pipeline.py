@@ -17,6 +17,7 @@ from safetensors import safe_open
 
 from conftest import ROOT, SGD
 from pipeline_helpers import copy_project, snakemake
+from torch_burn_parity.judgement.record_parts import document_problems
 
 pytestmark = pytest.mark.pipeline
 
@@ -33,8 +34,11 @@ def example(tmp_path_factory, burn_binary) -> Path:
 
 
 def verdicts(workdir: Path) -> dict[str, dict]:
-    records = json.loads((workdir / "results/verdicts.json").read_text())["experiments"]
-    return {r["experiment"]: r for r in records}
+    """The verdict records by experiment, the document valid (its schema, each record's
+    parts, causes and verdict agreeing)."""
+    document = json.loads((workdir / "results/verdicts.json").read_text())
+    assert document_problems(document) == []
+    return {r["experiment"]: r for r in document["experiments"]}
 
 
 def test_the_example_port_gets_a_verdict_and_a_layer_record(example):

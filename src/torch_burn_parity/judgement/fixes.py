@@ -99,7 +99,7 @@ def fixes(record: dict, paired: dict | None = None) -> list[Fix]:
     for cause in record["causes"]:
         kind, fix, why_not = kind_of(cause["cause"])
         measured = MEASURED_BY.get(kind, "its share")
-        evidence = f"{measured} accounts for {cause['share']:.1%} of the gap"
+        evidence = f"{measured} accounts for {cause['share']:.1%} of {gap_of(record, cause)}"
         if kind == "values" and paired is not None:
             still = [c["cause"] for c in paired["causes"] if c["cause"].startswith("config diff:")]
             evidence += (
@@ -111,6 +111,14 @@ def fixes(record: dict, paired: dict | None = None) -> list[Fix]:
             fix = layer_fix(cause["cause"]) or fix
         found.append(Fix(cause["cause"], cause["share"], kind, fix, why_not, evidence))
     return found
+
+
+def gap_of(record: dict, cause: dict) -> str:
+    """Which gap a cause's share is of: its part's, for a model whose parameters and buffers
+    are judged apart (judgement/record_parts.py), else the whole."""
+    if not record.get("split"):
+        return "the gap"
+    return "the parameter gap" if cause.get("part") == "training" else "the buffers' gap"
 
 
 def layer_fix(cause: str) -> str | None:

@@ -42,6 +42,12 @@ from torch_burn_parity.io.parity_io import (
 )
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.judgement.effect import effect, marginal
+from torch_burn_parity.judgement.record_parts import (
+    VERSION,
+    document_problems,
+    parts_of,
+    record_problems,
+)
 from torch_burn_parity.judgement.step_one import loss_judgement, probe_judgement
 from torch_burn_parity.models.model_specs import model_of
 
@@ -104,9 +110,11 @@ def judge(
     config_diff: pd.DataFrame,
     torch_f64: dict,
     burn_f64: dict,
-) -> tuple[vd.Verdict, list]:
-    """The verdict of one experiment and its causes with their shares, from its tables and
-    its two f64 run blocks (their schedules, lrs and clipping name the further causes).
+) -> tuple[vd.Verdict, list, list | None]:
+    """The verdict of one experiment, its causes with their shares (of the largest gap), and
+    when both its parameters and its buffers part, the parameters' own causes (shares of the
+    parameter gap; else None), from its tables and its two f64 run blocks (their schedules,
+    lrs and clipping name the further causes).
 
     A NaN gap (a run went non-finite) makes the verdict `diverged`.
     """
@@ -136,6 +144,7 @@ def judge(
     if steps[["dparam", "f64_f64"]].isna().any().any():
         verdict.label = vd.DIVERGED
     verdict.split = state_split(steps, torch_f64, burn_f64)
+    training = None
     if verdict.label == vd.EXPLAINED and both_parts(verdict):
         # The shares above are of the largest gap, the buffers' when they part too. The
         # parameters' own: the same chain up to, not with, Burn's running statistics. Its
@@ -150,7 +159,7 @@ def judge(
             f"training: {vd.cause_text(training, 'the parameter gap')};"
             f" evaluation state: {verdict.cause}"
         )
-    return verdict, causes
+    return verdict, causes, training
 
 
 def where_f64(torch_f64: dict, burn_f64: dict, step: int) -> str:
@@ -194,8 +203,12 @@ def entry_layer(layers: pd.DataFrame | None) -> dict | None:
         if first.empty or first.iloc[0]["phase"] == "update":
             return None
         row = first.iloc[0]
+    # Introduction is measured where the local mode ran (its `local_*` columns filled): a
+    # port's layers table has none, and then whether it introduces the difference is unknown.
+    measured = "local_f64" in layers and layers["local_f64"].notna().any()
+    found = bool(introduced is not False and introduced.any())
     return {"layer": str(row["layer"]), "phase": str(row["phase"]), "step": int(row["step"]),
-            "introduced": bool(introduced is not False and introduced.any())}  # fmt: skip
+            "introduced": found if measured or found else None}  # fmt: skip
 
 
 def buffers_cause(
@@ -243,9 +256,10 @@ class Record:
     model: str
     model_size: dict[str, int]  # its size keys (model_specs.SIZES)
     optimizer: str
-    verdict: str
+    verdict: str  # the worst of its parts' (record_parts.py)
     cause: str | None  # the causes with their shares, in words (explained verdicts)
-    causes: list[dict]  # each cause, its share of the gap and how it was found
+    causes: list[dict]  # an explained verdict's: its parts' causes (record_parts.py), else []
+    parts: list[dict]  # training and, with buffers, the evaluation state: each one's verdict
     scope: str | None  # verdict.TRAINING, verdict.EVALUATION or None
     both_parts: bool  # parameters and buffers both leave the floor
     f64_gap: float  # the largest f64-f64 gap over the steps
@@ -278,10 +292,14 @@ def judge_experiment(
     (framework, dtype)."""
     steps, replay, counterfactual = tables["steps"], tables["replay"], tables["counterfactual"]
     torch64, burn64 = runs["torch", "f64"], runs["burn", "f64"]
-    verdict, causes = judge(steps, replay, counterfactual, tables["config_diff"], torch64, burn64)
+    verdict, causes, training = judge(
+        steps, replay, counterfactual, tables["config_diff"], torch64, burn64
+    )
     diverged = divergence(runs)
     if diverged:
         verdict.label = vd.DIVERGED
+    held = buffers_cause(verdict, counterfactual, torch64, burn64)
+    parts, found = parts_of(verdict.label, verdict.f64_gap, causes, training, verdict.split, held)
     first = verdict.first_above_floor
     first32 = vd.first_step_above(steps["dparam"], tol_f32, steps["step"])
     f32_gap = float(np.nanmax(steps["dparam"], initial=0.0))
@@ -297,7 +315,8 @@ def judge_experiment(
         optimizer=runs["torch", "f32"]["meta"]["optimizer"],
         verdict=verdict.label,
         cause=verdict.cause,
-        causes=[{"cause": c, "share": s, "how": how} for c, s, how in causes],
+        causes=found,
+        parts=parts,
         scope=verdict.scope if judged else None,
         both_parts=judged and both_parts(verdict),
         f64_gap=verdict.f64_gap,
@@ -315,7 +334,7 @@ def judge_experiment(
         split=asdict(verdict.split) if verdict.split else None,
         unexplained_start=unexplained_start(steps, replay, counterfactual),
         entry=entry_layer(tables.get("layers")),
-        buffers_cause=buffers_cause(verdict, counterfactual, torch64, burn64),
+        buffers_cause=held,
         probe=probe_judgement(tables["probe"], torch64)
         if tables.get("probe") is not None
         else None,
@@ -381,7 +400,13 @@ def collect(records: list[Path], out: Path) -> None:
         experiments = [read_record(path) for path in records]
     except FormatError as exc:
         sys.exit(f"judge: {exc}")
-    write_text_atomic(out, json.dumps({"experiments": experiments}, indent=1) + "\n")
+    for path, record in zip(records, experiments, strict=True):
+        if problems := record_problems(record):  # at odds with itself: this project's bug
+            sys.exit(f"judge: {path}: {problems[0]}")
+    document = {"version": VERSION, "experiments": experiments}
+    if problems := document_problems(document):
+        sys.exit(f"judge: {out}: {problems[0]} (verdicts.schema.json)")
+    write_text_atomic(out, json.dumps(document, indent=1) + "\n")
     print(f"{len(experiments)} verdicts -> {out}")
 
 
