@@ -368,6 +368,27 @@ def test_layers_at_depth_named_by_globs_are_recorded_by_both_sides(project, tmp_
     layers = pd.read_csv(project / "results/tables/layers_nested_net_sgd.csv")
     forward = layers[(layers["step"] == 1) & (layers["phase"] == "forward")]
     assert list(forward["layer"]) == ["blocks.0", "blocks.1", "head"], proc.stderr[-2000:]
+    # Each Burn layer also ran on PyTorch's input (the local mode): none introduces anything.
+    measured = layers[layers["phase"].isin(["forward", "backward"]) & layers["layer"].isin(
+        ["blocks.0", "blocks.1", "head"])]  # fmt: skip
+    assert measured["local_f64"].notna().all() and not measured["introduced_first"].any()
+    assert (measured["local_f64"] <= measured["floor"]).all()
+
+
+def test_the_local_mode_names_the_port_layer_a_fault_is_injected_into(project, tmp_path):
+    """A delta added to blocks.1's output in Burn at step 1: every later quantity carries
+    it, but run on PyTorch's inputs only blocks.1 differs — the layer that introduces it."""
+    config = write_nested_project(tmp_path / "fault", project / "rust", ["blocks.*", "head"])
+    snakemake(project, "--cores", "2", "--configfile", str(config),
+              env={"PARITY_FAULT": "1:layer:blocks.1:3:1e-6"})  # fmt: skip
+    record = verdicts(project)["nested_net_sgd"]
+    assert record["verdict"] == "algorithmic difference, unexplained"
+    assert record["entry"] == {"layer": "blocks.1", "phase": "forward", "step": 1,
+                               "introduced": True}  # fmt: skip
+    layers = pd.read_csv(project / "results/tables/layers_nested_net_sgd.csv")
+    first = layers[(layers["step"] == 1) & (layers["phase"] == "forward")]
+    introduced = dict(zip(first["layer"], first["local_f64"] > first["floor"], strict=True))
+    assert introduced == {"blocks.0": False, "blocks.1": True, "head": False}
 
 
 def test_a_glob_that_matches_no_submodule_is_refused_before_any_training(project, tmp_path):

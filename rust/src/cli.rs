@@ -69,6 +69,11 @@ pub struct Runner {
 }
 
 impl Runner {
+    /// Whether this is a port's binary (its registry the port alone).
+    fn is_port(&self) -> bool {
+        self.models.iter().any(|m| m.name == models::PORT)
+    }
+
     /// The spec's model in the registry; refused (exit code 2) when it is another binary's.
     fn model(&self, spec: &Spec) -> Result<&ModelEntry, Failure> {
         models::find(&self.models, spec).map_err(Failure::Refused)
@@ -211,7 +216,7 @@ fn run_check(runner: &Runner, args: CheckArgs) -> Result<(), Failure> {
 
 /// The local mode.
 fn run_local(runner: &Runner, args: LocalArgs) -> Result<(), Failure> {
-    let fault = fault::Fault::from_env()?;
+    let fault = fault::Fault::from_env(runner.is_port())?;
     let spec = config::load(&args.spec)?;
     let data = dataset::read(&args.data)?;
     threads(spec.threads)?;
@@ -243,7 +248,7 @@ fn run(runner: &Runner, args: Args) -> Result<(), Failure> {
     else {
         unreachable!("clap requires them without a subcommand")
     };
-    let fault = fault::Fault::from_env()?;
+    let fault = fault::Fault::from_env(runner.is_port())?;
     let spec = config::load(&spec_path)?;
     let data = dataset::read(&data_path)?;
     threads(spec.threads)?;

@@ -66,15 +66,65 @@ fn may_have_layer(name: &str) -> bool {
 }
 
 impl Fault {
-    /// The fault the environment asks for, if any.
-    pub fn from_env() -> Result<Option<Fault>, String> {
+    /// The fault the environment asks for, if any; for `a port`'s binary its PARAMETER or
+    /// LAYER is checked against the port once its spec is read ([`Fault::check`]), for
+    /// `parity-train`'s against the built-in models at once ([`Fault::parse`]).
+    pub fn from_env(port: bool) -> Result<Option<Fault>, String> {
         match std::env::var(VARIABLE) {
+            Ok(text) if !text.is_empty() && port => Fault::parse_fields(&text).map(Some),
             Ok(text) if !text.is_empty() => Fault::parse(&text).map(Some),
             _ => Ok(None),
         }
     }
 
+    /// The fault of `text`, its PARAMETER or LAYER one that some built-in model has.
     pub fn parse(text: &str) -> Result<Fault, String> {
+        let fault = Fault::parse_fields(text)?;
+        let bad = |why: &str| {
+            format!(
+                "{VARIABLE}={text}: {why} (expected STEP:PARAMETER:INDEX:DELTA, e.g. 3:fc.weight:67:1e-9, or STEP:layer:LAYER:INDEX:DELTA, e.g. 1:layer:relu:3:1e-6)"
+            )
+        };
+        // The model and its size are not known yet: a parameter or layer some built-in model
+        // has at some size is accepted here (see `check`).
+        let builtins = models::builtins();
+        match &fault.target {
+            Target::Parameter(parameter)
+                if !builtins.iter().any(|m| (m.may_have_param)(parameter)) =>
+            {
+                let mut known: Vec<String> = Vec::new();
+                for model in &builtins {
+                    for e in (model.params)(&model.default_size()) {
+                        if !known.contains(&e.name) {
+                            known.push(e.name);
+                        }
+                    }
+                }
+                Err(bad(&format!(
+                    "PARAMETER must be one of {} (or, for a transformer of several layers, enc.layers.I.NAME for enc.NAME; for gpt, blocks.I.NAME for blocks.0.NAME)",
+                    known.join(", ")
+                )))
+            }
+            Target::Layer(layer) if !may_have_layer(layer) => {
+                let mut known: Vec<String> = Vec::new();
+                for model in &builtins {
+                    for l in (model.layers)(&model.default_size()) {
+                        if !known.contains(&l) {
+                            known.push(l);
+                        }
+                    }
+                }
+                Err(bad(&format!(
+                    "LAYER must be one of {} (or NAME.I for the I-th of several)",
+                    known.join(", ")
+                )))
+            }
+            _ => Ok(fault),
+        }
+    }
+
+    /// The fault of `text`, its fields' syntax checked (not its names: a port's are its own).
+    pub fn parse_fields(text: &str) -> Result<Fault, String> {
         let bad = |why: &str| {
             format!(
                 "{VARIABLE}={text}: {why} (expected STEP:PARAMETER:INDEX:DELTA, e.g. 3:fc.weight:67:1e-9, or STEP:layer:LAYER:INDEX:DELTA, e.g. 1:layer:relu:3:1e-6)"
@@ -99,42 +149,6 @@ impl Fault {
             .map_err(|_| bad("STEP is not a positive integer"))?;
         if step == 0 {
             return Err(bad("STEP counts from 1"));
-        }
-        // The model and its size are not known yet: a parameter or layer some built-in model
-        // has at some size is accepted here (see `check`).
-        let builtins = models::builtins();
-        match &target {
-            Target::Parameter(parameter)
-                if !builtins.iter().any(|m| (m.may_have_param)(parameter)) =>
-            {
-                let mut known: Vec<String> = Vec::new();
-                for model in &builtins {
-                    for e in (model.params)(&model.default_size()) {
-                        if !known.contains(&e.name) {
-                            known.push(e.name);
-                        }
-                    }
-                }
-                return Err(bad(&format!(
-                    "PARAMETER must be one of {} (or, for a transformer of several layers, enc.layers.I.NAME for enc.NAME; for gpt, blocks.I.NAME for blocks.0.NAME)",
-                    known.join(", ")
-                )));
-            }
-            Target::Layer(layer) if !may_have_layer(layer) => {
-                let mut known: Vec<String> = Vec::new();
-                for model in &builtins {
-                    for l in (model.layers)(&model.default_size()) {
-                        if !known.contains(&l) {
-                            known.push(l);
-                        }
-                    }
-                }
-                return Err(bad(&format!(
-                    "LAYER must be one of {} (or NAME.I for the I-th of several)",
-                    known.join(", ")
-                )));
-            }
-            _ => {}
         }
         let index: usize = index.parse().map_err(|_| bad("INDEX is not an integer"))?;
         let delta: f64 = delta.parse().map_err(|_| bad("DELTA is not a number"))?;

@@ -65,29 +65,6 @@ pub fn local(
     (model.local)(spec, data, device, fault, torch_run, out).map_err(Failure::into_message)
 }
 
-/// The local file of a model whose layers are not run one by one (a port: it has no
-/// stages, src/port): the same file, of the spec's probe steps, with no layer entries
-/// (`names` `[]`), in `device`'s dtype.
-pub fn write_without_layers(spec: &Spec, device: &Device, out: &Path) -> Result<Written, String> {
-    let dtype = Dtype::of(DType::from(device.settings().float_dtype))?;
-    let steps = probe_steps(spec);
-    let metadata = [
-        ("format".to_string(), FORMAT.to_string()),
-        (
-            "steps".to_string(),
-            json_list(steps.iter().map(|&s| Value::from(s))),
-        ),
-        ("names".to_string(), json_list([])),
-    ];
-    let writer = TensorWriter::create_with(out, &[], dtype, &[], &metadata)?;
-    let bytes = writer.close()?;
-    Ok(Written {
-        steps,
-        names: Vec::new(),
-        bytes,
-    })
-}
-
 /// A JSON list as `[1, 100]` / `["conv", "relu"]` (Python's `json.dumps` spacing).
 fn json_list(items: impl IntoIterator<Item = Value>) -> String {
     let items: Vec<String> = items.into_iter().map(|v| v.to_string()).collect();
@@ -95,14 +72,23 @@ fn json_list(items: impl IntoIterator<Item = Value>) -> String {
 }
 
 /// The reference run: its block, checked against the spec, and its open tensors file.
-struct Reference {
+pub(crate) struct Reference {
     tensors: TensorReader,
     /// The recorded steps (the trajectories' rows).
     steps: Vec<usize>,
 }
 
 impl Reference {
-    fn open<M: ParityModel>(spec: &Spec, path: &Path, dtype: Dtype) -> Result<Self, String> {
+    /// The PyTorch run at `path` of model `model` (a built-in model's name, or a port's),
+    /// checked against the spec: its model, size, steps, batch, dtype, and a layer record
+    /// of each probe step with the layers `names`, whose predecessor's state it recorded.
+    pub(crate) fn open(
+        spec: &Spec,
+        path: &Path,
+        dtype: Dtype,
+        model: &str,
+        names: &[String],
+    ) -> Result<Self, String> {
         let shown = path.display();
         let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
         let file: Value =
@@ -114,7 +100,7 @@ impl Reference {
         let meta = &block["meta"];
         let size = serde_json::to_value(&spec.model_size).expect("a size serialises");
         for (key, want) in [
-            ("model", Value::from(M::NAME)),
+            ("model", Value::from(model)),
             ("model_size", size),
             ("steps", Value::from(spec.steps)),
             ("batch_size", Value::from(spec.batch_size)),
@@ -157,7 +143,6 @@ impl Reference {
             ));
         }
         // The layer records' steps and names.
-        let names = M::layers(&spec.model_size);
         let recorded: Vec<usize> = block["layers"]
             .as_array()
             .map(|records| {
@@ -190,7 +175,12 @@ impl Reference {
     }
 
     /// Each parameter (`kind` "params") or buffer ("buffers") after 1-based `step`, flat.
-    fn row(&mut self, kind: &str, names: &[String], step: usize) -> Result<Vec<Vec<f64>>, String> {
+    pub(crate) fn row(
+        &mut self,
+        kind: &str,
+        names: &[String],
+        step: usize,
+    ) -> Result<Vec<Vec<f64>>, String> {
         let row = self
             .steps
             .iter()
@@ -205,15 +195,16 @@ impl Reference {
             .collect()
     }
 
-    /// Layer `k`'s recorded `field` (outputs, input_grads) at `step`.
-    fn layer(&mut self, step: usize, field: &str, k: usize) -> Result<Vec<f64>, String> {
+    /// Layer `k`'s recorded `field` (outputs, input_grads; a port's inputs, output_grads)
+    /// at `step`.
+    pub(crate) fn layer(&mut self, step: usize, field: &str, k: usize) -> Result<Vec<f64>, String> {
         self.tensors.read(&format!("layers/{step}/{field}/{k}"))
     }
 }
 
 /// The spec's probe steps within 1..=steps, sorted, without repeats (as the recorder takes
 /// them).
-fn probe_steps(spec: &Spec) -> Vec<usize> {
+pub(crate) fn probe_steps(spec: &Spec) -> Vec<usize> {
     let mut steps: Vec<usize> = spec
         .probe_steps
         .iter()
@@ -252,7 +243,7 @@ pub(crate) fn local_for<M: ParityModel>(
     // the reference run's parameters, so it has nothing to perturb: only a layer fault acts.
     let fault = fault.filter(|f| f.layer().is_some());
     let dtype = Dtype::of(DType::from(device.settings().float_dtype))?;
-    let mut reference = Reference::open::<M>(spec, torch_run, dtype)?;
+    let mut reference = Reference::open(spec, torch_run, dtype, M::NAME, &names)?;
     let (x, y) = train::inputs::<M::Input>(data, device)?;
     let per = models::labels_per_sample(data);
     let batches = x.samples() / spec.batch_size;
@@ -357,6 +348,18 @@ pub(crate) fn local_for<M: ParityModel>(
             }
         }
     }
+    write(out, dtype, steps, names, &tensors)
+}
+
+/// The local file: `tensors` (`local/{step}/{outputs,input_grads}/{k}`, flat) in `dtype`,
+/// with the probe steps and the layers' names as metadata, written atomically.
+pub(crate) fn write(
+    out: &Path,
+    dtype: Dtype,
+    steps: Vec<usize>,
+    names: Vec<String>,
+    tensors: &[(String, Vec<f64>)],
+) -> Result<Written, String> {
     let declared: Vec<(String, Vec<usize>)> = tensors
         .iter()
         .map(|(key, v)| (key.clone(), vec![v.len()]))
@@ -373,7 +376,7 @@ pub(crate) fn local_for<M: ParityModel>(
         ),
     ];
     let mut writer = TensorWriter::create_with(out, &declared, dtype, &[], &metadata)?;
-    for (key, values) in &tensors {
+    for (key, values) in tensors {
         writer.write(key, values)?;
     }
     let bytes = writer.close()?;

@@ -161,6 +161,16 @@ impl Act {
         }
     }
 
+    /// The float tensor cut from the autodiff graph (its values kept); token ids as they are.
+    pub fn detach(self) -> Act {
+        match self {
+            Act::R2(t) => Act::R2(t.detach()),
+            Act::R3(t) => Act::R3(t.detach()),
+            Act::R4(t) => Act::R4(t.detach()),
+            tokens => tokens,
+        }
+    }
+
     /// `delta` added to the element of flat index `index` (a layer fault, fault.rs).
     pub fn add_at(self, index: usize, delta: f64) -> Result<Act, String> {
         let numel = self.numel();

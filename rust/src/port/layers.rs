@@ -1,9 +1,9 @@
 //! The recorded layers of a port's forward ([`Layers`]): the user's typed view of the
 //! trainer's [`Probe`], so that a port records each layer without knowing [`Act`].
 
-use burn::tensor::{Int, Tensor};
+use burn::tensor::{Device, Int, Tensor};
 
-use crate::models::{Act, Probe};
+use crate::models::{Act, Perturb, Probe};
 
 /// What a recorded layer may take: a float tensor of rank 2, 3 or 4, or token ids [N, T]
 /// (whose input gradient is recorded as an empty list, as PyTorch has none).
@@ -47,16 +47,96 @@ impl LayerOutput for Tensor<4> {}
 /// The layers a port's forward calls, in order, each through the trainer's probe: when the
 /// probe is on, the layer's output and the gradient of the loss with respect to its input
 /// are recorded (the run file's `layers`); a layer fault's delta is added to its layer's
-/// output. The names called are kept, to be checked against the spec's `port.layers`.
+/// output. The names called are kept, to be checked against the spec's `port.layers`. In
+/// the local mode ([`Layers::local`]) each layer is run on PyTorch's recorded input instead.
 pub struct Layers<'a> {
     probe: &'a mut Probe,
+    local: Option<&'a mut LocalRun>,
     called: Vec<String>,
+}
+
+/// The local mode of one probe step (PaDiff's single step; local.rs for the built-in
+/// models): each layer `k` the forward calls is run on PyTorch's recorded input to it, a
+/// fresh autodiff leaf, and differentiated on PyTorch's recorded gradient at its output
+/// (Σ out ⊙ g, backward on its own); its output goes on detached, so that no later layer's
+/// gradient flows into it. A port records both (its layers need not run one after the
+/// other: a residual, a branch), so no layer's input is taken for its predecessor's output.
+pub(crate) struct LocalRun {
+    /// PyTorch's input of each layer and gradient at its output, flat, in call order.
+    pub inputs: Vec<Vec<f64>>,
+    pub output_grads: Vec<Vec<f64>>,
+    /// A layer fault of this step (fault.rs): Burn's layer is then the wrong one.
+    pub perturb: Option<Perturb>,
+    pub device: Device,
+    /// Each layer's local output and input gradient (empty for token ids, or where PyTorch
+    /// recorded no gradient at its output).
+    pub outputs: Vec<Vec<f64>>,
+    pub input_grads: Vec<Vec<f64>>,
+    /// The first thing that went wrong, with the layer's name.
+    pub failed: Option<String>,
+}
+
+impl LocalRun {
+    /// Layer `k` (`name`) on PyTorch's input in place of `x`, recorded; its output, detached.
+    fn layer(&mut self, k: usize, name: &str, x: Act, f: impl FnOnce(Act) -> Act) -> Act {
+        let mut fail = |why: String| {
+            self.failed.get_or_insert(format!("layer {name}: {why}"));
+        };
+        let input = match self.inputs.get(k) {
+            _ if x.is_tokens() => x, // the batch's token ids: the same on both sides
+            Some(values) => Act::from_values(values, &x.dims(), &self.device)
+                .unwrap_or_else(|e| {
+                    fail(format!(
+                        "PyTorch's input: {e} (Burn's input is {:?})",
+                        x.dims()
+                    ));
+                    x
+                })
+                .require_grad(),
+            None => {
+                fail("PyTorch recorded no input".into());
+                x
+            }
+        };
+        let mut out = f(input.clone());
+        if let Some(p) = self.perturb {
+            match p.apply(k, out.clone()) {
+                Ok(bumped) => out = bumped,
+                Err(e) => fail(format!("{}: {e}", crate::fault::VARIABLE)),
+            }
+        }
+        self.outputs.push(out.clone().values());
+        let g = self.output_grads.get(k).cloned().unwrap_or_default();
+        let grad = if input.is_tokens() || g.is_empty() {
+            Vec::new()
+        } else {
+            match out.clone().weighted_sum(&g) {
+                Ok(scalar) => input.grad(&scalar.backward()).unwrap_or_default(),
+                Err(e) => {
+                    fail(format!("PyTorch's gradient at its output: {e}"));
+                    Vec::new()
+                }
+            }
+        };
+        self.input_grads.push(grad);
+        out.detach()
+    }
 }
 
 impl<'a> Layers<'a> {
     pub(crate) fn new(probe: &'a mut Probe) -> Self {
         Layers {
             probe,
+            local: None,
+            called: Vec::new(),
+        }
+    }
+
+    /// The local mode's layers: each run on `run`'s recorded input ([`LocalRun`]).
+    pub(crate) fn local(probe: &'a mut Probe, run: &'a mut LocalRun) -> Self {
+        Layers {
+            probe,
+            local: Some(run),
             called: Vec::new(),
         }
     }
@@ -75,6 +155,9 @@ impl<'a> Layers<'a> {
     ) -> O {
         let k = self.called.len();
         self.called.push(name.to_string());
+        if let Some(run) = self.local.as_deref_mut() {
+            return O::from_act(run.layer(k, name, x.into(), |x| f(I::from_act(x)).into()));
+        }
         O::from_act(self.probe.stage(k, x.into(), |x| f(I::from_act(x)).into()))
     }
 

@@ -35,11 +35,12 @@
 //! `impl<P: Port> ParityModel for P`, one declaration per port type (keyed by its
 //! `TypeId`, so that tests of several port types share a process). A port's buffers are its
 //! BatchNorms' running statistics, read and set by path (a `RunningState` is visited as a
-//! tensor with an id, as a parameter is); its BatchNorms' settings are read from the
-//! module's display (settings.rs). A port has no stages: its local mode writes no layer
-//! entries ([`crate::local::write_without_layers`]).
+//! tensor with an id, as a parameter is); its layers' settings are read from the module's
+//! display (settings.rs). A port has no stages: its local mode runs its own forward with
+//! PyTorch's recorded input put in at each `layers.layer` call (local.rs).
 
 mod layers;
+mod local;
 mod resolve;
 mod settings;
 
@@ -59,7 +60,7 @@ use crate::cli::{self, Failure, Runner};
 use crate::config::{PortDecl, Spec};
 use crate::dataset::Dataset;
 use crate::fault::Fault;
-use crate::local::{self, Written};
+use crate::local::Written;
 use crate::models::{
     self, Act, Arrays, Entry, ModelEntry, ModelInput, ModelSize, PORT, ParityModel, Probe, SizeKeys,
 };
@@ -226,28 +227,23 @@ fn train_port<P: Port>(
     Ok(train::run_into::<P>(spec, data, device, fault, output)?.0)
 }
 
-/// The port's local mode: the local file without layer entries (a port has no stages to
-/// run on PyTorch's recorded inputs), after [`prepare`].
+/// The port's local mode ([`local::local_port`]), after [`prepare`].
 fn local_port<P: Port>(
     spec: &Spec,
     data: &Dataset,
     device: &Device,
-    _fault: Option<&Fault>,
-    _torch_run: &Path,
+    fault: Option<&Fault>,
+    torch_run: &Path,
     out: &Path,
 ) -> Result<Written, Failure> {
     prepare::<P>(spec, data, device)?;
-    let written = local::write_without_layers(spec, device, out)?;
-    println!(
-        "port {}: its layers were not run on PyTorch's inputs (a port has no stages): {} holds no layer entries",
-        declared::<P>().name,
-        out.display()
-    );
-    Ok(written)
+    Ok(local::local_port::<P>(
+        spec, data, device, fault, torch_run, out,
+    )?)
 }
 
 /// Port `P`'s entry ([`PORT`]): the trainer's ([`models::entry`]), its modes after
-/// [`prepare`] (the local mode writing the file without layer entries).
+/// [`prepare`].
 pub fn entry<P: Port>() -> ModelEntry {
     ModelEntry {
         train: train_port::<P>,

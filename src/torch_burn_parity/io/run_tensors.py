@@ -13,6 +13,8 @@ layouts, the model's order):
     trajectory/buffers/{name}      [S, *shape]
     layers/{step}/outputs/{k}      [numel]       layer k's output at a probe step
     layers/{step}/input_grads/{k}  [numel]       dLoss/d(layer k's input) there
+    layers/{step}/inputs/{k}       [numel]       a port's: layer k's input there (PyTorch)
+    layers/{step}/output_grads/{k} [numel]       a port's: dLoss/d(layer k's output) there
 
 S is the number of recorded steps, the spec's `record_steps` (the JSON's `tensors.steps`;
 config/record.py). The JSON's `tensors` says
@@ -335,6 +337,12 @@ def materialize(block: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# A layer record's per-layer fields: every model's, then a port's own two (its layers need
+# not run one after the other, so their inputs are not the previous layer's outputs).
+LAYER_FIELDS = ("outputs", "input_grads")
+PORT_LAYER_FIELDS = (*LAYER_FIELDS, "inputs", "output_grads")
+
+
 class RunRecorder:
     """What a trainer records of its tensors, step by step: into the run's tensors file when
     given one (the pipeline), else into the run file's JSON lists (a test's inline run).
@@ -351,6 +359,7 @@ class RunRecorder:
         record_steps: list[int],
         probe_steps: list[int],
         layer_count: int,
+        layer_fields: tuple[str, ...] = LAYER_FIELDS,
     ) -> None:
         self.path, self.dtype, self.record_steps = path, dtype, list(record_steps)
         self.rows = {step - 1: row for row, step in enumerate(self.record_steps)}
@@ -368,10 +377,11 @@ class RunRecorder:
             late = [
                 f"layers/{step}/{field}/{k}"
                 for step in probe_steps
-                for field in ("outputs", "input_grads")
+                for field in layer_fields
                 for k in range(layer_count)
             ]
             self.writer = TensorWriter(tensors_path(path), shapes, dtype, late=late)
+        self.layer_fields = layer_fields
 
     def records(self, step: int) -> bool:
         """Whether 0-based ``step`` is one of the recorded steps."""
@@ -386,11 +396,12 @@ class RunRecorder:
             self.writer.write(f"trajectory/{kind}/{name}", values, row=self.rows[step])
 
     def layer(self, record: dict[str, Any]) -> None:
-        """One probe step's layer record ({step, names, outputs, input_grads})."""
+        """One probe step's layer record ({step, names, outputs, input_grads}, and a port's
+        inputs and output_grads)."""
         if self.writer is None:
             self.layers.append(record)
             return
-        for field in ("outputs", "input_grads"):
+        for field in self.layer_fields:
             for k, values in enumerate(record[field]):
                 self.writer.add(f"layers/{record['step']}/{field}/{k}", values)
         self.layers.append({"step": record["step"], "names": record["names"]})

@@ -141,7 +141,9 @@ def recorded_forward(
     model: nn.Module, x: torch.Tensor
 ) -> tuple[torch.Tensor, Callable[[int], dict[str, Any]]]:
     """The model's output on batch x, and a function that, after backward, returns the
-    layer record of that step: each layer's output and dLoss/d(its input).
+    layer record of that step: each layer's output and dLoss/d(its input); for a port also
+    each layer's input and dLoss/d(its output), which are not the neighbours' where its
+    layers do not run one after the other (a residual, a branch).
 
     Nothing is added to the computation: the batch is a leaf that requires grad and each
     layer's output (the next one's input) keeps its .grad (retain_grad), so every value
@@ -150,7 +152,8 @@ def recorded_forward(
     """
     tokens = not torch.is_floating_point(x)
     x = x.detach() if tokens else x.detach().requires_grad_()
-    if port_torch.is_port_module(model):  # your own module: its layers seen by hooks
+    port = port_torch.is_port_module(model)
+    if port:  # your own module: its layers seen by hooks
         h, names, outputs, layer_inputs = port_torch.hooked_forward(model, x)
     else:
         names, outputs, layer_inputs = [], [], [x]
@@ -164,15 +167,23 @@ def recorded_forward(
         for t in layer_inputs[1:]:
             t.retain_grad()
 
+    def grad(t: torch.Tensor | None) -> list[float]:  # none: a value no loss depends on
+        return [] if t is None or t.grad is None else flat(t.grad)
+
     def record(step: int) -> dict[str, Any]:
-        return {
+        found = {
             "step": step,
             "names": names,
             "outputs": [flat(o) for o in outputs],
             "input_grads": [
-                [] if tokens and k == 0 else flat(t.grad) for k, t in enumerate(layer_inputs)
+                [] if tokens and k == 0 else grad(t) for k, t in enumerate(layer_inputs)
             ],
         }
+        if port:  # each layer's own input and output gradient: what Burn's local mode takes
+            found["inputs"] = [[] if tokens and k == 0 else flat(t)
+                               for k, t in enumerate(layer_inputs)]  # fmt: skip
+            found["output_grads"] = [grad(o) for o in outputs]
+        return found
 
     return h, record
 

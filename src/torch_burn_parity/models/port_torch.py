@@ -240,8 +240,8 @@ def hooked_forward(
 ) -> tuple[torch.Tensor, list[str], list[torch.Tensor], list[torch.Tensor]]:
     """A port's forward on batch ``x`` (already a leaf, or token ids), its listed layers
     seen by hooks: (output, layer names in the order they ran, each layer's output, each
-    layer's input), every input but the batch keeping its .grad (models.recorded_forward
-    records them)."""
+    layer's input), every input but the batch and every output keeping its .grad
+    (models.recorded_forward records them)."""
     outputs: list[torch.Tensor] = []
     inputs: list[torch.Tensor] = []
     called: list[str] = []
@@ -253,5 +253,8 @@ def hooked_forward(
         raise ModelError(f"layers: each listed layer must run once per forward; here {shown}")
     for t in inputs:
         if t is not x and t.requires_grad:
+            t.retain_grad()
+    for t in outputs:  # the gradient at each layer's output: the Burn side's local mode
+        if t.requires_grad:
             t.retain_grad()
     return out, called, outputs, inputs

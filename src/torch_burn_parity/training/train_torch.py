@@ -42,7 +42,7 @@ from torch_burn_parity.config.resolve import read_spec
 from torch_burn_parity.datasets.registry import DEFAULT_DATA
 from torch_burn_parity.io.parity_io import DTYPES, FormatError, read_dataset, write_run
 from torch_burn_parity.io.run_file import RunBlock
-from torch_burn_parity.io.run_tensors import RunRecorder
+from torch_burn_parity.io.run_tensors import LAYER_FIELDS, PORT_LAYER_FIELDS, RunRecorder
 from torch_burn_parity.models.losses import DEFAULT_LOSS
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelError
 from torch_burn_parity.models.models import (
@@ -54,7 +54,7 @@ from torch_burn_parity.models.models import (
     recorded_forward,
     state,
 )
-from torch_burn_parity.models.port_torch import layer_count
+from torch_burn_parity.models.port_torch import is_port_module, layer_count
 from torch_burn_parity.optimizers import REGISTRY
 
 TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64}
@@ -258,6 +258,7 @@ def train(
             spec.get("record_steps", list(range(1, spec["steps"] + 1))),
             sorted(p for p in probe_steps if p <= spec["steps"]),
             layer_count(model),
+            PORT_LAYER_FIELDS if is_port_module(model) else LAYER_FIELDS,
         )
     numpy = lambda t: t.detach().numpy()  # noqa: E731
     # The L2 norm of each parameter and gradient after every step, in f64 (an f32 tensor
