@@ -558,6 +558,12 @@ def test_a_difference_before_the_update_says_why_the_replay_cannot_follow(tmp_pa
     x.layers.loc[gelu, "first_above_floor"] = True
     x.layers["introduced_first"] = False
     rejudge(x)
+    # no local values: whether gelu introduces it is not known
+    assert x.record["entry"] == {
+        "layer": "gelu", "phase": "backward", "step": 1, "introduced": None,
+    }  # fmt: skip
+    x.layers["local_f64"] = 0.0  # measured: no layer introduces one
+    rejudge(x)
     assert x.record["entry"] == {
         "layer": "gelu", "phase": "backward", "step": 1, "introduced": False,
     }  # fmt: skip
