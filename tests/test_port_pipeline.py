@@ -642,3 +642,110 @@ def test_a_layer_setting_kept_at_burns_default_is_named_and_measured(project, tm
         "build Burn's `norm` with PyTorch's epsilon: its config's `.with_epsilon(0.001)`" in report
     )
     assert "with Burn's act.approximate as well" in report
+
+
+# --- packed and re-laid-out parameters: a fused qkv, a Conv1D-style weight ----------------
+
+PACKED_MODULE = '''
+import torch
+from torch import nn
+
+
+class PackedNet(nn.Module):
+    """qkv (one Linear 12 -> 3·16, its output cut in three and summed) -> GELU -> head, a
+    weight held [in, out] as GPT-2's Conv1D holds it (x @ W + b)."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(12, 48)
+        self.act = nn.GELU()
+        self.head = nn.Module()
+        self.head.weight = nn.Parameter(torch.randn(16, 4) * 0.2)
+        self.head.bias = nn.Parameter(torch.zeros(4))
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        h = self.act(q + k + v)
+        return h @ self.head.weight + self.head.bias
+'''
+
+# Three Linears for PyTorch's one; a Linear holding the [in, out] weight as it is.
+PACKED_MAIN_RS = """
+use burn::nn::{Gelu, Linear, LinearConfig};
+use burn::prelude::*;
+use parity_train::port::{Layers, Mapping, Port};
+use std::process::ExitCode;
+
+#[derive(Module, Debug)]
+pub struct PackedNet {
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    act: Gelu,
+    head: Linear,
+}
+
+impl Port for PackedNet {
+    type Input = Tensor<2>;
+
+    fn init(device: &Device) -> Self {
+        let linear = || LinearConfig::new(12, 16).init(device);
+        PackedNet { q: linear(), k: linear(), v: linear(), act: Gelu::new(),
+                    head: LinearConfig::new(16, 4).init(device) }
+    }
+
+    fn forward(&self, x: Tensor<2>, layers: &mut Layers) -> Tensor<2> {
+        let h = self.q.forward(x.clone()) + self.k.forward(x.clone()) + self.v.forward(x);
+        let h = layers.layer("act", h, |h| self.act.forward(h));
+        h.matmul(self.head.weight.val()) + self.head.bias.as_ref().unwrap().val().unsqueeze()
+    }
+
+    fn mappings() -> Vec<(String, Mapping)> {
+        let parts = |f: &str| ["q", "k", "v"].map(|m| format!("{m}.{f}")).to_vec();
+        vec![
+            ("qkv.weight".into(), Mapping::SplitRows { parts: parts("weight"), transpose: true }),
+            ("qkv.bias".into(), Mapping::SplitRows { parts: parts("bias"), transpose: false }),
+            ("head.weight".into(), Mapping::AsIs("head.weight".into())),
+        ]
+    }
+}
+
+fn main() -> ExitCode {
+    parity_train::port::main::<PackedNet>()
+}
+"""
+
+
+def test_a_packed_and_an_untransposed_parameter_train_the_same(project, tmp_path):
+    folder = tmp_path / "packed"
+    config = yaml.safe_load(write_user_project(folder, project / "rust").read_text())
+    (folder / "torch/packed_net.py").write_text(PACKED_MODULE)
+    (folder / "burn/src/main.rs").write_text(PACKED_MAIN_RS)
+    import sys
+
+    import torch
+    from safetensors.torch import save_file
+
+    sys.path.insert(0, str(folder / "torch"))
+    sys.modules.pop("packed_net", None)
+    try:
+        from packed_net import PackedNet
+    finally:
+        sys.path.remove(str(folder / "torch"))
+    torch.manual_seed(3)
+    save_file(PackedNet().state_dict(), folder / "weights.safetensors")
+    experiment = config["experiments"].pop("gelu_net_sgd")
+    experiment["model"].update(name="packed_net", layers=["act"])
+    experiment["model"]["torch"]["module"] = "packed_net:PackedNet"
+    config["experiments"] = {"packed_net_sgd": experiment}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    snakemake(project, "--cores", "2", "--configfile", str(folder / "config.yaml"))
+    record = verdicts(project)["packed_net_sgd"]
+    assert record["verdict"] == "equivalent up to rounding", record["cause"]
+    (block,) = json.loads(
+        (project / "results/runs/packed_net_sgd/burn-f64.json").read_text()
+    ).values()
+    assert block["meta"]["burn_shapes"]["qkv.weight"] == [[12, 16]] * 3
+    assert block["meta"]["burn_shapes"]["head.weight"] == [[16, 4]]
+    compare = (project / "results/compare/packed_net_sgd-f64.txt").read_text()
+    assert "params.qkv.weight" in compare and "params.head.weight" in compare

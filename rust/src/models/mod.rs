@@ -190,6 +190,13 @@ pub trait ParityModel: Module + Sized {
     /// parameter id (models/store.rs), like the Linear weights by default.
     fn pytorch_keys(size: &ModelSize) -> Vec<(String, String)>;
 
+    /// Whether the trainer loads the model through burn-store ([`build`](super::build)):
+    /// every built-in model, and a port whose arrays burn-store maps by itself; else wholly
+    /// from the arrays ([`ParityModel::build`]), a port that maps some parameter itself.
+    fn through_store() -> bool {
+        true
+    }
+
     /// The model with every value from the arrays (already checked by [`Arrays::new`]
     /// against the declarations at [`Arrays::size`]), none through burn-store: the path the
     /// burn-store load is checked against, bit for bit (tests/burn_store.rs).

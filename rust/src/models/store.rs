@@ -71,6 +71,9 @@ pub fn load_with<M: ParityModel>(
     linear: LinearWeights,
 ) -> Result<M, String> {
     let arrays = Arrays::new::<M>(size, data, device)?;
+    if !M::through_store() {
+        return Ok(M::build(&arrays));
+    }
     let entries: Vec<Entry> = M::params(size)
         .into_iter()
         .chain(M::buffers(size))

@@ -45,6 +45,7 @@ mod resolve;
 mod settings;
 
 pub use layers::{LayerInput, LayerOutput, Layers};
+pub use resolve::Mapping;
 
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -100,6 +101,15 @@ pub trait Port: Module + std::fmt::Display + Sized + 'static {
     fn pytorch_keys() -> Vec<(String, String)> {
         Vec::new()
     }
+
+    /// How PyTorch's arrays map to Burn tensors where burn-store's rules do not say, by
+    /// PyTorch name ([`Mapping`]): a Conv1D weight held as is in a Burn Linear, a packed
+    /// qkv array split into three Linears. A port that declares any is loaded wholly from
+    /// the weights file by parameter id, not through burn-store (whose load puts one array
+    /// into one path). None by default.
+    fn mappings() -> Vec<(String, Mapping)> {
+        Vec::new()
+    }
 }
 
 /// Port `P`'s module for `device`'s float precision ([`Port::init_with_dtype`]).
@@ -113,9 +123,12 @@ fn init<P: Port>(device: &Device) -> P {
 struct Declared {
     /// The spec's `port.name`.
     name: String,
-    /// Each parameter with Burn's layout, and its Burn path, in `port.params` order.
+    /// Each parameter with Burn's layout, and the Burn path of each of its parts, in
+    /// `port.params` order.
     params: Vec<Entry>,
     paths: Vec<String>,
+    /// Whether the port maps some parameter itself ([`Port::mappings`]).
+    mapped: bool,
     /// Each buffer (a running statistic), and its Burn path, in `port.buffers` order.
     buffers: Vec<Entry>,
     buffer_paths: Vec<String>,
@@ -178,7 +191,8 @@ pub fn prepare<P: Port>(spec: &Spec, data: &Dataset, device: &Device) -> Result<
     };
     let name = &port.name;
     let module = init::<P>(device);
-    let resolved = resolve::resolve(port, &module, &<P as Port>::pytorch_keys())?;
+    let mappings = <P as Port>::mappings();
+    let resolved = resolve::resolve(port, &module, &<P as Port>::pytorch_keys(), &mappings)?;
     let x = <<P as Port>::Input as ModelInput>::read(data, device)
         .map_err(|e| format!("port {name}: {e}"))?;
     // The layers the forward records, on the first batch (or as many samples as there are):
@@ -197,6 +211,7 @@ pub fn prepare<P: Port>(spec: &Spec, data: &Dataset, device: &Device) -> Result<
         name: name.clone(),
         params: resolved.entries,
         paths: resolved.paths,
+        mapped: !mappings.is_empty(),
         buffers: resolved.buffers,
         buffer_paths: resolved.buffer_paths,
         layers: recorded,
@@ -298,10 +313,26 @@ impl<P: Port> ParityModel for P {
         <P as Port>::pytorch_keys()
     }
 
-    /// Burn's initial module with every parameter set from the arrays, by id.
+    /// Burn's initial module with every parameter set from the arrays, by id, and its
+    /// running statistics.
     fn build(arrays: &Arrays) -> Self {
         let model = init::<P>(arrays.device());
-        models::from_arrays(model, arrays, |_| true)
+        let mut model = models::from_arrays(model, arrays, |_| true);
+        let declared = declared::<P>();
+        if !declared.buffers.is_empty() {
+            let buffers = declared
+                .buffers
+                .iter()
+                .map(|e| arrays.tensor(&e.name))
+                .collect();
+            model.set_buffers(buffers);
+        }
+        model
+    }
+
+    /// Through burn-store unless the port maps some parameter itself.
+    fn through_store() -> bool {
+        !declared::<P>().mapped
     }
 
     /// No keys: written `{}`.
@@ -373,10 +404,15 @@ impl<P: Port> ParityModel for P {
         // A Burn module's path to PyTorch's name, from the parameters and buffers matched
         // (norm.gamma ↔ norm.weight); a module without any keeps its path.
         let mut names: HashMap<String, String> = HashMap::new();
-        let entries = declared.params.iter().chain(&declared.buffers);
+        let parts = declared
+            .params
+            .iter()
+            .flat_map(|e| (0..e.parts).map(move |_| e));
+        let entries = parts.chain(&declared.buffers);
         for (entry, path) in entries.zip(declared.paths.iter().chain(&declared.buffer_paths)) {
             if let (Some((torch, _)), Some((burn, _))) =
                 (entry.name.rsplit_once('.'), path.rsplit_once('.'))
+                && entry.parts == 1
             {
                 names.insert(burn.to_string(), torch.to_string());
             }

@@ -53,6 +53,24 @@ fn running_state(path: &str, container_path: &str) -> bool {
         && (path.ends_with(".running_mean") || path.ends_with(".running_var"))
 }
 
+/// How one PyTorch array maps to the Burn tensors that hold it, where burn-store's rules
+/// do not say (a port declares it in [`Port::mappings`](super::Port::mappings)), Burn paths
+/// as burn-store collects them (`h.0.attn.c_attn.weight`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mapping {
+    /// Held as PyTorch holds it, no transpose: GPT-2's `Conv1D` weight, [in, out], in a Burn
+    /// Linear (which holds [in, out] too).
+    AsIs(String),
+    /// Held transposed (a 2-D array): what burn-store does for a Linear's weight, for
+    /// another module.
+    Transposed(String),
+    /// PyTorch's rows (its first dimension) cut into `parts.len()` equal blocks, block k held
+    /// by the Burn tensor at `parts[k]`, each transposed or not: nn.MultiheadAttention's
+    /// `in_proj_weight` [3d, d] as Burn's query, key and value Linears (transposed), its
+    /// `in_proj_bias` [3d] as their biases (not).
+    SplitRows { parts: Vec<String>, transpose: bool },
+}
+
 /// One float tensor of the Burn module (its id is read by [`ids_at`]).
 #[derive(Debug, Clone)]
 pub(crate) struct BurnTensor {
@@ -119,8 +137,8 @@ fn remap(name: &str, keys: &KeyRemapper) -> String {
 }
 
 /// A port's parameters and buffers matched: the trainer's entries (PyTorch names and
-/// shapes, Burn's layout), each with its Burn path, in `port.params` and `port.buffers`
-/// order.
+/// shapes, Burn's layout, parts), with the Burn path of each part (one for most; one per
+/// block of a split), in `port.params` and `port.buffers` order.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Resolved {
     pub entries: Vec<Entry>,
@@ -146,7 +164,7 @@ fn shown(shape: &[usize]) -> String {
 fn hint(torch: &[usize], burn: &[usize], layout: Layout) -> String {
     let transposed: Vec<usize> = torch.iter().rev().copied().collect();
     if torch.len() == 2 && burn == transposed.as_slice() {
-        return "a transpose would fit (Burn transposes only a Linear's weight)".into();
+        return "a transpose would fit (Burn transposes only a Linear's weight: declare it in Port::mappings, Mapping::Transposed or Mapping::AsIs)".into();
     }
     let block = other_layout(burn, layout);
     if block.len() == torch.len()
@@ -157,7 +175,7 @@ fn hint(torch: &[usize], burn: &[usize], layout: Layout) -> String {
         && torch[0] > block[0]
     {
         return format!(
-            "a split into {} equal row blocks would fit (a packed array, e.g. a qkv projection: a port cannot declare one yet)",
+            "a split into {} equal row blocks would fit (a packed array, e.g. a qkv projection: declare it in Port::mappings, Mapping::SplitRows)",
             torch[0] / block[0]
         );
     }
@@ -193,14 +211,29 @@ pub(crate) fn resolve<M: Module>(
     port: &PortDecl,
     module: &M,
     keys: &[(String, String)],
+    mappings: &[(String, Mapping)],
 ) -> Result<Resolved, String> {
     let name = &port.name;
+    for (torch, _) in mappings {
+        if !port.params.iter().any(|p| &p.name == torch) {
+            return Err(format!(
+                "port {name}: Port::mappings names {torch}, which is no PyTorch parameter of the weights file ({})",
+                port.params
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
     let keys = KeyRemapper::from_patterns(keys.to_vec())
         .map_err(|e| format!("port {name}: pytorch_keys: {}", one_line(&e.to_string())))?;
     let tensors = burn_tensors(module);
+    // A parameter the port maps itself is not a Linear built the wrong way round.
     let keyed: Vec<(String, Vec<usize>)> = port
         .params
         .iter()
+        .filter(|p| !mappings.iter().any(|(torch, _)| torch == &p.name))
         .map(|p| (remap(&p.name, &keys), p.shape.clone()))
         .collect();
     if let Some(refusal) = swapped(name, &keyed, &tensors) {
@@ -215,6 +248,12 @@ pub(crate) fn resolve<M: Module>(
     };
     let declared = port.params.iter().map(|p| (p, false));
     for (p, is_buffer) in declared.chain(port.buffers.iter().map(|p| (p, true))) {
+        if let Some((_, mapping)) = mappings.iter().find(|(torch, _)| torch == &p.name) {
+            let (entry, paths) = mapped(name, p, mapping, &tensors, &mut owner)?;
+            resolved.entries.push(entry);
+            resolved.paths.extend(paths);
+            continue;
+        }
         let what = if is_buffer { "buffer" } else { "parameter" };
         let key = remap(&p.name, &keys);
         let renamed = if key == p.name {
@@ -311,6 +350,82 @@ pub(crate) fn resolve<M: Module>(
         ));
     }
     Ok(resolved)
+}
+
+/// A parameter `p` with a declared `mapping`: its entry and the Burn path of each part, in
+/// order; one line on a Burn path the module does not have, a buffer, a path another
+/// parameter took, or a shape the mapping does not give.
+fn mapped<'a>(
+    name: &str,
+    p: &'a crate::config::PortParam,
+    mapping: &Mapping,
+    tensors: &[BurnTensor],
+    owner: &mut HashMap<usize, &'a str>,
+) -> Result<(Entry, Vec<String>), String> {
+    let (paths, layout): (Vec<&String>, Layout) = match mapping {
+        Mapping::AsIs(path) => (vec![path], Layout::Same),
+        Mapping::Transposed(path) => (vec![path], Layout::Transposed),
+        Mapping::SplitRows { parts, transpose } => (
+            parts.iter().collect(),
+            if *transpose {
+                Layout::Transposed
+            } else {
+                Layout::Same
+            },
+        ),
+    };
+    let k = paths.len();
+    if k == 0 || p.shape.is_empty() || !p.shape[0].is_multiple_of(k) {
+        return Err(format!(
+            "port {name}: Port::mappings splits PyTorch parameter {} {} into {k} row blocks, which do not divide its {} rows",
+            p.name,
+            shown(&p.shape),
+            p.shape.first().copied().unwrap_or(0)
+        ));
+    }
+    if layout == Layout::Transposed && p.shape.len() != 2 {
+        return Err(format!(
+            "port {name}: Port::mappings transposes PyTorch parameter {} {}, which is not a matrix",
+            p.name,
+            shown(&p.shape)
+        ));
+    }
+    let entry = Entry::packed_rows(p.name.clone(), &p.shape, k, layout);
+    let want = other_layout(&entry.part_shape(), layout);
+    for path in &paths {
+        let Some(i) = tensors.iter().position(|t| &t.path == *path) else {
+            let known: Vec<&str> = tensors.iter().map(|t| t.path.as_str()).collect();
+            return Err(format!(
+                "port {name}: Port::mappings maps PyTorch parameter {} to {path}, which is no tensor of the Burn module (it has {})",
+                p.name,
+                known.join(", ")
+            ));
+        };
+        let t = &tensors[i];
+        if t.buffer {
+            return Err(format!(
+                "port {name}: Port::mappings maps PyTorch parameter {} to Burn's running statistic {path}, a buffer",
+                p.name
+            ));
+        }
+        if t.shape != want {
+            return Err(format!(
+                "port {name}: Port::mappings maps PyTorch parameter {} {} to Burn parameter {path} {}: {} expected {}",
+                p.name,
+                shown(&p.shape),
+                shown(&t.shape),
+                if k > 1 { "each block" } else { "the mapping" },
+                shown(&want)
+            ));
+        }
+        if let Some(first) = owner.insert(i, &p.name) {
+            return Err(format!(
+                "port {name}: PyTorch parameters {first} and {} both map to Burn's {path}",
+                p.name
+            ));
+        }
+    }
+    Ok((entry, paths.into_iter().cloned().collect()))
 }
 
 /// Whether some parameter of `port` maps to the Burn key `key` (such a tensor is not

@@ -330,7 +330,10 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
 
     stats = burn_running_stats_of(burn_run)
     model = model_of(burn_run)
-    parts = [model.parts_of(name) for name in model.param_names]
+    # How many tensors Burn holds each parameter as: the Burn run's record of them (a port's
+    # own mappings, port/resolve.rs), else the model's declaration.
+    held_shapes = burn_meta.get("burn_shapes") or {}
+    parts = [len(held_shapes.get(name) or []) or model.parts_of(name) for name in model.param_names]
     torch_muon, burn_muon = ("torch", "torch"), ("burn", "burn")
 
     burn_smoothing, torch_smoothing = (smoothing_of(m) for m in (burn_meta, torch_meta))
