@@ -27,7 +27,8 @@ from torch_burn_parity.models.model_specs import ModelError, ModelSpec
 
 
 def import_class(module: str, path: str | None) -> type:
-    """The class `module` names ("package.module:Class"); ModelError (one line) otherwise.
+    """The class or factory function `module` names ("package.module:Class",
+    "torchvision.models:resnet18"); ModelError (one line) otherwise.
 
     Its top-level package or module is looked up in `path` (a folder, relative to the working
     directory) when that folder is not on sys.path, without adding it: the pipeline's jobs
@@ -42,8 +43,12 @@ def import_class(module: str, path: str | None) -> type:
         raise ModelError(f"torch.module {module}: cannot import {where} ({exc})") from None
     except AttributeError:
         raise ModelError(f"torch.module {module}: {where} has no {name}") from None
-    if not (isinstance(found, type) and issubclass(found, nn.Module)):
+    # A class, or a factory function as libraries hand their models out
+    # (torchvision.models:resnet18): what it builds is checked in `new`.
+    if isinstance(found, type) and not issubclass(found, nn.Module):
         raise ModelError(f"torch.module {module}: not a torch.nn.Module subclass")
+    if not callable(found):
+        raise ModelError(f"torch.module {module}: neither a torch.nn.Module class nor a function")
     return found
 
 
@@ -74,6 +79,9 @@ def new(spec: ModelSpec) -> nn.Module:
         module = cls(**port.kwargs)
     except TypeError as exc:
         raise ModelError(f"torch.module {port.module}: {exc}") from None
+    if not isinstance(module, nn.Module):
+        raise ModelError(f"torch.module {port.module}: built a {type(module).__name__}, not a"
+                         " torch.nn.Module")  # fmt: skip
     _check_state(module, spec)
     names = [n for n, _ in module.named_modules() if n]
     layers, unmatched = expand(port.layers, names)
