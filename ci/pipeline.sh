@@ -54,9 +54,11 @@ uv run snakefmt --check Snakefile workflow/rules/
 # The documentation site, strictly: a broken link or anchor fails (mkdocs.yml).
 NO_MKDOCS_2_WARNING=1 uv run mkdocs build --strict --site-dir site
 (cd rust && cargo fmt --check && cargo clippy --release --locked --all-targets -- -D warnings)
-# The example port's crate, checked against the trainer's target folder (Burn checked once).
-(cd examples/byo/burn && cargo fmt --check \
-    && CARGO_TARGET_DIR="$OLDPWD/rust/target" cargo clippy --release --locked -- -D warnings)
+# The example ports' crates, checked against the trainer's target folder (Burn checked once).
+for crate in examples/byo/burn examples/ports/*/burn; do
+    (cd "$crate" && cargo fmt --check \
+        && CARGO_TARGET_DIR="$OLDPWD/rust/target" cargo clippy --release --locked -- -D warnings)
+done
 
 stage "tests"
 # tests/test_slurm.py runs a small sweep on a real SLURM cluster: start a one-node one

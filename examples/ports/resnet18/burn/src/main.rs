@@ -58,7 +58,9 @@ impl BasicBlock {
     }
 
     fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        let out = self.relu.forward(self.bn1.forward(self.conv1.forward(x.clone())));
+        let out = self
+            .relu
+            .forward(self.bn1.forward(self.conv1.forward(x.clone())));
         let out = self.bn2.forward(self.conv2.forward(out));
         let identity = match &self.downsample {
             Some(d) => d.bn.forward(d.conv.forward(x)),
