@@ -7,6 +7,7 @@ something its numbers do not (e.g. a gap that 'grows' while it shrinks).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import Counter
@@ -497,6 +498,11 @@ def test_the_opening_names_the_models_without_calling_them_all_cnns():
     assert report.what_was_trained([big, spec("transformer")]) == (
         "The same models (`transformer`: 1,003 parameters,"
         f" `{big.tag}`: {big.param_count:,} parameters)"
+    )
+    # nor is a port, whatever its size
+    ported = dataclasses.replace(spec("cnn1d"), name="resnet18", size={}, port=object())
+    assert report.what_was_trained([ported]) == (
+        f"The same model (`resnet18`: {ported.param_count:,} parameters)"
     )
 
 

@@ -105,12 +105,13 @@ def missing_record(results: Path, name: str) -> dict:
 def what_was_trained(models: list[ModelSpec]) -> str:
     """The report's opening words: 'The same 1-D CNN' (the seed's model alone), 'The same
     small models (`cnn1d`, `cnn_bn`, `transformer`)', or, where any model is not at its
-    default size, each model's tag and parameter count."""
+    default size or is a user's port (of any size: ResNet-18's 11 M parameters), each
+    model's tag and parameter count."""
     tags = sorted({m.tag: m for m in models}.values(), key=lambda m: (m.param_count, m.tag))
     if [m.tag for m in tags] in ([], [DEFAULT_MODEL]):
         return "The same 1-D CNN"
     plural = "s" if len(tags) > 1 else ""
-    if all(m.tag == m.name for m in tags):
+    if all(m.tag == m.name and m.port is None for m in tags):
         return f"The same small model{plural} (" + ", ".join(f"`{m.tag}`" for m in tags) + ")"
     sized = ", ".join(f"`{m.tag}`: {m.param_count:,} parameters" for m in tags)
     return f"The same model{plural} ({sized})"
