@@ -195,6 +195,35 @@ impl Reference {
             .collect()
     }
 
+    /// Model `M` as the reference run held it before `step`: built from the dataset, its
+    /// parameters and buffers set to the run's after step − 1 (at step 1, the dataset's).
+    pub(crate) fn model_at<M: ParityModel>(
+        &mut self,
+        spec: &Spec,
+        data: &Dataset,
+        device: &Device,
+        step: usize,
+    ) -> Result<M, String> {
+        let size = &spec.model_size;
+        let mut model: M = models::build(size, data, device)?;
+        if step > 1 {
+            let (params, buffers) = (M::params(size), M::buffers(size));
+            let names = |entries: &[models::Entry]| -> Vec<String> {
+                entries.iter().map(|e| e.name.clone()).collect()
+            };
+            let values = self.row("params", &names(&params), step - 1)?;
+            model = models::set_params(model, &values)?;
+            let values = self.row("buffers", &names(&buffers), step - 1)?;
+            let tensors = values.into_iter().zip(&buffers).map(|(v, e)| {
+                let n = v.len();
+                e.layout
+                    .convert(Tensor::from_data(TensorData::new(v, [n]), device))
+            });
+            model.set_buffers(tensors.collect());
+        }
+        Ok(model)
+    }
+
     /// Layer `k`'s recorded `field` (outputs, input_grads; a port's inputs, output_grads)
     /// at `step`.
     pub(crate) fn layer(&mut self, step: usize, field: &str, k: usize) -> Result<Vec<f64>, String> {
@@ -234,7 +263,7 @@ pub(crate) fn local_for<M: ParityModel>(
         ));
     }
     let size = &spec.model_size;
-    let (params, buffers) = (M::params(size), M::buffers(size));
+    let params = M::params(size);
     let names = M::layers(size);
     if let Some(f) = fault {
         f.check(M::NAME, &params, &names)?;
@@ -255,29 +284,11 @@ pub(crate) fn local_for<M: ParityModel>(
         ));
     }
     let ce = train::loss_config(spec.label_smoothing).init(device);
-    let param_names: Vec<String> = params.iter().map(|e| e.name.clone()).collect();
-    let buffer_names: Vec<String> = buffers.iter().map(|e| e.name.clone()).collect();
     let steps = probe_steps(spec);
     let last = names.len() - 1;
     let mut tensors: Vec<(String, Vec<f64>)> = Vec::new();
     for &step in &steps {
-        let mut model: M = models::build(size, data, device)?;
-        if step > 1 {
-            let values = reference.row("params", &param_names, step - 1)?;
-            model = models::set_params(model, &values)?;
-            let values = reference.row("buffers", &buffer_names, step - 1)?;
-            model.set_buffers(
-                values
-                    .into_iter()
-                    .zip(&buffers)
-                    .map(|(v, e)| {
-                        let n = v.len();
-                        e.layout
-                            .convert(Tensor::from_data(TensorData::new(v, [n]), device))
-                    })
-                    .collect(),
-            );
-        }
+        let model: M = reference.model_at(spec, data, device, step)?;
         // The batch of the step, as the trainer takes it (no shuffling: in rotation).
         let i = ((step - 1) % batches) * spec.batch_size;
         let xb = x.rows(i..i + spec.batch_size);

@@ -241,7 +241,7 @@ fn refuses_a_parameter_of_another_shape_naming_what_would_fit() {
     );
     assert_eq!(
         refusal::<TinyMlp>(&with(0, vec![3 * HIDDEN, FEATURES]), &LAYERS),
-        "port tiny_mlp: PyTorch parameter fc1.weight [96, 64] does not fit Burn parameter fc1.weight [64, 32] (expected [64, 96]: a Linear's weight is PyTorch's transposed); a split into 3 equal row blocks would fit (a packed array, e.g. a qkv projection: a port cannot declare one yet)"
+        "port tiny_mlp: PyTorch parameter fc1.weight [96, 64] does not fit Burn parameter fc1.weight [64, 32] (expected [64, 96]: a Linear's weight is PyTorch's transposed); a split into 3 equal row blocks would fit (a packed array, e.g. a qkv projection: declare it in Port::mappings, Mapping::SplitRows)"
     );
     assert_eq!(
         refusal::<TinyMlp>(&with(2, vec![HIDDEN + 1]), &LAYERS),
@@ -249,7 +249,7 @@ fn refuses_a_parameter_of_another_shape_naming_what_would_fit() {
     );
     assert_eq!(
         refusal::<Bare>(&[("proj", vec![CLASSES, FEATURES])], &["fc1", "act", "fc2"]),
-        "port tiny_mlp: PyTorch parameter proj [10, 64] does not fit Burn parameter proj [64, 10] (expected [10, 64]); a transpose would fit (Burn transposes only a Linear's weight)"
+        "port tiny_mlp: PyTorch parameter proj [10, 64] does not fit Burn parameter proj [64, 10] (expected [10, 64]); a transpose would fit (Burn transposes only a Linear's weight: declare it in Port::mappings, Mapping::Transposed or Mapping::AsIs)"
     );
 }
 

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use burn::tensor::{DType, Device, Tensor, TensorData};
+use burn::tensor::{DType, Device};
 
 use super::layers::{Layers, LocalRun};
 use super::{Port, declared};
@@ -16,7 +16,7 @@ use crate::config::Spec;
 use crate::dataset::Dataset;
 use crate::fault::Fault;
 use crate::local::{self, Reference, Written};
-use crate::models::{self, ModelInput, ParityModel, Probe};
+use crate::models::{ModelInput, ParityModel, Probe};
 use crate::tensors::Dtype;
 
 /// The local file of port `P` (declared: [`super::prepare`] ran) against the PyTorch run
@@ -30,11 +30,7 @@ pub(super) fn local_port<P: Port>(
     out: &Path,
 ) -> Result<Written, String> {
     let declared = declared::<P>();
-    let size = &spec.model_size;
-    let (params, buffers) = (
-        <P as ParityModel>::params(size),
-        <P as ParityModel>::buffers(size),
-    );
+    let params = <P as ParityModel>::params(&spec.model_size);
     let names = declared.layers.clone();
     if let Some(f) = fault {
         f.check(&declared.name, &params, &names)?;
@@ -53,22 +49,10 @@ pub(super) fn local_port<P: Port>(
             x.samples()
         ));
     }
-    let param_names: Vec<String> = params.iter().map(|e| e.name.clone()).collect();
-    let buffer_names: Vec<String> = buffers.iter().map(|e| e.name.clone()).collect();
     let steps = local::probe_steps(spec);
     let mut tensors: Vec<(String, Vec<f64>)> = Vec::new();
     for &step in &steps {
-        let mut model: P = models::build(size, data, device)?;
-        if step > 1 {
-            let values = reference.row("params", &param_names, step - 1)?;
-            model = models::set_params(model, &values)?;
-            let values = reference.row("buffers", &buffer_names, step - 1)?;
-            let flat = |v: Vec<f64>| {
-                let n = v.len();
-                Tensor::from_data(TensorData::new(v, [n]), device)
-            };
-            model.set_buffers(values.into_iter().map(flat).collect());
-        }
+        let model: P = reference.model_at(spec, data, device, step)?;
         let mut run = LocalRun {
             inputs: Vec::with_capacity(names.len()),
             output_grads: Vec::with_capacity(names.len()),
