@@ -161,3 +161,19 @@ def test_a_layer_called_with_keywords_only_is_seen_and_one_without_a_tensor_is_n
     with pytest.raises(ModelError, match=r"^layers: each listed layer must run once per"
                        r" forward; here blocks 0×$"):  # fmt: skip
         hooked_forward(nested(["blocks", "head"]), torch.randn(2, 4))
+
+
+def test_a_value_changed_in_place_after_its_hook_saw_it_is_refused():
+    """torchvision's ResNet runs ReLU(inplace=True) on a BatchNorm's output: recording that
+    BatchNorm would record the ReLU's result. Named instead, with the layer around it."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(inplace=True),
+                                torch.nn.Linear(4, 2))  # fmt: skip
+    model.parity_layers = ("0", "2")
+    later = r"^layers: '0''s output is changed in place later in the forward \(an in-place"
+    with pytest.raises(ModelError, match=later + r" operation such as ReLU\(inplace=True\)\)"):
+        hooked_forward(model, torch.randn(3, 4))
+    model.parity_layers = ("1",)  # the in-place ReLU itself: what it took is gone
+    with pytest.raises(ModelError, match=r"^layers: '1''s input is changed in place"):
+        hooked_forward(model, torch.randn(3, 4))
+    model.parity_layers = ("2",)
+    assert hooked_forward(model, torch.randn(3, 4))[1] == ["2"]

@@ -222,6 +222,7 @@ def hooked(model: nn.Module, outputs: list, inputs: list, called: list):
                              " PyTorch's forward pre-hook sees no input to record"
                              " (record its parent or child instead)")  # fmt: skip
         inputs.append(tensors[0])
+        seen.append((names[module], "input", tensors[0], tensors[0]._version))
 
     def keep_output(module: nn.Module, _args: tuple, out) -> None:
         if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
@@ -231,8 +232,10 @@ def hooked(model: nn.Module, outputs: list, inputs: list, called: list):
                              " tensor: its output cannot be recorded")  # fmt: skip
         outputs.append(out)
         called.append(names[module])
+        seen.append((names[module], "output", out, out._version))
 
     names = {model.get_submodule(name): name for name in model.parity_layers}
+    seen: list[tuple[str, str, torch.Tensor, int]] = []
     for sub in names:
         handles.append(sub.register_forward_pre_hook(keep_input, with_kwargs=True))
         handles.append(sub.register_forward_hook(keep_output))
@@ -241,6 +244,16 @@ def hooked(model: nn.Module, outputs: list, inputs: list, called: list):
     finally:
         for handle in handles:
             handle.remove()
+    # A value changed in place after its hook saw it (a ReLU(inplace=True) after the layer,
+    # or the layer on its own input) would be recorded as it is at the end, not as the
+    # layer took or gave it: refused, as a wrong record would be worse than none.
+    for name, what, tensor, version in seen:
+        if tensor._version != version:
+            raise ModelError(f"layers: {name!r}'s {what} is changed in place later in the"
+                             " forward (an in-place operation such as ReLU(inplace=True)):"
+                             " its recorded value would not be the one the layer"
+                             f" {'took' if what == 'input' else 'gave'}; record the layer"
+                             " around it instead")  # fmt: skip
 
 
 def hooked_forward(
