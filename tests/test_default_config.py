@@ -66,9 +66,12 @@ def verdict_row(default_run: Path, experiment: str) -> str:
 @pytest.mark.parametrize(
     ("experiment", "cause"),
     [
-        ("adamw_burn_defaults", "config diff: eps (torch 1e-08, burn 1e-05); weight_decay"),
+        # Each differing value with its own share (analysis/held_values.py).
+        ("adamw_burn_defaults", "config diff: eps (torch 1e-08, burn 1e-05) (9"),
+        ("adamw_burn_defaults", "config diff: weight_decay (torch 0.01, burn 1e-04) ("),
         ("adagrad_burn_defaults", "config diff: eps (torch 1e-10, burn 1e-05)"),
-        ("rmsprop_burn_defaults", "momentum (torch 0.0, burn 0.9)"),
+        ("rmsprop_burn_defaults", "config diff: momentum (torch 0.0, burn 0.9) (9"),
+        ("rmsprop_burn_defaults", "config diff: eps (torch 1e-08, burn 1e-05) ("),
         ("rmsprop", "Burn's f32 storage of alpha, eps"),
         ("adamw", "Burn's f32 evaluation of its per-step Adam factors"),
         ("adamw_recipe", "the clipping scope: Burn clips each parameter tensor by its own norm"),

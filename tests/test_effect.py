@@ -156,13 +156,22 @@ def test_a_fix_cites_its_measurement_and_the_paired_experiment():
     (fix,) = fixes(record, paired)
     assert fix.kind == "values" and fix.fix.startswith("pass PyTorch's values to Burn")
     assert fix.evidence == (
-        "the counterfactual with Burn's held values (`dparam_held_f64`) accounts for 100.0% of"
+        "the counterfactual with Burn's eps (`dparam_burn_value[eps]`) accounts for 100.0% of"
         " the gap; `adam` passes PyTorch's values to both: algorithmic difference, explained,"
         " with no config-diff cause, f64 gap 4.00e-06 against 9.00e-03 here"
     )
     assert (fix.cause, fix.share, fix.why_not) == (cause["cause"], 1.0, None)
     (alone,) = fixes(record)
     assert alone.evidence.endswith("accounts for 100.0% of the gap")
+    # With the optimizer known, the fix is the Burn line; several values in one cause (not
+    # measured apart) keep the general advice and the held-values evidence.
+    (line,) = fixes({**record, "optimizer": "adam"})
+    assert line.fix == "pass PyTorch's eps to Burn: `AdamConfig::new().with_epsilon(1e-08)`"
+    lumped = {"cause": "config diff: eps (torch 1e-08, burn 1e-05), with f32 storage of betas",
+              "share": 1.0}  # fmt: skip
+    (general,) = fixes({**record, "optimizer": "adam", "causes": [lumped]})
+    assert general.fix.startswith("pass PyTorch's values to Burn")
+    assert general.evidence.startswith("the counterfactual with Burn's held values")
     stored_only = dict(record, causes=[stored])
     (none,) = fixes(stored_only)
     assert (
@@ -175,6 +184,28 @@ def test_a_fix_cites_its_measurement_and_the_paired_experiment():
         "`adam` passes PyTorch's values to both: algorithmic difference, explained, still with a"
         " config-diff cause, f64 gap 4.00e-06 against 9.00e-03 here"
     )
+
+
+@pytest.mark.parametrize(
+    ("cause", "optimizer", "line"),
+    [("config diff: momentum (torch 0.0, burn 0.9)", "rmsprop",
+      "`RmsPropConfig::new().with_momentum(0.0)`"),
+     ("config diff: weight_decay (torch 0.01, burn 1e-04)", "adamw",
+      "`AdamWConfig::new().with_weight_decay(0.01)`"),
+     ("config diff: weight_decay (torch 0.01, burn 0.0)", "adam",
+      "`AdamConfig::new().with_weight_decay(Some(WeightDecayConfig::new(0.01)))`"),
+     ("config diff: betas (torch [0.9, 0.99], burn [0.9, 0.999])", "adam",
+      "`AdamConfig::new().with_beta_1(0.9).with_beta_2(0.99)`"),
+     ("config diff: eps (torch 1e-10, burn 1e-05)", "adagrad",
+      "`AdaGradConfig::new().with_epsilon(1e-10)`"),
+     ("config diff: momentum (torch 0.9, burn 0.0)", "sgd", None),
+     ("config diff: param_groups[0].eps (torch 1e-08, burn 1e-05)", "adam", None)],
+)  # fmt: skip
+def test_a_single_value_gets_burns_setter(cause, optimizer, line):
+    from torch_burn_parity.judgement.fixes import value_fix
+
+    found = value_fix(cause, optimizer)
+    assert (found is None) if line is None else found.endswith(line), found
 
 
 def test_the_effect_cell_shows_the_digit_where_the_losses_part():

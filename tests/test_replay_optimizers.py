@@ -158,7 +158,7 @@ def test_the_variants_are_those_the_experiment_needs(runs):
         "replay", "counterfactual", "held_f64", "burn_clipping"
     }  # fmt: skip
     assert set(rp.variants(*runs["adagrad_burn_eps"])) == {
-        "replay", "counterfactual", "held_f64"
+        "replay", "counterfactual", "burn_value[eps]", "held_f64"
     }  # fmt: skip
 
 
@@ -192,8 +192,8 @@ def test_each_variant_uses_the_lrs_and_clipping_it_names(runs, arrays):
 
 
 def test_the_tables_have_a_column_per_measured_variant(runs, dataset, tmp_path):
-    for name, extra in (("sgd", ["dparam_burn_lrs", "dparam_burn_clipping"]),
-                        ("adagrad_burn_eps", [])):  # fmt: skip
+    for name, values, extra in (("sgd", [], ["dparam_burn_lrs", "dparam_burn_clipping"]),
+                                ("adagrad_burn_eps", ["dparam_burn_value[eps]"], [])):  # fmt: skip
         files = {}
         for side, block in zip(("torch", "burn"), runs[name], strict=True):
             files[side] = tmp_path / f"{name}-{side}.json"
@@ -207,8 +207,8 @@ def test_the_tables_have_a_column_per_measured_variant(runs, dataset, tmp_path):
         replay = pd.read_csv(out["r.csv"])
         counter = pd.read_csv(out["c.csv"])
         assert list(replay.columns) == ["step", "dloss", "dparam", "where"]
-        assert list(counter.columns) == ["step", "dloss", "dparam", "where", "dparam_held_f64",
-                                         *extra]  # fmt: skip
+        assert list(counter.columns) == ["step", "dloss", "dparam", "where", *values,
+                                         "dparam_held_f64", *extra]  # fmt: skip
         assert (replay["dparam"] <= 1e-13).all() and (counter["dparam"] <= 1e-14).all()
 
 
@@ -278,3 +278,31 @@ def test_the_schedule_is_named_with_how_far_the_lrs_differ(runs, arrays):
     assert 0 < rel < 1e-13  # ulps: recursive vs closed form
     assert abs(gap - held_gap) < 1e-13  # what Burn's lrs add to Burn's values: ulps too
     assert clipping.startswith("the clipping scope")
+
+
+def test_burns_differing_values_are_added_one_at_a_time(runs, arrays):
+    """Burn keeps RMSProp's eps 1e-5 and momentum 0.9 (PyTorch: 1e-8 and 0). The chain adds
+    eps, then momentum, then every value as Burn holds it (held_f64, adding alpha's f32
+    storage); each value is named with its own share. At step 1 momentum has nothing to
+    carry yet, so eps alone is all of that step's gap."""
+    torch_run, burn_run = runs["rmsprop_burn_defaults"]
+    chosen = rp.variants(torch_run, burn_run)
+    links = [key for key in chosen if key.startswith("burn_value[")]
+    assert links == ["burn_value[eps]", "burn_value[momentum]"]
+    assert list(chosen).index("burn_value[momentum]") < list(chosen).index("held_f64")
+    assert not [key for key in rp.variants(*runs["rmsprop"]) if key.startswith("burn_value[")]
+    columns = {f"dparam_{key}": gaps(arrays, chosen[key][0], torch_run) for key in (*links,
+               "held_f64")}  # fmt: skip
+    eps, both, held = columns.values()
+    assert eps[0] > 1e-6 and both[0] == pytest.approx(eps[0], rel=1e-9)
+    assert both.max() > 5 * eps.max() and held.max() == pytest.approx(both.max(), rel=1e-3)
+    rows = [{"hyperparameter": "eps", "torch": "1e-08", "burn": "1e-05"},
+            {"hyperparameter": "momentum", "torch": "0.0", "burn": "0.9"}]  # fmt: skip
+    found = vd.causes(float(held.max()), float(held.max()), rows, ["alpha"], "arithmetic", (),
+                      vd.value_gaps(pd.DataFrame(columns)))  # fmt: skip
+    names = {name: share for name, share, _ in found}
+    eps_share = names.pop("config diff: eps (torch 1e-08, burn 1e-05)")
+    momentum_share = names.pop("config diff: momentum (torch 0.0, burn 0.9)")
+    assert eps_share == pytest.approx(eps.max() / held.max())
+    assert momentum_share == pytest.approx((both.max() - eps.max()) / held.max())
+    assert all(share < vd.MIN_SHARE for share in names.values())  # alpha's storage, if named

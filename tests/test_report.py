@@ -154,10 +154,26 @@ def test_shown_step_counts_are_true(pipeline, report_md):
 
 def test_shares_are_the_measured_ones(pipeline, report_md):
     for name in ("adam", "pitfall", "momentum"):
-        gap = pd.read_csv(pipeline / f"results/tables/steps_{name}.csv")["f64_f64"].max()
+        steps = pd.read_csv(pipeline / f"results/tables/steps_{name}.csv")
+        gap = steps["f64_f64"].max()
         held = pd.read_csv(pipeline / f"results/tables/counterfactual_{name}.csv")
-        share = min(held["dparam_held_f64"].max() / gap, 1.0)
-        assert f"{share:.1%} of the {e(gap)} gap" in section(report_md, name), name
+        text = section(report_md, name)
+        values = [column for column in held if column.startswith("dparam_burn_value[")]
+        if not values:  # adam: PyTorch's values passed to both, only their f32 storage
+            share = min(held["dparam_held_f64"].max() / gap, 1.0)
+            assert f"{share:.1%} of the {e(gap)} gap" in text, name
+            continue
+        # pitfall (Burn's eps), momentum (Burn's dampening): each value its own link.
+        chain = "; ".join(
+            f"with Burn's {column[len('dparam_burn_value[') : -1]}{' as well' if i else ''}"
+            f" {e(held[column].max())}"
+            for i, column in enumerate(values)
+        )
+        held_gap = e(held["dparam_held_f64"].max())
+        assert f"{chain}; with every value as Burn holds it (f32 storage too) {held_gap}" in text
+        assert f"— of the {e(gap)} gap" in text, name
+        first = float(steps.loc[steps["step"] == 1, "f64_f64"].iloc[0])
+        assert f"At step 1, where the f64 gap is {e(first)}: with " in text, name
 
 
 def test_probe_sentences_follow_the_probe_rows(pipeline, report_md):

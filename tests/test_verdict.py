@@ -375,3 +375,25 @@ def test_the_clipping_is_named_from_whichever_run_records_it():
     assert v.clipping_cause(run_block([0.1], clip=value), run_block([0.1], clip=value)) == (
         "the clipping: both clamp each gradient element"
     )
+
+
+def test_values_measured_apart_each_get_their_share():
+    """The chain's value links (replay's burn_value[K]) split the held values: eps moves the
+    run 0.005 of a gap of 1.0, then momentum to 0.99, then held_f64 (alpha's f32 storage)
+    to 0.995. eps is named although under MIN_SHARE; a value that moves nothing is not."""
+    rows = [{"hyperparameter": "eps", "torch": "1e-08", "burn": "1e-05"},
+            {"hyperparameter": "momentum", "torch": "0.0", "burn": "0.9"},
+            {"hyperparameter": "centered", "torch": "false", "burn": "true"}]  # fmt: skip
+    apart = [("eps", 0.005), ("momentum", 0.99), ("centered", 0.99)]
+    found = v.causes(1.0, 0.995, rows, ["alpha"], ARITHMETIC, (), apart)
+    assert found == [
+        ("config diff: momentum (torch 0.0, burn 0.9)", pytest.approx(0.985), "measured"),
+        ("config diff: eps (torch 1e-08, burn 1e-05)", pytest.approx(0.005), "measured"),
+    ]
+    # A differing row without a link of its own stays with the held values.
+    found = v.causes(1.0, 1.0, rows, ["alpha"], ARITHMETIC, (), apart[:1])
+    assert [name for name, *_ in found] == [
+        "config diff: momentum (torch 0.0, burn 0.9); centered (torch false, burn true), with"
+        " f32 storage of alpha",
+        "config diff: eps (torch 1e-08, burn 1e-05)",
+    ]

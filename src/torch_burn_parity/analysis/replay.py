@@ -24,6 +24,10 @@ replay          Burn's rule with the hyperparameters as Burn held them (f32 valu
                 below) with Burn's held momentum; and the layer settings Burn's module
                 holds where they differ from PyTorch's (layer_settings.py). Compared with
                 Burn's f64 run: if it matches to ~1e-16, Burn's update is fully understood.
+burn_value[K]   (one per hyperparameter K whose value differs beyond its f32 storage:
+                held_values.py) the counterfactual with Burn's value of K and of every
+                differing value before it: column
+                `dparam_burn_value[K]`, vs PyTorch's f64 run. held_f64 comes after them.
 held_f64        Burn's rule and Burn's held values (the clipping threshold too), but every
                 scalar computed in f64, with PyTorch's lrs and PyTorch's clipping scope.
                 Compared with PyTorch's f64 run (column `dparam_held_f64`): what is left is
@@ -111,7 +115,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from torch_burn_parity.analysis import layer_settings
+from torch_burn_parity.analysis import held_values, layer_settings
 from torch_burn_parity.analysis.burn_loss import burn_cross_entropy
 from torch_burn_parity.analysis.burn_rules import BurnUpdate, GroupedUpdate, scalar_sources
 from torch_burn_parity.analysis.clip_and_stats import (
@@ -365,6 +369,16 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
             torch_run,
         ),
     }  # fmt: skip
+    # Burn's differing values one at a time (held_values.py), before all of them as held.
+    values: dict = {}
+    for name, value in held_values.differing(torch_meta, burn_meta).items():
+        values[name] = value
+        update = updates(held_values.with_values(torch_meta, values), burn_run, False, False,
+                         torch_muon)  # fmt: skip
+        out[held_values.link(name)] = (
+            Variant(update, torch_lrs, torch_clipping(torch_clip), None, torch_smoothing),
+            torch_run,
+        )
     last = (torch_lrs, torch_clipping(burn_clip), None)  # the chain's last link: held_f64's
     # Burn's values (ε's f32 storage too) in PyTorch's lrs, clipping scope and loss; then
     # Burn's smoothed targets (their weights in f32), the chain's first link after them.

@@ -99,6 +99,9 @@ def fixes(record: dict, paired: dict | None = None) -> list[Fix]:
     for cause in record["causes"]:
         kind, fix, why_not = kind_of(cause["cause"])
         measured = MEASURED_BY.get(kind, "its share")
+        key = one_value(cause["cause"]) if kind == "values" else None
+        if key:  # a value with a link of its own in the chain (analysis/held_values.py)
+            measured = f"the counterfactual with Burn's {key} (`dparam_burn_value[{key}]`)"
         evidence = f"{measured} accounts for {cause['share']:.1%} of {gap_of(record, cause)}"
         if kind == "values" and paired is not None:
             still = [c["cause"] for c in paired["causes"] if c["cause"].startswith("config diff:")]
@@ -109,6 +112,8 @@ def fixes(record: dict, paired: dict | None = None) -> list[Fix]:
             )
         if kind == "layer settings":
             fix = layer_fix(cause["cause"]) or fix
+        if kind == "values":
+            fix = value_fix(cause["cause"], record.get("optimizer", "")) or fix
         found.append(Fix(cause["cause"], cause["share"], kind, fix, why_not, evidence))
     return found
 
@@ -139,3 +144,48 @@ def layer_fix(cause: str) -> str | None:
         gelu = "Gelu::new_approximate()" if value == "tanh" else "Gelu::new()"
         return f"build Burn's `{layer}` as PyTorch's GELU ({value}): `{gelu}`"
     return None
+
+
+# Burn 0.22.1's setter for one optimizer value (burn-optim src/optim/*.rs configs), by
+# PyTorch's name; {v} is PyTorch's value. Weight decay is an Option<WeightDecayConfig>
+# except in AdamWConfig, which holds the f32 itself.
+SETTERS = {
+    "eps": ".with_epsilon({v})",
+    "alpha": ".with_alpha({v})",
+    "centered": ".with_centered({v})",
+    "amsgrad": ".with_amsgrad({v})",
+    "lr_decay": ".with_lr_decay({v})",
+    "weight_decay": ".with_weight_decay(Some(WeightDecayConfig::new({v})))",
+}
+CONFIGS = {"adam": "AdamConfig", "adamw": "AdamWConfig", "rmsprop": "RmsPropConfig",
+           "adagrad": "AdaGradConfig", "sgd": "SgdConfig", "muon": "MuonConfig"}  # fmt: skip
+
+
+def one_value(cause: str) -> str | None:
+    """The hyperparameter a values cause names when it names exactly one ('config diff: eps
+    (torch 1e-08, burn 1e-05)': eps), else None."""
+    if not cause.startswith("config diff: ") or ";" in cause or ", with " in cause:
+        return None
+    return cause.removeprefix("config diff: ").partition(" (torch ")[0]
+
+
+def value_fix(cause: str, optimizer: str) -> str | None:
+    """The Burn line that passes PyTorch's value of one hyperparameter, from a cause naming
+    exactly one ('config diff: eps (torch 1e-08, burn 1e-05)'); None for several, a group's
+    or a value without a setter here."""
+    key = one_value(cause)
+    value = cause.partition(" (torch ")[2].rpartition(", burn ")[0]
+    if key is None or optimizer not in CONFIGS or not value:
+        return None
+    if key == "weight_decay" and optimizer == "adamw":
+        setter = f".with_weight_decay({value})"
+    elif key == "momentum" and optimizer == "rmsprop":
+        setter = f".with_momentum({value})"
+    elif key == "betas":
+        beta_1, beta_2 = value.strip("[]").split(", ")
+        setter = f".with_beta_1({beta_1}).with_beta_2({beta_2})"
+    elif key in SETTERS:
+        setter = SETTERS[key].format(v=value)
+    else:
+        return None
+    return f"pass PyTorch's {key} to Burn: `{CONFIGS[optimizer]}::new(){setter}`"

@@ -132,6 +132,7 @@ def judge(
         float(np.nanmax(steps["f64_f64"], initial=0.0)),
         *values,
         vd.further_causes(counterfactual, torch_f64, burn_f64),
+        vd.value_gaps(counterfactual),
     )
     verdict = vd.classify(
         steps["f64_f64"],
@@ -153,7 +154,10 @@ def judge(
         # lrs and clipping do to training.
         trained = counterfactual.drop(columns=[vd.RUNNING_STATS_COLUMN], errors="ignore")
         training = vd.causes(
-            verdict.split.params_gap, *values, vd.further_causes(trained, torch_f64, burn_f64)
+            verdict.split.params_gap,
+            *values,
+            vd.further_causes(trained, torch_f64, burn_f64),
+            vd.value_gaps(trained),
         )
         verdict.cause = (
             f"training: {vd.cause_text(training, 'the parameter gap')};"

@@ -170,7 +170,10 @@ def classify(
     return verdict
 
 
-# A candidate cause that accounts for less than this share of the f64 gap is not named.
+# A candidate cause that accounts for less than this share of the f64 gap is not named,
+# except a config-diff value measured on its own (values_apart in causes()) that moves the
+# run at all: a porter passes each differing value, however little it moves the largest gap
+# (RMSProp's eps 1e-5 is all of step 1's gap and under 1% of the largest).
 MIN_SHARE = 0.01
 
 
@@ -199,6 +202,7 @@ def causes(
     f32_stored: list[str],
     arithmetic: str,
     further: Sequence[tuple[str, float]] = (),
+    values_apart: Sequence[tuple[str, float]] = (),
 ) -> list[tuple[str, float, str]]:
     """The candidate causes of an f64 gap with the share each accounts for, largest first.
 
@@ -212,23 +216,47 @@ def causes(
     arithmetic, so that takes the rest of the gap. Shares are of the largest per-step gap,
     capped at the whole gap; each cause comes with how its share was found ("measured" or
     "the remainder").
+
+    `values_apart` (see value_gaps) splits the values: (hyperparameter, distance) of the
+    variants before held_f64 that add Burn's differing values one at a time; each such
+    config-diff line is then a cause of its own, and held_f64 adds what is left (the f32
+    storage of the others).
     """
-    values_share = min(held_gap / f64_gap, 1.0) if f64_gap > 0 else 0.0
+
+    def share_of(gap: float) -> float:
+        return min(gap / f64_gap, 1.0) if f64_gap > 0 else 0.0
+
     stored = "f32 storage of " + ", ".join(f32_stored) if f32_stored else ""
     differing = [r for r in differing if not measured_apart(r)]
+    found, reached = [], 0.0  # reached: the share of the gap the chain has reached so far
+    kept = set()  # the values measured apart that move the run: named whatever their share
+    for key, gap in values_apart:
+        row = next((r for r in differing if r["hyperparameter"] == key), None)
+        if row is None:  # a value the config diff does not call different: with the rest
+            continue
+        differing.remove(row)
+        share = max(share_of(gap) - reached, 0.0)
+        found.append((value_line(row, "config diff: "), share, "measured"))
+        kept |= {found[-1][0]} if share > 0 else set()
+        reached = max(reached, share_of(gap))
     if differing:
-        lines = [f"{r['hyperparameter']} (torch {r['torch']}, burn {r['burn']})" for r in differing]
+        lines = [value_line(r) for r in differing]
         values = "config diff: " + "; ".join(lines) + (f", with {stored}" if stored else "")
     else:
         values = "Burn's " + (stored or "held hyperparameters")
-    found = [(values, values_share, "measured")]
-    reached = values_share  # the share of the gap the chain of variants has reached so far
+    found.append((values, max(share_of(held_gap) - reached, 0.0), "measured"))
+    reached = max(reached, share_of(held_gap))
     for name, gap in further:
-        share = min(gap / f64_gap, 1.0) if f64_gap > 0 else 0.0
-        found.append((name, max(share - reached, 0.0), "measured"))
-        reached = max(reached, share)
+        found.append((name, max(share_of(gap) - reached, 0.0), "measured"))
+        reached = max(reached, share_of(gap))
     found.append((arithmetic, 1.0 - reached, "the remainder"))
-    return sorted((c for c in found if c[1] >= MIN_SHARE), key=lambda c: -c[1])
+    named = (c for c in found if c[1] >= MIN_SHARE or c[0] in kept)
+    return sorted(named, key=lambda c: -c[1])
+
+
+def value_line(row: dict, prefix: str = "") -> str:
+    """'eps (torch 1e-08, burn 1e-05)': one config-diff row."""
+    return f"{prefix}{row['hyperparameter']} (torch {row['torch']}, burn {row['burn']})"
 
 
 def cause_text(found: list[tuple[str, float, str]], of: str = "the gap") -> str:
@@ -368,6 +396,25 @@ CHAIN = (
 )
 
 
+VALUE_COLUMN = "dparam_burn_value["  # replay's burn_value[K]: one column per differing value
+
+
+def column_gap(counterfactual, column: str) -> float:
+    """The largest distance of one chain column (NaN when the variant went non-finite)."""
+    gaps = np.asarray(counterfactual[column], float)
+    return float("nan") if np.isnan(gaps).any() else float(np.max(gaps, initial=0.0))
+
+
+def value_gaps(counterfactual) -> list[tuple[str, float]]:
+    """(hyperparameter, gap) of the replay's variants that add Burn's differing values one
+    at a time (analysis/held_values.py), in the chain's order: causes()' values_apart."""
+    return [
+        (column[len(VALUE_COLUMN) : -1], column_gap(counterfactual, column))
+        for column in counterfactual
+        if column.startswith(VALUE_COLUMN) and column.endswith("]")
+    ]
+
+
 def further_causes(counterfactual, torch_run: dict, burn_run: dict) -> list[tuple[str, float]]:
     """The causes replay.py measured after the values, as (name, gap) for causes(): its
     counterfactual table's `dparam_burn_lrs` (with a schedule), `dparam_burn_clipping`
@@ -382,12 +429,9 @@ def further_causes(counterfactual, torch_run: dict, burn_run: dict) -> list[tupl
     for column in list(counterfactual):  # Burn's layer settings first, one at a time
         if column.startswith(LAYER_COLUMN) and column.endswith("]"):
             key = column[len(LAYER_COLUMN) : -1]
-            gaps = np.asarray(counterfactual[column], float)
-            gap = float("nan") if np.isnan(gaps).any() else float(np.max(gaps, initial=0.0))
-            found.append((layer_settings.cause(key, torch_held.get(key), burn_held.get(key)), gap))
+            cause = layer_settings.cause(key, torch_held.get(key), burn_held.get(key))
+            found.append((cause, column_gap(counterfactual, column)))
     for column, name in CHAIN:
         if column in counterfactual:
-            gaps = np.asarray(counterfactual[column], float)
-            gap = float("nan") if np.isnan(gaps).any() else float(np.max(gaps, initial=0.0))
-            found.append((name(torch_run, burn_run), gap))
+            found.append((name(torch_run, burn_run), column_gap(counterfactual, column)))
     return found

@@ -20,10 +20,9 @@ from torch_burn_parity.io.parity_io import (
     read_text,
 )
 from torch_burn_parity.judgement import verdict as vd
-from torch_burn_parity.judgement.fixes import fixes
 from torch_burn_parity.judgement.judge import has_factors, verdict_of
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, model_of
-from torch_burn_parity.report import depth_plot, readings
+from torch_burn_parity.report import depth_plot, readings, shares
 from torch_burn_parity.report import verdict_text as vt
 from torch_burn_parity.report.headline import effect_cell, margin_cell
 from torch_burn_parity.report.markdown import (
@@ -106,70 +105,6 @@ class Experiment:
     @property
     def buffer_names(self) -> tuple[str, ...]:
         return model_of(self.runs["torch", "f32"]).buffer_names
-
-    def arithmetic_remainder(self) -> str:
-        """What the share no variant measures is put down to."""
-        if self.has_factors:
-            return "the per-step factors Burn evaluated in f32."
-        return "Burn's f32 arithmetic in its update."
-
-    def share_sentence(self, held: float) -> str:
-        """How the measured shares split the f64 gap (the verdict's causes, in words)."""
-        gap, c = self.verdict.f64_gap, self.counterfactual
-        layers = [  # Burn's layer settings, one at a time (replay.py's first links)
-            (column, f"with Burn's {column[len(vd.LAYER_COLUMN) : -1]} as well")
-            for column in c.columns
-            if column.startswith(vd.LAYER_COLUMN)
-        ]
-        further = [
-            (label, float(c[column].max()))
-            for column, label in (
-                *layers,
-                ("dparam_burn_loss", "with Burn's smoothed targets as well"),
-                ("dparam_burn_lrs", "with Burn's learning rates as well"),
-                ("dparam_burn_clipping", "with Burn's clipping as well"),
-                ("dparam_burn_running_stats", "with Burn's running-variance estimator as well"),
-                ("dparam_burn_lr_adjustment", "with Muon's lr factor of Burn's shapes as well"),
-                ("dparam_burn_newton_schulz", "with Burn's Newton–Schulz (f64) as well"),
-            )
-            if column in c
-        ]
-        if further:
-            last = further[-1][1]
-            measured = "; ".join(f"{label} {e(gap_)}" for label, gap_ in further)
-            return (
-                "Shares: Burn's choices added one at a time to the counterfactual (every scalar"
-                f" in f64) move the run from PyTorch's by {e(held)} with Burn's held values;"
-                f" {measured} — of the {e(gap)} gap (measured; each choice's share in the"
-                " verdict is how much further it moves the run)."
-                + (
-                    f" The remaining {1 - min(last / gap, 1.0):.1%} is attributed to what"
-                    " separates the last of these from the replay that reproduces Burn: "
-                    + self.arithmetic_remainder()
-                    if 1 - min(last / gap, 1.0) >= vd.MIN_SHARE
-                    else ""
-                )
-            )
-        return (
-            f"Shares: Burn's held values alone (every scalar in f64) move the run {e(held)} from"
-            f" PyTorch's, {min(held / gap, 1.0):.1%} of the {e(gap)} gap (measured)."
-            + (
-                " The remainder is attributed to what separates that variant from the replay"
-                " that reproduces Burn: " + self.arithmetic_remainder()
-                if 1 - min(held / gap, 1.0) >= vd.MIN_SHARE
-                else ""
-            )
-        )
-
-    def fix_sentence(self) -> str:
-        """What to change in a port, per cause (judgement/fixes.py)."""
-        parts = []
-        for f in fixes(self.record, self.paired):
-            action = f.fix if f.fix else f"no setting removes it ({f.why_not})"
-            parts.append(f"{f.kind} ({f.share:.1%}): {action}. Evidence: {f.evidence}.")
-        return "What to change in your port — " + " ".join(
-            f"({i}) {part}" for i, part in enumerate(parts, 1)
-        )
 
     @property
     def has_schedule(self) -> bool:
@@ -284,8 +219,8 @@ class Experiment:
             )
         )
         if v.label == vd.EXPLAINED and v.f64_gap > 0:
-            out.append(self.share_sentence(held))
-            out.append(self.fix_sentence())
+            out.append(shares.share_sentence(self, held))
+            out.append(shares.fix_sentence(self))
         tol32 = self.tolerances["f32"]
         first32 = self.record["first_f32_step_above_tol"]
         rounding = (
