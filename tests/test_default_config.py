@@ -238,10 +238,11 @@ def test_every_cause_of_the_default_config_has_a_fix_or_says_why_none(default_ru
             "Muon lr adjustment", "Muon precision"} <= kinds  # fmt: skip
     report = (default_run / "results/report.md").read_text()
     section = report[report.index("## Experiment `rmsprop_burn_defaults`") :]
-    assert (
-        "What to change in your port — (1) values (100.0%): pass PyTorch's values to Burn"
-        " explicitly" in section
-    )
+    # Burn's momentum and eps, each measured on its own, each with its setter.
+    assert "What to change in your port — (1) values (99." in section
+    assert "pass PyTorch's momentum to Burn: `RmsPropConfig::new().with_momentum(0.0)`" in section
+    assert "(2) values (0." in section
+    assert "pass PyTorch's eps to Burn: `RmsPropConfig::new().with_epsilon(1e-08)`" in section
     assert "`rmsprop` passes PyTorch's values to both" in section
 
 
