@@ -100,10 +100,12 @@ def test_the_headline_counts_names_what_changes_the_outcome_and_the_marginal():
     text = headline(records)
     assert text.startswith(f"**{counts(records)}.**\n\n**The difference changes the outcome of"
                            " training in 2** (a prediction, or the final loss in one of its"
-                           " first 2 significant digits, f32 runs): `eps` — changes the loss"
-                           " in the 1st digit (final loss: PyTorch 0.5, Burn 0.6); `momentum`"
-                           " — changes what the model predicts (1 of 2 samples; PyTorch right"
-                           " on 100.0%, Burn on 50.0%).")  # fmt: skip
+                           " first 2 significant digits, f32 runs, by more than rounding alone"
+                           " changes it): `eps` — changes the loss in the 1st digit (final loss:"
+                           " PyTorch 0.5, Burn 0.6; rounding alone moves it by 0 (PyTorch), 0"
+                           " (Burn)); `momentum` — changes what the model predicts (1 of 2"
+                           " samples; PyTorch right on 100.0%, Burn on 50.0%; rounding alone: 0"
+                           " (PyTorch's f32 vs f64 runs), 0 (Burn's)).")  # fmt: skip
     assert text.endswith(
         "Marginal verdicts (the f64 gap within a factor 2 of its rounding floor, which holds a"
         " headroom factor of 100): `eps` (×1.5 marginal).\n"
@@ -211,7 +213,8 @@ def test_a_single_value_gets_burns_setter(cause, optimizer, line):
 def test_the_effect_cell_shows_the_digit_where_the_losses_part():
     close = record("adam", "algorithmic difference, explained", effect_of(0.0701103, 0.0701111), 9)
     assert effect_cell(close) == (
-        "changes the loss in the 5th digit (final loss: PyTorch 0.0701103, Burn 0.0701111)"
+        "changes the loss in the 5th digit (final loss: PyTorch 0.0701103, Burn 0.0701111;"
+        " rounding alone moves it by 0 (PyTorch), 0 (Burn))"
     )
 
 
@@ -233,3 +236,43 @@ def test_a_diverged_run_is_named_not_measured():
     assert one["severity"] == ef.DIVERGED and one["changes_outcome"]
     both = ef.final_effect(final(nan, [0, 0]), final(float("inf"), [0, 0]))
     assert both["severity"] == ef.BOTH_DIVERGED and not both["changes_outcome"]
+
+
+def test_an_effect_no_larger_than_rounding_alone_does_not_change_the_outcome():
+    """Burn's f32 run differs from PyTorch's on 2 of 4 predictions, but PyTorch's own f32
+    and f64 runs differ on 3: rounding's noise floor; on 1 it would count."""
+    runs = {("torch", "f32"): {"final": final(0.5, [0, 0, 0, 0])},
+            ("burn", "f32"): {"final": final(0.5, [1, 1, 0, 0])},
+            ("torch", "f64"): {"final": final(0.5, [1, 1, 1, 0])},
+            ("burn", "f64"): {"final": final(0.5, [1, 1, 0, 0])}}  # fmt: skip
+    found = ef.effect(runs)
+    assert found["severity"] == ef.PREDICTIONS and found["predictions_differ"] == 2
+    assert found["rounding"]["torch"]["predictions_differ"] == 3
+    assert not found["beyond_rounding"] and not found["changes_outcome"]
+    text = headline([record("noisy", "algorithmic difference, explained", found, 9)])
+    assert "No difference changes the outcome of training" in text
+    assert "Not counted, as rounding alone changes the outcome as much" in text
+    assert "`noisy` — changes what the model predicts (2 of 4 samples" in text
+    runs["torch", "f64"] = {"final": final(0.5, [1, 0, 0, 0])}
+    assert ef.effect(runs)["changes_outcome"]
+    # In the loss: 0.5 vs 0.6 apart, but PyTorch's own f32 and f64 losses 0.2 apart.
+    loss = {key: {"final": final(v, [0, 0])} for key, v in (
+        (("torch", "f32"), 0.5), (("burn", "f32"), 0.6), (("torch", "f64"), 0.7),
+        (("burn", "f64"), 0.6))}  # fmt: skip
+    assert not ef.effect(loss)["changes_outcome"]
+
+
+def test_rounding_sized_causes_within_a_factor_10_of_rounding_are_not_separable():
+    parts = [{"part": "training", "gap": 2.2, "causes": [
+        {"cause": "Muon's lr adjustment reads the shape", "share": 0.92},
+        {"cause": "Burn's f32 storage of betas", "share": 0.058},
+        {"cause": "Muon's Newton–Schulz: PyTorch's in bfloat16", "share": 0.017}]}]  # fmt: skip
+    found = ef.sensitivity(parts, {"torch": 0.094, "burn": 0.096}, 2.2)
+    assert found["not_separable"] == ["Burn's f32 storage of betas",
+                                      "Muon's Newton–Schulz: PyTorch's in bfloat16"]  # fmt: skip
+    assert not found["within_rounding"]
+    # Rounding 10x smaller than every rounding-sized move: separable, not sensitive.
+    assert ef.sensitivity(parts, {"torch": 0.0012, "burn": 0.001}, 2.2) is None
+    # Rounding alone as large as the gap between the frameworks.
+    within = ef.sensitivity([], {"torch": 4.4e-7, "burn": 4.9e-7}, 3.7e-6)
+    assert within["within_rounding"] and within["not_separable"] == []

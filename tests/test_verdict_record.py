@@ -126,8 +126,12 @@ def complete(partial: dict) -> dict:
         "f32_rounding_exceeds_tol": False,
         "split": {"params_gap": 2e-6, "params_first": 1, "buffers_gap": 3e-3, "buffers_first": 1},
         "unexplained_start": None, "entry": None, "buffers_cause": None, "probe": None,
-        "losses": {}, "effect": {}, "marginal": False, "f32_rounding_over_tol": False,
-        "divergence": [],
+        "losses": {}, "marginal": False, "f32_rounding_over_tol": False, "divergence": [],
+        "effect": {"changes_outcome": True, "beyond_rounding": True, "rounding": {
+            fw: {"predictions_differ": 0, "d_loss": 1e-7, "loss_digits": 5}
+            for fw in ("torch", "burn")}},
+        "sensitivity": {"own_gap": {"torch": 1e-3, "burn": 2e-3}, "f64_gap": 3e-3,
+                        "within_rounding": True, "not_separable": []},
     } | partial  # fmt: skip
 
 
@@ -152,4 +156,6 @@ def test_a_document_that_breaks_the_schema_is_named_where():
     document["experiments"][0]["parts"][1]["verdict"] = "fine"
     (problem,) = document_problems(document)
     assert problem.startswith("experiments/0/parts/1/verdict: 'fine' is not one of")
-    assert document_problems({"version": 1, "experiments": []}) == ["version: 2 was expected"]
+    assert document_problems({"version": 1, "experiments": []}) == [
+        f"version: {VERSION} was expected"
+    ]

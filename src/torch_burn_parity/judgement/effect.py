@@ -16,7 +16,18 @@ final loss is not finite):
   than NO_EFFECT_DIGITS significant digits.
 
 A difference *changes the outcome* of training when it changes a prediction or the loss in
-one of its first OUTCOME_DIGITS digits.
+one of its first OUTCOME_DIGITS digits, and by more than rounding alone does: more
+predictions, or a larger loss difference, than either framework's own f32 run differs from
+its own f64 run by (`rounding`). What rounding alone changes is the noise floor of an
+effect: 147 of a text model's predictions can flip between one framework's f32 and f64 runs.
+
+A run is *sensitive* to rounding (`sensitivity`) when what rounding alone does to it is
+within a factor SEPARABLE of what is measured: its own f32-vs-f64 parameter gap (the larger
+of the two frameworks') within that factor of the f64 gap between the frameworks, or of the
+move a rounding-sized cause (an f32-stored value, f32 or bfloat16 arithmetic) is measured to
+make. Such a cause's share is what any rounding-sized change does to this run, not
+separable from it: a chaotic run (Muon's, whose own f32 and f64 losses differ by 9 %) gives
+an f32-stored beta a share that any other rounding would take as well.
 
 The margin of a verdict: the largest ratio over the steps of the f64 gap to its rounding
 floor (the verdict turns on whether any step's ratio exceeds 1). Within a factor MARGINAL of
@@ -38,6 +49,12 @@ NO_EFFECT_DIGITS = 5
 OUTCOME_DIGITS = 2
 # A verdict whose gap/floor ratio lies within this factor of 1 (either side) is marginal.
 MARGINAL = 2.0
+# A move within this factor of what rounding alone does is not separable from it.
+SEPARABLE = 10.0
+# The kinds of cause (fixes.py) that are of rounding's size: a value's f32 storage, or
+# arithmetic in f32 or bfloat16.
+ROUNDING_SIZED = ("f32 storage", "held values", "f32 arithmetic", "Muon precision",
+                  "loss precision")  # fmt: skip
 
 NO_EFFECT = "no effect on the outcome"
 PREDICTIONS = "changes what the model predicts"
@@ -95,14 +112,65 @@ def final_effect(torch_final: dict, burn_final: dict) -> dict:
     }
 
 
+def rounding_effect(runs: dict) -> dict:
+    """What rounding alone does to each framework's outcome: its own f32 run's final
+    predictions and loss against its own f64 run's."""
+    found = {}
+    for fw in ("torch", "burn"):
+        own = final_effect(runs[fw, "f32"]["final"], runs[fw, "f64"]["final"])
+        found[fw] = {key: own[key] for key in ("predictions_differ", "d_loss", "loss_digits")}
+    return found
+
+
+def beyond_rounding(found: dict, rounding: dict) -> bool:
+    """Whether the frameworks' f32 outcomes differ by more than rounding alone makes either
+    framework's differ: in predictions when some differ, else in the final loss."""
+    own = rounding.values()
+    if found["predictions_differ"]:
+        return found["predictions_differ"] > max(r["predictions_differ"] for r in own)
+    return found["d_loss"] > max(r["d_loss"] for r in own)
+
+
 def effect(runs: dict) -> dict:
     """The effect of the difference on training: per precision (runs keyed (framework,
-    dtype)), the f32 one deciding the severity."""
+    dtype)), the f32 one deciding the severity, against what rounding alone does."""
     found = {dt: final_effect(runs["torch", dt]["final"], runs["burn", dt]["final"])
              for dt in ("f32", "f64")}  # fmt: skip
     # What a prediction is of: a sample, or one position of a text block (next character).
     per_position = runs["torch", "f32"].get("meta", {}).get("data") == "text"
-    return {**found["f32"], "unit": "positions" if per_position else "samples", "f64": found["f64"]}
+    rounding = rounding_effect(runs)
+    beyond = math.isfinite(found["f32"]["d_loss"]) and beyond_rounding(found["f32"], rounding)
+    diverged = found["f32"]["severity"] == DIVERGED
+    return {
+        **found["f32"],
+        "changes_outcome": found["f32"]["changes_outcome"] and (beyond or diverged),
+        "rounding": rounding,
+        "beyond_rounding": beyond,
+        "unit": "positions" if per_position else "samples",
+        "f64": found["f64"],
+    }
+
+
+def sensitivity(parts: list[dict], own: dict[str, float], f64_gap: float) -> dict | None:
+    """How a run's own rounding compares with what is measured of it (None when it is
+    separable everywhere): `own` is each framework's own f32-vs-f64 parameter gap; `parts`
+    the record's parts (record_parts.py), whose causes' moves are share × the part's gap."""
+    from torch_burn_parity.judgement.fixes import kind_of
+
+    largest = max(own.values())
+    if not (math.isfinite(largest) and math.isfinite(f64_gap)):
+        return None
+    within = largest * SEPARABLE >= f64_gap
+    not_separable = [
+        c["cause"]
+        for p in parts
+        for c in p["causes"]
+        if kind_of(c["cause"])[0] in ROUNDING_SIZED and c["share"] * p["gap"] < SEPARABLE * largest
+    ]
+    if not (within or not_separable):
+        return None
+    return {"own_gap": own, "f64_gap": f64_gap, "within_rounding": within,
+            "not_separable": not_separable}  # fmt: skip
 
 
 def marginal(gap_over_floor: float) -> bool:

@@ -41,7 +41,7 @@ from torch_burn_parity.io.parity_io import (
     write_text_atomic,
 )
 from torch_burn_parity.judgement import verdict as vd
-from torch_burn_parity.judgement.effect import effect, marginal
+from torch_burn_parity.judgement.effect import effect, marginal, sensitivity
 from torch_burn_parity.judgement.record_parts import (
     VERSION,
     document_problems,
@@ -284,6 +284,7 @@ class Record:
     losses: dict  # the last train-mode and the eval-mode f64 losses apart
     effect: dict  # what the difference does to the trained model (effect.py)
     marginal: bool  # gap_over_floor within effect.MARGINAL of 1 (effect.py)
+    sensitivity: dict | None  # rounding alone of the size of what is measured (effect.py)
     f32_rounding_over_tol: bool  # each framework's own f32 rounding exceeds the f32 tolerance
     divergence: list[dict] = field(default_factory=list)
 
@@ -307,7 +308,8 @@ def judge_experiment(
     first = verdict.first_above_floor
     first32 = vd.first_step_above(steps["dparam"], tol_f32, steps["step"])
     f32_gap = float(np.nanmax(steps["dparam"], initial=0.0))
-    own = max(float(steps["torch_f64"].max()), float(steps["burn_f64"].max()))
+    own_gaps = {fw: float(steps[f"{fw}_f64"].max()) for fw in ("torch", "burn")}
+    own = max(own_gaps.values())
     floor = vd.rounding_floor(steps["torch_f64"], steps["burn_f64"])
     ratio = np.asarray(steps["f64_f64"], float) / floor
     gap_over_floor = float(np.max(ratio)) if not np.isnan(ratio).any() else float("nan")
@@ -345,6 +347,7 @@ def judge_experiment(
         losses=loss_judgement(steps, torch64, burn64),
         effect=effect(runs),
         marginal=marginal(gap_over_floor),
+        sensitivity=sensitivity(parts, own_gaps, verdict.f64_gap) if judged else None,
         f32_rounding_over_tol=bool(own > tol_f32),
         divergence=diverged,
     )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from torch_burn_parity.judgement import verdict as vd
 
-VERSION = 2
+VERSION = 3
 SCHEMA = Path(__file__).with_name("verdicts.schema.json")
 
 # The verdicts from the best to the worst: a record's is the worst of its parts'.

@@ -221,6 +221,8 @@ class Experiment:
         if v.label == vd.EXPLAINED and v.f64_gap > 0:
             out.append(shares.share_sentence(self, held))
             out.append(shares.fix_sentence(self))
+        if self.record.get("sensitivity"):
+            out.append(shares.sensitivity_sentence(self.record["sensitivity"]))
         tol32 = self.tolerances["f32"]
         first32 = self.record["first_f32_step_above_tol"]
         rounding = (
@@ -347,7 +349,8 @@ class Experiment:
             "cause, or where it starts": vt.verdict_detail(self.record) or "—",
             "f64 gap (max over steps)": e(v.f64_gap),
             "rounding floor there": e(v.floor),
-            "gap / floor": margin_cell(self.record),
+            "gap / floor": margin_cell(self.record)
+            + ("; sensitive to rounding" if self.record.get("sensitivity") else ""),
             "replays leave (worst of both)": e(v.replay_gap) if v.replay_gap is not None else "",
             "f32 gap (max over steps)": e(s["dparam"].max()),
             **{f"compare {dt} (worst key)": self.compare_cell(dt) for dt in DTYPES},

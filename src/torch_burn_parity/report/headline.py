@@ -39,7 +39,32 @@ def effect_cell(record: dict) -> str:
         detail = f"final loss: PyTorch {t['loss']:.{n}g}, Burn {b['loss']:.{n}g}"
         if effect["loss_digits"] is None:
             detail = f"final loss {t['loss']:.4g} in both"
-    return f"{effect['severity']} ({detail})"
+    return f"{effect['severity']} ({detail}{rounding_detail(effect)})"
+
+
+def rounding_detail(effect: dict) -> str:
+    """'; rounding alone: 0 and 2' — what each framework's own f32 and f64 runs differ by,
+    in the terms of the effect (predictions, or the final loss); '' without an effect."""
+    own = effect.get("rounding")
+    if not own or effect["severity"] in (ef.NO_EFFECT, ef.DIVERGED, ef.BOTH_DIVERGED):
+        return ""
+    t, b = own["torch"], own["burn"]
+    if effect["predictions_differ"]:
+        return (
+            f"; rounding alone: {t['predictions_differ']} (PyTorch's f32 vs f64 runs),"
+            f" {b['predictions_differ']} (Burn's)"
+        )
+    return f"; rounding alone moves it by {t['d_loss']:.2g} (PyTorch), {b['d_loss']:.2g} (Burn)"
+
+
+def within_rounding(effect: dict) -> bool:
+    """An outcome changed by the rule's digits or predictions, but no more than rounding
+    alone changes it (effect.py's noise floor): not counted as a change."""
+    by_rule = effect["predictions_differ"] or (
+        effect["loss_digits"] is not None and effect["loss_digits"] < ef.OUTCOME_DIGITS
+    )
+    finite = effect["severity"] not in (ef.DIVERGED, ef.BOTH_DIVERGED)
+    return bool(by_rule) and finite and not effect.get("beyond_rounding", True)
 
 
 def margin_cell(record: dict) -> str:
@@ -68,7 +93,7 @@ def headline(records: list[dict]) -> str:
     changed = [r for r in records if r["effect"]["changes_outcome"]]
     rule = (
         f"a prediction, or the final loss in one of its first {ef.OUTCOME_DIGITS} significant"
-        " digits, f32 runs"
+        " digits, f32 runs, by more than rounding alone changes it"
     )
     if changed:
         named = "; ".join(f"`{r['experiment']}` — {effect_cell(r)}" for r in changed)
@@ -78,6 +103,13 @@ def headline(records: list[dict]) -> str:
         )
     else:
         lines.append(f"No difference changes the outcome of training ({rule}).")
+    within = [r for r in records if within_rounding(r["effect"])]
+    if within:
+        named = "; ".join(f"`{r['experiment']}` — {effect_cell(r)}" for r in within)
+        lines.append(
+            "Not counted, as rounding alone changes the outcome as much (each framework's own"
+            f" f32 run against its own f64 run): {named}."
+        )
     marginal = [r for r in records if r["marginal"]]
     if marginal:
         named = ", ".join(f"`{r['experiment']}` ({margin_cell(r)})" for r in marginal)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from torch_burn_parity.judgement import effect as ef
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.judgement.fixes import fixes
 from torch_burn_parity.report.verdict_text import e
@@ -106,3 +107,26 @@ def fix_sentence(x: Experiment) -> str:
     return "What to change in your port — " + " ".join(
         f"({i}) {part}" for i, part in enumerate(parts, 1)
     )
+
+
+def sensitivity_sentence(sensitivity: dict) -> str:
+    """How the run's own rounding compares with what is measured (judgement/effect.py)."""
+    own, gap = sensitivity["own_gap"], sensitivity["f64_gap"]
+    largest = max(own.values())
+    out = [
+        f"Sensitive to rounding: rounding alone moves this run by {e(own['torch'])} (PyTorch's"
+        f" own f32 run against its f64 run) and {e(own['burn'])} (Burn's)"
+    ]
+    if sensitivity["within_rounding"]:
+        out.append(
+            f", within a factor {ef.SEPARABLE:g} of the {e(gap)} f64 gap between the"
+            " frameworks: in f32 training this difference is of the size rounding alone makes"
+        )
+    if sensitivity["not_separable"]:
+        named = "; ".join(f"`{c}`" for c in sensitivity["not_separable"])
+        out.append(
+            f". The shares of the rounding-sized causes ({named}) measure moves within a factor"
+            f" {ef.SEPARABLE:g} of that {e(largest)}: what any rounding-sized change does to"
+            " this run, not separable from it"
+        )
+    return "".join(out) + "."
