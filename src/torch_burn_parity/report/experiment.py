@@ -349,8 +349,7 @@ class Experiment:
             "cause, or where it starts": vt.verdict_detail(self.record) or "—",
             "f64 gap (max over steps)": e(v.f64_gap),
             "rounding floor there": e(v.floor),
-            "gap / floor": margin_cell(self.record)
-            + ("; sensitive to rounding" if self.record.get("sensitivity") else ""),
+            "gap / floor": margin_cell(self.record),
             "replays leave (worst of both)": e(v.replay_gap) if v.replay_gap is not None else "",
             "f32 gap (max over steps)": e(s["dparam"].max()),
             **{f"compare {dt} (worst key)": self.compare_cell(dt) for dt in DTYPES},

@@ -68,11 +68,13 @@ def within_rounding(effect: dict) -> bool:
 
 
 def margin_cell(record: dict) -> str:
-    """'×4.66' (the largest gap/floor ratio over the steps), 'marginal' within a factor 2."""
+    """'×4.66' (the largest gap/floor ratio over the steps), 'marginal' within a factor 2,
+    '; sensitive to rounding' for a run effect.py marks so."""
     ratio = record["gap_over_floor"]
     if ratio != ratio:
         return "—"
-    return f"×{ratio:.3g} marginal" if record["marginal"] else f"×{ratio:.3g}"
+    sensitive = "; sensitive to rounding" if record.get("sensitivity") else ""
+    return (f"×{ratio:.3g} marginal" if record["marginal"] else f"×{ratio:.3g}") + sensitive
 
 
 def counts(records: list[dict]) -> str:
