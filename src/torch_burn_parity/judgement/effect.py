@@ -21,13 +21,14 @@ predictions, or a larger loss difference, than either framework's own f32 run di
 its own f64 run by (`rounding`). What rounding alone changes is the noise floor of an
 effect: 147 of a text model's predictions can flip between one framework's f32 and f64 runs.
 
-A run is *sensitive* to rounding (`sensitivity`) when what rounding alone does to it is
-within a factor SEPARABLE of what is measured: its own f32-vs-f64 parameter gap (the larger
-of the two frameworks') within that factor of the f64 gap between the frameworks, or of the
-move a rounding-sized cause (an f32-stored value, f32 or bfloat16 arithmetic) is measured to
-make. Such a cause's share is what any rounding-sized change does to this run, not
-separable from it: a chaotic run (Muon's, whose own f32 and f64 losses differ by 9 %) gives
-an f32-stored beta a share that any other rounding would take as well.
+A run is *sensitive* to rounding (`sensitivity`) when what rounding alone does to it (its
+own f32-vs-f64 parameter gap, the larger of the two frameworks') is within a factor
+SEPARABLE of the move a rounding-sized cause (an f32-stored value, f32 or bfloat16
+arithmetic) is measured to make; `within_rounding` when it is within that factor of the
+whole f64 gap between the frameworks (then every rounding-sized cause is). Such a cause's
+share is of the order of what rounding alone does to this run, not separable from it: a
+chaotic run (Muon's, whose own f32 and f64 losses differ by 9 %) gives an f32-stored beta a
+share that any other rounding-sized change would take as well.
 
 The margin of a verdict: the largest ratio over the steps of the f64 gap to its rounding
 floor (the verdict turns on whether any step's ratio exceeds 1). Within a factor MARGINAL of
@@ -167,7 +168,7 @@ def sensitivity(parts: list[dict], own: dict[str, float], f64_gap: float) -> dic
         for c in p["causes"]
         if kind_of(c["cause"])[0] in ROUNDING_SIZED and c["share"] * p["gap"] < SEPARABLE * largest
     ]
-    if not (within or not_separable):
+    if not not_separable:  # no share to qualify: a run without rounding-sized causes
         return None
     return {"own_gap": own, "f64_gap": f64_gap, "within_rounding": within,
             "not_separable": not_separable}  # fmt: skip

@@ -119,14 +119,12 @@ def sensitivity_sentence(sensitivity: dict) -> str:
     ]
     if sensitivity["within_rounding"]:
         out.append(
-            f", within a factor {ef.SEPARABLE:g} of the {e(gap)} f64 gap between the"
-            " frameworks: in f32 training this difference is of the size rounding alone makes"
+            f", within a factor {ef.SEPARABLE:g} of the {e(gap)} f64 gap between the frameworks"
         )
-    if sensitivity["not_separable"]:
-        named = "; ".join(f"`{c}`" for c in sensitivity["not_separable"])
-        out.append(
-            f". The shares of the rounding-sized causes ({named}) measure moves within a factor"
-            f" {ef.SEPARABLE:g} of that {e(largest)}: what any rounding-sized change does to"
-            " this run, not separable from it"
-        )
-    return "".join(out) + "."
+    named = "; ".join(f"`{c}`" for c in sensitivity["not_separable"])
+    out.append(
+        f". The shares of the rounding-sized causes ({named}) measure moves within a factor"
+        f" {ef.SEPARABLE:g} of that {e(largest)}: of the order of what rounding alone does to"
+        " this run, so not separable from it."
+    )
+    return "".join(out)
