@@ -60,7 +60,7 @@ def verdict_row(default_run: Path, experiment: str) -> str:
     """The experiment's row of the verdict table (the atlas above has rows named alike)."""
     report = (default_run / "results/report.md").read_text()
     verdicts = report[report.index("## Verdicts") : report.index("## What was run")]
-    return next(line for line in verdicts.splitlines() if line.startswith(f"| {experiment} |"))
+    return next(line for line in verdicts.splitlines() if line.startswith(f"| [{experiment}](#"))
 
 
 @pytest.mark.parametrize(

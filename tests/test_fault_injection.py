@@ -46,7 +46,7 @@ def faulted(tmp_path_factory, burn_binary):
 
 def verdict_row(report: str, experiment: str) -> str:
     verdicts = report.split("## Verdicts")[1].split("## What was run")[0]
-    return next(line for line in verdicts.splitlines() if line.startswith(f"| {experiment} |"))
+    return next(line for line in verdicts.splitlines() if line.startswith(f"| [{experiment}](#"))
 
 
 @pytest.mark.parametrize("experiment", ["sgd", "adam"])

@@ -27,6 +27,7 @@ from torch_burn_parity.io.parity_io import (
 from torch_burn_parity.judgement import effect as ef
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelSpec, model_of
+from torch_burn_parity.report.actions import actions_section
 from torch_burn_parity.report.atlas import atlas_section
 from torch_burn_parity.report.cpu_section import cpu_section
 from torch_burn_parity.report.experiment import Experiment, dataset_shapes
@@ -174,6 +175,7 @@ def build(args: argparse.Namespace) -> str:
         batch_size=config["batch_size"],
         faults="; ".join(faults),
         headline=headline([x.record for x in experiments]),
+        actions=actions_section(experiments),
         atlas=atlas_section(experiments) if len({x.optimizer for x in experiments}) > 1 else "",
         summary=summary,
         safety=f"{vd.SAFETY:g}",

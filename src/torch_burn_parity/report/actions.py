@@ -1,0 +1,137 @@
+"""The report's first screen after the headline: what to change, by cause, across every
+experiment. One row per cause (a differing value, a layer setting, the clipping scope, Burn's
+f32 arithmetic, …): the change to make in the port (a Rust line, or why nothing in Burn
+can), the experiments it touches with its share of each one's gap, and what each of those
+differences does to training against what rounding alone does. Causes whose experiments'
+outcomes are all unchanged (judgement/effect.py) come after, in a short list; so do the
+experiments no replay explains. From the verdict records and judgement/fixes.py only."""
+
+from __future__ import annotations
+
+import math
+
+from markdown.extensions.toc import slugify
+
+from torch_burn_parity.judgement import verdict as vd
+from torch_burn_parity.judgement.fixes import fixes
+
+# A row's title for the kinds of cause whose words differ between experiments (the values
+# they name); other kinds are titled by the cause itself.
+TITLES = {
+    "f32 storage": "Burn's f32 storage of hyperparameters",
+    "held values": "Burn's held hyperparameters",
+    "f32 arithmetic": "Burn's f32 arithmetic in its update (or its per-step Adam factors)",
+    "loss precision": "Burn's smoothed cross-entropy targets, weighted in f32",
+    "schedule": "the schedule: PyTorch's recursive, Burn's closed form",
+    "running statistics": "BatchNorm's running-variance estimator (Burn biased, PyTorch unbiased)",
+    "Muon lr adjustment": "Muon's lr adjustment on the shape each framework holds",
+    "Muon precision": "Muon's Newton–Schulz precision (PyTorch bfloat16, Burn the tensor's)",
+}
+
+
+def anchor(record: dict) -> str:
+    """The link to an experiment's section (its heading as report.md.j2 writes it)."""
+    heading = f"Experiment {record['experiment']} (optimizer: {record['optimizer']})"
+    return f"[{record['experiment']}](#{slugify(heading, '-')})"
+
+
+def effect_brief(record: dict) -> str:
+    """'loss −96.9%, accuracy +30.2 pts, 29 of 96 samples predicted differently (rounding
+    alone: 0)': Burn's f32 outcome against PyTorch's."""
+    effect = record["effect"]
+    t, b = effect["torch"], effect["burn"]
+    parts = []
+    if math.isfinite(t["loss"]) and math.isfinite(b["loss"]) and t["loss"]:
+        parts.append(f"loss {100 * (b['loss'] - t['loss']) / abs(t['loss']):+.2g}%")
+    else:
+        parts.append("a run diverged")
+    if t.get("accuracy") is not None and b.get("accuracy") is not None:
+        parts.append(f"accuracy {100 * (b['accuracy'] - t['accuracy']):+.1f} pts")
+    if effect["samples"]:
+        own = max(r["predictions_differ"] for r in effect["rounding"].values())
+        parts.append(
+            f"{effect['predictions_differ']} of {effect['samples']} {effect.get('unit', 'samples')}"
+            f" predicted differently (rounding alone: {own})"
+        )
+    return ", ".join(parts)
+
+
+def grouped(experiments: list) -> dict[tuple, dict]:
+    """Every fix of every explained experiment, by cause: {key: {title, changes, touches}}."""
+    rows: dict[tuple, dict] = {}
+    for x in experiments:
+        for f in fixes(x.record, x.paired):
+            title = TITLES.get(f.kind) or (
+                f.cause.split(":")[0] if f.kind == "clipping" else f.cause
+            )
+            change = f.fix or f"nothing to change: {f.why_not}"
+            key = (f.kind, title, f.fix is None)
+            row = rows.setdefault(key, {"title": title, "changes": [], "touches": []})
+            if change not in row["changes"]:
+                row["changes"].append(change)
+            row["touches"].append((x.record, f.share, f.cause))
+    return rows
+
+
+def touched(record: dict, share: float, cause: str) -> str:
+    changed = "" if record["effect"]["changes_outcome"] else "; outcome unchanged"
+    sensitive = record.get("sensitivity") or {}
+    if cause in sensitive.get("not_separable", []):  # judgement/effect.py
+        changed += "; a sensitive run: this share is not separable from rounding"
+    return f"{anchor(record)} {share:.1%} ({effect_brief(record)}{changed})"
+
+
+def joined(changes: list[str]) -> str:
+    """The changes of one row, their shared words once: "pass PyTorch's eps to Burn:
+    `AdamConfig::…` / `AdamWConfig::…`"."""
+    heads = {change.partition(": `")[0] for change in changes}
+    if len(changes) > 1 and len(heads) == 1 and all(": `" in c for c in changes):
+        return f"{heads.pop()}: " + " / ".join("`" + c.partition(": `")[2] for c in changes)
+    return " / ".join(changes)
+
+
+def actions_section(experiments: list) -> str:
+    """'## What to change': the causes that change an outcome, then the rest, then the
+    experiments no replay explains."""
+    rows = list(grouped(experiments).values())
+    if not rows and not any(x.record["verdict"] == vd.UNEXPLAINED for x in experiments):
+        return ""
+
+    def weight(row: dict) -> tuple:
+        changing = [s for r, s, _ in row["touches"] if r["effect"]["changes_outcome"]]
+        return (-len(changing), -max(changing, default=0.0), -max(s for _, s, _ in row["touches"]))
+
+    rows.sort(key=weight)
+    acting = [r for r in rows if any(t[0]["effect"]["changes_outcome"] for t in r["touches"])]
+    quiet = [r for r in rows if r not in acting]
+    out = ["## What to change", ""]
+    if acting:
+        out += [
+            "Each cause found in an experiment whose outcome of training changes, with the"
+            " change that removes it, the experiments it touches, its share of each one's f64"
+            " gap, and what that experiment's whole difference does to Burn's f32 run against"
+            " PyTorch's.",
+            "",
+            "| change to make | cause | experiments (share of the gap; effect of the whole"
+            " difference on training) |",
+            "| :-- | :-- | :-- |",
+        ]
+        for r in acting:
+            touches = "; ".join(touched(*t) for t in r["touches"])
+            out.append(f"| {joined(r['changes'])} | {r['title']} | {touches} |")
+        out.append("")
+    else:
+        out += ["No cause changes the outcome of training beyond what rounding alone does.", ""]
+    if quiet:
+        out.append("No effect on the outcome of training (beyond rounding):")
+        out.append("")
+        for r in quiet:
+            names = ", ".join(anchor(t[0]) for t in r["touches"])
+            out.append(f"- {r['title']} — {names} — {joined(r['changes'])}")
+        out.append("")
+    unexplained = [x.record for x in experiments if x.record["verdict"] == vd.UNEXPLAINED]
+    if unexplained:
+        names = ", ".join(anchor(r) for r in unexplained)
+        out += [f"Not explained by any replay (see each experiment for where it starts): {names}.",
+                ""]  # fmt: skip
+    return "\n".join(out)

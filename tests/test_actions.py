@@ -1,0 +1,94 @@
+"""The report's first screen: what to change, by cause, across every experiment."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from torch_burn_parity.report.actions import actions_section, anchor, effect_brief
+
+EXPLAINED = "algorithmic difference, explained"
+
+
+def effect(t_loss, b_loss, differ=0, own=0, changes=True) -> dict:
+    return {"torch": {"loss": t_loss, "accuracy": 0.5}, "burn": {"loss": b_loss, "accuracy": 0.75},
+            "samples": 96, "predictions_differ": differ, "unit": "samples",
+            "changes_outcome": changes, "rounding": {fw: {"predictions_differ": own, "d_loss": 0}
+                                                     for fw in ("torch", "burn")}}  # fmt: skip
+
+
+def experiment(name, optimizer, causes, eff, verdict=EXPLAINED, sensitivity=None):
+    record = {"experiment": name, "optimizer": optimizer, "verdict": verdict, "f64_gap": 1.0,
+              "split": None, "sensitivity": sensitivity,
+              "causes": [{"cause": c, "share": s, "how": "measured"} for c, s in causes],
+              "effect": eff}  # fmt: skip
+    return SimpleNamespace(record=record, paired=None)
+
+
+EPS = "config diff: eps (torch 1e-08, burn 1e-05)"
+STORED = "Burn's f32 storage of betas"
+
+
+def test_one_row_per_cause_across_experiments_with_each_ones_share_and_effect():
+    experiments = [
+        experiment("adam_eps", "adam", [(EPS, 1.0)], effect(0.5, 0.5001, changes=False)),
+        experiment(
+            "rms",
+            "rmsprop",
+            [("config diff: momentum (torch 0.0, burn 0.9)", 0.99), (EPS, 0.01)],
+            effect(0.8, 0.02, differ=29),
+        ),  # fmt: skip
+        experiment(
+            "muon",
+            "adamw",
+            [(STORED, 0.06)],
+            effect(0.04, 0.007),
+            sensitivity={"not_separable": [STORED]},
+        ),  # fmt: skip
+        experiment(
+            "quiet",
+            "adam",
+            [("Burn's f32 arithmetic in its update", 1.0)],
+            effect(0.5, 0.5, changes=False),
+        ),  # fmt: skip
+        experiment(
+            "bn",
+            "sgd",
+            [],
+            effect(0.5, 0.5, changes=False),
+            verdict="algorithmic difference, unexplained",
+        ),  # fmt: skip
+    ]
+    text = actions_section(experiments)
+    rows = [
+        line
+        for line in text.splitlines()
+        if line.startswith("| ") and "change to" not in line and ":--" not in line
+    ]
+    assert len(rows) == 3  # eps, momentum, the f32 storage; the quiet cause below the table
+    eps = next(row for row in rows if "| config diff: eps" in row)
+    assert eps.startswith(
+        "| pass PyTorch's eps to Burn: `AdamConfig::new().with_epsilon(1e-08)` /"
+        " `RmsPropConfig::new().with_epsilon(1e-08)` |"
+    )
+    assert f"{anchor(experiments[0].record)} 100.0% (" in eps and "; outcome unchanged)" in eps
+    assert f"{anchor(experiments[1].record)} 1.0% (loss -98%, accuracy +25.0 pts" in eps
+    assert rows[0].startswith("| pass PyTorch's momentum to Burn")  # the largest share that acts
+    # then by the largest share in an experiment whose outcome changes: 0.06, then 0.01
+    assert [row.split(" | ")[1] for row in rows[1:]] == [
+        "Burn's f32 storage of hyperparameters",
+        "config diff: eps (torch 1e-08, burn 1e-05)",
+    ]
+    assert "a sensitive run: this share is not separable from rounding" in rows[1]
+    assert (
+        "- Burn's f32 arithmetic in its update (or its per-step Adam factors) — [quiet](#" in text
+    )
+    assert "Not explained by any replay (see each experiment for where it starts): [bn](#" in text
+    assert anchor(experiments[0].record) == ("[adam_eps](#experiment-adam_eps-optimizer-adam)")
+
+
+def test_the_effect_in_brief_against_rounding():
+    brief = effect_brief({"effect": effect(0.8, 0.02, differ=29, own=3)})
+    assert brief == (
+        "loss -98%, accuracy +25.0 pts, 29 of 96 samples predicted differently (rounding alone: 3)"
+    )
+    assert actions_section([]) == ""
