@@ -60,6 +60,9 @@ def small_pipeline_config(**overrides) -> dict:
         "cpu_path": TEST_CPU_PATH,
         "report_steps": [1, 2, 5],
         "tolerance": {"f32": 1e-6, "f64": 1e-12},
+        # No proving runs of pitfall's and momentum's fixes here: the default config's test
+        # runs them (test_default_config.py), this small run stays four experiments.
+        "prove_fixes": False,
         "experiments": {
             "sgd": dict(SGD),
             "adam": dict(ADAM),

@@ -21,7 +21,7 @@ def experiment(name, optimizer, causes, eff, verdict=EXPLAINED, sensitivity=None
               "split": None, "sensitivity": sensitivity,
               "causes": [{"cause": c, "share": s, "how": "measured"} for c, s in causes],
               "effect": eff}  # fmt: skip
-    return SimpleNamespace(record=record, paired=None)
+    return SimpleNamespace(name=name, record=record, paired=None, proof=None)
 
 
 EPS = "config diff: eps (torch 1e-08, burn 1e-05)"
@@ -92,3 +92,27 @@ def test_the_effect_in_brief_against_rounding():
         "loss -98%, accuracy +25.0 pts, 29 of 96 samples predicted differently (rounding alone: 3)"
     )
     assert actions_section([]) == ""
+
+
+def test_a_fix_is_shown_with_its_proving_runs_verdict():
+    """rms__fix (config/proving.py) is rms with PyTorch's values passed to Burn: its verdict
+    stands beside the fix, and it gets no row of its own."""
+    rms = experiment("rms", "rmsprop", [("config diff: momentum (torch 0.0, burn 0.9)", 1.0)],
+                     effect(0.8, 0.02, differ=29))  # fmt: skip
+    fixed = experiment("rms__fix", "rmsprop", [("Burn's f32 storage of alpha", 1.0)],
+                       effect(0.8, 0.8, changes=False))  # fmt: skip
+    fixed.record["f64_gap"] = 1.09e-7
+    rms.proof = fixed.record
+    text = actions_section([rms, fixed])
+    row = next(line for line in text.splitlines() if line.startswith("| pass PyTorch's"))
+    assert row.endswith(
+        "| [rms__fix](#experiment-rms__fix-optimizer-rmsprop): explained by what Burn computes"
+        " in f32 alone (f32 storage): the fix closes the rest (f64 gap 1.00e+00 → 1.09e-07) |"
+    )
+    assert "Burn's f32 storage of hyperparameters" not in text  # the proving run's own cause
+    still = experiment("rms__fix", "rmsprop", [("config diff: eps (torch 1e-08, burn 1e-05)",
+                                                1.0)], effect(0.8, 0.7))  # fmt: skip
+    rms.proof = still.record
+    assert "the fix does not close the gap (config diff: eps" in actions_section([rms, still])
+    rms.proof = dict(fixed.record, verdict="equivalent up to rounding", causes=[])
+    assert "equivalent up to rounding: the fix closes the gap" in actions_section([rms])

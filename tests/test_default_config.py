@@ -261,3 +261,26 @@ def test_the_verdict_records_keep_their_schema_and_never_disagree_with_themselve
     ]
     # cnn_bn with Adam: its training causes beside the running variance's
     assert {c["part"] for c in records["cnn_bn_adam"]["causes"]} == {"training", "evaluation state"}
+
+
+def test_each_fix_of_values_is_proven_by_a_burn_run(default_run):
+    """rmsprop_burn_defaults__fix (config/proving.py): Burn given PyTorch's momentum and eps
+    through its setters. Its gap falls from 1.44 to rounding's order, what is left is Burn's
+    f32 storage, and the first screen says so beside the fix."""
+    records = json.loads((default_run / "results/verdicts.json").read_text())["experiments"]
+    records = {r["experiment"]: r for r in records}
+    assert {name for name in records if name.endswith("__fix")} == {
+        f"{name}__fix" for name in ("adam_burn_default_eps", "adamw_burn_defaults",
+                                    "adagrad_burn_defaults", "rmsprop_burn_defaults")
+    }  # fmt: skip
+    before, after = records["rmsprop_burn_defaults"], records["rmsprop_burn_defaults__fix"]
+    assert before["f64_gap"] > 1.0 and after["f64_gap"] < 1e-6
+    assert after["verdict"] in ("equivalent up to rounding", "algorithmic difference, explained")
+    assert all(c["cause"].startswith("Burn's f32") for c in after["causes"])
+    report = (default_run / "results/report.md").read_text()
+    first = report[: report.index("## Atlas")]
+    momentum = next(line for line in first.splitlines() if "config diff: momentum" in line)
+    assert "[rmsprop_burn_defaults__fix](#experiment-rmsprop_burn_defaults__fix-optimizer-" in (
+        momentum
+    )
+    assert "the fix closes" in momentum

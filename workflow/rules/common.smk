@@ -14,6 +14,7 @@ from torch_burn_parity.config.parity_config import (
     MODELS,
 )
 from torch_burn_parity.config.sweeps import expand_all
+from torch_burn_parity.config.proving import proving_runs
 from torch_burn_parity.config.data_problems import experiment_data
 from torch_burn_parity.datasets.registry import dataset_stem
 from torch_burn_parity.models.port import register_ports
@@ -45,6 +46,11 @@ SWEEPS = expand_all(config, HYPERPARAMETERS)
 config.setdefault("experiments", {})
 for _points in SWEEPS.values():
     config["experiments"].update({name: exp for name, exp, _ in _points})
+# Each experiment that leaves values to Burn's defaults gets its proving run, the same
+# with PyTorch's values passed to Burn (config/proving.py), unless prove_fixes is false.
+if config.get("prove_fixes", True):
+    _swept = {name for _points in SWEEPS.values() for name, _, _ in _points}
+    config["experiments"].update(proving_runs(config["experiments"], _swept))
 EXPERIMENTS = list(config["experiments"])
 
 # Your own ports (models/port.py), known by name here and in every job (the environment).

@@ -12,8 +12,11 @@ import math
 
 from markdown.extensions.toc import slugify
 
+from torch_burn_parity.config.proving import original
 from torch_burn_parity.judgement import verdict as vd
-from torch_burn_parity.judgement.fixes import fixes
+from torch_burn_parity.judgement.effect import ROUNDING_SIZED
+from torch_burn_parity.judgement.fixes import fixes, kind_of
+from torch_burn_parity.report.verdict_text import e
 
 # A row's title for the kinds of cause whose words differ between experiments (the values
 # they name); other kinds are titled by the cause itself.
@@ -60,17 +63,45 @@ def grouped(experiments: list) -> dict[tuple, dict]:
     """Every fix of every explained experiment, by cause: {key: {title, changes, touches}}."""
     rows: dict[tuple, dict] = {}
     for x in experiments:
+        if original(x.name):  # a proving run: shown beside the fix it proves
+            continue
         for f in fixes(x.record, x.paired):
             title = TITLES.get(f.kind) or (
                 f.cause.split(":")[0] if f.kind == "clipping" else f.cause
             )
             change = f.fix or f"nothing to change: {f.why_not}"
             key = (f.kind, title, f.fix is None)
-            row = rows.setdefault(key, {"title": title, "changes": [], "touches": []})
+            row = rows.setdefault(key, {"title": title, "changes": [], "touches": [],
+                                        "proofs": []})  # fmt: skip
             if change not in row["changes"]:
                 row["changes"].append(change)
             row["touches"].append((x.record, f.share, f.cause))
+            if f.kind == "values" and x.proof and proved(x) not in row["proofs"]:
+                row["proofs"].append(proved(x))
     return rows
+
+
+def proof_text(proof: dict) -> str:
+    """What a proving run (config/proving.py) says of the fix: 'equivalent up to rounding',
+    'explained by what Burn computes in f32 alone (…)', or that the gap stays."""
+    verdict, causes = proof["verdict"], [c["cause"] for c in proof["causes"]]
+    if verdict == vd.EQUIVALENT:
+        return "equivalent up to rounding: the fix closes the gap"
+    if verdict == vd.EXPLAINED and all(kind_of(c)[0] in ROUNDING_SIZED for c in causes):
+        kinds = ", ".join(dict.fromkeys(kind_of(c)[0] for c in causes))
+        return f"explained by what Burn computes in f32 alone ({kinds}): the fix closes the rest"
+
+    return f"{verdict}: the fix does not close the gap" + (
+        f" ({'; '.join(causes)} remain)" if causes else ""
+    )
+
+
+def proved(x) -> str:
+    """'[x__fix](#…): equivalent up to rounding…', or '—' without a proving run."""
+    if not x.proof:
+        return "—"
+    gaps = f"f64 gap {e(x.record['f64_gap'])} → {e(x.proof['f64_gap'])}"
+    return f"{anchor(x.proof)}: {proof_text(x.proof)} ({gaps})"
 
 
 def touched(record: dict, share: float, cause: str) -> str:
@@ -113,12 +144,13 @@ def actions_section(experiments: list) -> str:
             " PyTorch's.",
             "",
             "| change to make | cause | experiments (share of the gap; effect of the whole"
-            " difference on training) |",
-            "| :-- | :-- | :-- |",
+            " difference on training) | with the fix (Burn's proving run) |",
+            "| :-- | :-- | :-- | :-- |",
         ]
         for r in acting:
             touches = "; ".join(touched(*t) for t in r["touches"])
-            out.append(f"| {joined(r['changes'])} | {r['title']} | {touches} |")
+            proofs = "; ".join(r["proofs"]) or "—"
+            out.append(f"| {joined(r['changes'])} | {r['title']} | {touches} | {proofs} |")
         out.append("")
     else:
         out += ["No cause changes the outcome of training beyond what rounding alone does.", ""]
@@ -127,7 +159,8 @@ def actions_section(experiments: list) -> str:
         out.append("")
         for r in quiet:
             names = ", ".join(anchor(t[0]) for t in r["touches"])
-            out.append(f"- {r['title']} — {names} — {joined(r['changes'])}")
+            proofs = f" — with the fix: {'; '.join(r['proofs'])}" if r["proofs"] else ""
+            out.append(f"- {r['title']} — {names} — {joined(r['changes'])}{proofs}")
         out.append("")
     unexplained = [x.record for x in experiments if x.record["verdict"] == vd.UNEXPLAINED]
     if unexplained:

@@ -92,6 +92,7 @@ class Experiment:
         self.record = record
         # The record of the experiment passing PyTorch's values to both (report.py pairs).
         self.paired: dict | None = None
+        self.proof: dict | None = None  # the record of its proving run (config/proving.py)
         self.verdict = verdict_of(record)
         self.causes = [(c["cause"], c["share"], c["how"]) for c in record["causes"]]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from torch_burn_parity.config.proving import original
 from torch_burn_parity.judgement import effect as ef
 from torch_burn_parity.judgement import verdict as vd
 
@@ -83,7 +84,9 @@ def counts(records: list[dict]) -> str:
     parts = [f"{found[label]} {COUNTED[label][found[label] != 1]}" for label in COUNTED
              if found[label]]  # fmt: skip
     n = len(records)
-    return f"{n} experiment{'s' if n != 1 else ''}: " + "; ".join(parts)
+    proving = sum(1 for r in records if original(r["experiment"]))
+    of_them = f" ({proving} of them proving runs of a fix)" if proving else ""
+    return f"{n} experiment{'s' if n != 1 else ''}{of_them}: " + "; ".join(parts)
 
 
 def headline(records: list[dict]) -> str:

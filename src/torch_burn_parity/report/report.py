@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from torch_burn_parity.config.proving import SUFFIX, original
 from torch_burn_parity.io.parity_io import (
     FormatError,
     read_text,
@@ -120,16 +121,22 @@ def what_was_trained(models: list[ModelSpec]) -> str:
 
 def pair_up(experiments: list[Experiment]) -> None:
     """Give each experiment that leaves values to Burn's defaults the experiment passing the
-    same optimizer PyTorch's values on the same model and backend, when the run has one."""
+    same optimizer PyTorch's values on the same model and backend, when the run has one, and
+    its proving run's record when it has one."""
     plain = {
         (x.optimizer, x.model, x.spec.get("burn_backend", "flex")): x
         for x in experiments
-        if x.is_plain and not x.spec.get("param_groups")
+        if x.is_plain and not x.spec.get("param_groups") and not original(x.name)
     }
     for x in experiments:
         if any(x.spec.get("keep_defaults", {}).values()):
             twin = plain.get((x.optimizer, x.model, x.spec.get("burn_backend", "flex")))
             x.paired = twin.record if twin else None
+    # and each its proving run's record: the fix applied on Burn's side (config/proving.py)
+    by_name = {x.name: x for x in experiments}
+    for x in experiments:
+        proof = by_name.get(x.name + SUFFIX)
+        x.proof = proof.record if proof else None
 
 
 def build(args: argparse.Namespace) -> str:

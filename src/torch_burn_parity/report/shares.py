@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from torch_burn_parity.judgement import effect as ef
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.judgement.fixes import fixes
+from torch_burn_parity.report.actions import anchor, proof_text
 from torch_burn_parity.report.verdict_text import e
 
 if TYPE_CHECKING:
@@ -104,8 +105,16 @@ def fix_sentence(x: Experiment) -> str:
     for f in fixes(x.record, x.paired):
         action = f.fix if f.fix else f"no setting removes it ({f.why_not})"
         parts.append(f"{f.kind} ({f.share:.1%}): {action}. Evidence: {f.evidence}.")
-    return "What to change in your port — " + " ".join(
-        f"({i}) {part}" for i, part in enumerate(parts, 1)
+    proof = (
+        f" Proving run {anchor(x.proof)}, Burn given PyTorch's values through its setters:"
+        f" {proof_text(x.proof)}."
+        if x.proof
+        else ""
+    )
+    return (
+        "What to change in your port — "
+        + " ".join(f"({i}) {part}" for i, part in enumerate(parts, 1))
+        + proof
     )
 
 
