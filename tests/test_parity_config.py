@@ -132,6 +132,8 @@ EDGES = {
     "tolerance.f64 a string": (top(tolerance={"f64": "tight"}), "tolerance.f64"),
     "tolerance.f64 inf": (top(tolerance={"f64": float("inf")}), "tolerance.f64"),
     "tolerance a number": (top(tolerance=1e-6), "tolerance"),
+    "prove_fixes false": (top(prove_fixes=False), None),
+    "prove_fixes 'yes'": (top(prove_fixes="yes"), "prove_fixes"),
     # sweeps (each point is checked like an experiment: tests/test_sweeps.py)
     "max_experiments 0": (top(max_experiments=0), "max_experiments"),
     "max_experiments 1": (top(max_experiments=1), None),
