@@ -70,7 +70,8 @@ def test_one_row_per_cause_across_experiments_with_each_ones_share_and_effect():
         "| pass PyTorch's eps to Burn: `AdamConfig::new().with_epsilon(1e-08)` /"
         " `RmsPropConfig::new().with_epsilon(1e-08)` |"
     )
-    assert f"{anchor(experiments[0].record)} 100.0% (" in eps and "; outcome unchanged)" in eps
+    # an experiment whose outcome is unchanged: by name, after those whose outcome changes
+    assert eps.endswith(f"; no effect on the outcome in {anchor(experiments[0].record)} | — |")
     assert f"{anchor(experiments[1].record)} 1.0% (loss -98%, accuracy +25.0 pts" in eps
     assert rows[0].startswith("| pass PyTorch's momentum to Burn")  # the largest share that acts
     # then by the largest share in an experiment whose outcome changes: 0.06, then 0.01

@@ -54,17 +54,25 @@ def assert_plot_rendered(frame_or_page) -> None:
 def test_parity_report_page_shows_verdicts_tables_and_plots(pipeline, page):
     page.goto((pipeline / "results/report.html").as_uri())
     expect(page.get_by_role("heading", name="Verdicts")).to_be_visible()
-    verdicts = page.locator("table").first
+    # the verdict table (after "What to change"): seven columns, the last "gap / floor"
+    verdicts = page.locator("table", has=page.get_by_role("columnheader", name="gap / floor"))
+    verdicts.scroll_into_view_if_needed()
     expect(verdicts).to_be_visible()
     expect(verdicts.get_by_role("cell", name="equivalent up to rounding")).to_be_visible()
     expect(
         verdicts.get_by_role("cell", name="algorithmic difference, explained").first
     ).to_be_visible()
-    # the contents list links every experiment's section
+    assert verdicts.locator("th").count() == 7
+    width = page.evaluate("document.documentElement.clientWidth")
+    assert verdicts.bounding_box()["width"] <= width  # no column off the right edge
+    # each row links its experiment's section
+    verdicts.get_by_role("link", name="adam", exact=True).click()
+    heading = page.get_by_role("heading", name="Experiment adam (optimizer: adam)")
+    expect(heading).to_be_in_viewport()
+    # so does the contents list
+    page.goto((pipeline / "results/report.html").as_uri())
     page.get_by_role("link", name="Experiment adam (optimizer: adam)").click()
-    expect(
-        page.get_by_role("heading", name="Experiment adam (optimizer: adam)")
-    ).to_be_in_viewport()
+    expect(heading).to_be_in_viewport()
     assert_plot_rendered(page)
 
 

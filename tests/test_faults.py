@@ -132,7 +132,8 @@ def test_diverging_experiment_runs_through(diverged):
     compare = (results / "compare/boom-f32.txt").read_text()
     assert "max|diff|=nan" in compare and compare.rstrip().endswith("MISMATCH")
     report = (results / "report.md").read_text()
-    assert re.search(r"\| boom \| sgd \| diverged \| (one|both) runs? diverged [^|]* \|"
+    assert re.search(r"\| \[boom\]\(#[^)]*\) \|"
+                     r" sgd \| diverged \| (one|both) runs? diverged [^|]* \|"
                      r" torch f32 diverged at step", report)  # fmt: skip
     assert "burn f32 diverged at step" in report
 

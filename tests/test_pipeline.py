@@ -24,9 +24,11 @@ def test_pipeline_writes_every_output(pipeline):
     missing = [f for f in EXPECTED if not (pipeline / f).is_file()]
     assert not missing
     report = (pipeline / "results/report.md").read_text()
-    assert re.search(r"\| sgd \| sgd \| equivalent up to rounding \| no effect on the outcome"
+    assert re.search(r"\| \[sgd\]\(#[^)]*\) \|"
+                     r" sgd \| equivalent up to rounding \| no effect on the outcome"
                      r" \([^|]*\) \| — \|", report)  # fmt: skip
-    assert re.search(r"\| adam \| adam \| algorithmic difference, explained \| [^|]* \|"
+    assert re.search(r"\| \[adam\]\(#[^)]*\) \|"
+                     r" adam \| algorithmic difference, explained \| [^|]* \|"
                      r" Burn's f32 evaluation of its per-step Adam factors \(", report)  # fmt: skip
     steps = pd.read_csv(pipeline / "results/tables/steps_sgd.csv")
     assert list(steps.columns) == [
@@ -113,7 +115,8 @@ def test_replay_reproduces_burn_to_rounding(pipeline):
 
 def test_momentum_with_burns_default_dampening_points_at_dampening(pipeline):
     report = (pipeline / "results/report.md").read_text()
-    assert re.search(r"\| momentum \| sgd \| algorithmic difference, explained \| [^|]* \|"
+    assert re.search(r"\| \[momentum\]\(#[^)]*\) \|"
+                     r" sgd \| algorithmic difference, explained \| [^|]* \|"
                      r" config diff: dampening \(torch 0\.0, burn 0\.1\)", report)  # fmt: skip
     diff = pd.read_csv(pipeline / "results/tables/config_diff_momentum.csv")
     status = dict(zip(diff["hyperparameter"], diff["status"], strict=True))
@@ -122,7 +125,8 @@ def test_momentum_with_burns_default_dampening_points_at_dampening(pipeline):
 
 def test_defaults_pitfall_points_at_epsilon(pipeline):
     report = (pipeline / "results/report.md").read_text()
-    assert re.search(r"\| pitfall \| adam \| algorithmic difference, explained \| [^|]* \|"
+    assert re.search(r"\| \[pitfall\]\(#[^)]*\) \|"
+                     r" adam \| algorithmic difference, explained \| [^|]* \|"
                      r" config diff: eps", report)  # fmt: skip
     compare = (pipeline / "results/compare/pitfall-f32.txt").read_text()
     assert compare.rstrip().endswith("tol=1e-05 MISMATCH")

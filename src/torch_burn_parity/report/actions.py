@@ -105,11 +105,19 @@ def proved(x) -> str:
 
 
 def touched(record: dict, share: float, cause: str) -> str:
-    changed = "" if record["effect"]["changes_outcome"] else "; outcome unchanged"
     sensitive = record.get("sensitivity") or {}
+    note = ""
     if cause in sensitive.get("not_separable", []):  # judgement/effect.py
-        changed += "; a sensitive run: this share is not separable from rounding"
-    return f"{anchor(record)} {share:.1%} ({effect_brief(record)}{changed})"
+        note = "; a sensitive run: this share is not separable from rounding"
+    return f"{anchor(record)} {share:.1%} ({effect_brief(record)}{note})"
+
+
+def touches_cell(touches: list[tuple]) -> str:
+    """The experiments whose outcome changes in full; the others by name after them."""
+    changing = [t for t in touches if t[0]["effect"]["changes_outcome"]]
+    rest = [anchor(t[0]) for t in touches if not t[0]["effect"]["changes_outcome"]]
+    cell = "; ".join(touched(*t) for t in changing)
+    return cell + (f"; no effect on the outcome in {', '.join(rest)}" if rest else "")
 
 
 def joined(changes: list[str]) -> str:
@@ -148,7 +156,7 @@ def actions_section(experiments: list) -> str:
             "| :-- | :-- | :-- | :-- |",
         ]
         for r in acting:
-            touches = "; ".join(touched(*t) for t in r["touches"])
+            touches = touches_cell(r["touches"])
             proofs = "; ".join(r["proofs"]) or "—"
             out.append(f"| {joined(r['changes'])} | {r['title']} | {touches} | {proofs} |")
         out.append("")
