@@ -85,7 +85,11 @@ def test_the_first_screen_says_the_counts_and_what_changes_the_outcome(pipeline,
     expect(counts).to_be_in_viewport()
     outcome = page.get_by_text(re.compile(r"(changes the outcome of training in|No difference)"))
     expect(outcome.first).to_be_in_viewport()
-    assert page.locator("text=Contents").first.bounding_box()["y"] > counts.bounding_box()["y"]
+    contents = page.locator("text=Contents").first.bounding_box()["y"]
+    assert contents > counts.bounding_box()["y"]
+    # what to change comes before the contents: the first screen's action list
+    change = page.get_by_role("heading", name="What to change")
+    assert change.bounding_box()["y"] < contents
     header = page.get_by_role("columnheader", name="effect on training (f32)")
     header.scroll_into_view_if_needed()
     expect(header).to_be_visible()

@@ -83,9 +83,11 @@ def report_page(report_md: Path) -> str:
     body = embed_images(converter.convert(text), report_md.parent)
     body = NUMBER_CELL.sub(r'<td class="num">\1</td>', body)
     title = text.splitlines()[0].lstrip("# ").strip() if text else "report"
-    # The contents after the first screen's text (the intro and the headline), before the
-    # first section.
+    # The contents after the first screen's text (the intro, the headline and what to
+    # change), before the next section.
     first_section = body.find("<h2")
+    if body.startswith('<h2 id="what-to-change"', first_section):
+        first_section = body.find("<h2", first_section + 1)
     at = first_section if first_section >= 0 else body.find("</h1>") + len("</h1>")
     body = body[:at] + converter.toc + body[at:]
     return page(title, body)
