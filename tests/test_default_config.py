@@ -130,8 +130,9 @@ def test_the_running_variance_is_where_cnn_bn_parts(default_run):
 
 def test_cnn_bn_adam_names_every_update_row_that_parts_and_the_largest(default_run):
     md = (default_run / "results/tables/layers_cnn_bn_adam.md").read_text()
-    assert "enters at `conv.weight` in the update of step 1" in md
-    assert "7 more update rows of step 1 leave their floors: `bn.weight`," in md
+    # eight update rows leave their floors at step 1 together: none is where it enters
+    assert "enters in the update of step 1, where 8 rows leave their floors together:" in md
+    assert "`conv.weight`, `conv.bias`, `bn.weight`," in md and "enters at" not in md
     assert "The largest f64 difference of step 1 is at `bn.running_var` after step 1" in md
 
 

@@ -178,16 +178,21 @@ def test_a_buffer_gap_flags_the_running_variance_in_the_update_of_step_1():
     assert "in the update" not in lt.sentence(frame)
 
 
-def test_every_row_of_the_first_step_and_phase_above_its_floor_is_named():
-    # Adam's f32 factors: every parameter's update parts a little, the buffer a lot.
+def test_update_rows_that_leave_their_floors_in_one_step_leave_together():
+    # Adam's f32 factors: every parameter's update parts a little, the buffer a lot. The
+    # update rows are one per parameter: none of them is "first", none is where it enters.
     shift = {("params", n): 2.2e-10 for n in PARAMS} | {("buffers", "bn.running_var"): 2.5e-4}
     frame = table(blocks(shift=shift))
     first = frame[frame["first_above_floor"]].iloc[0]
     assert (first["phase"], first["layer"]) == ("update", next(iter(PARAMS)))
     text = lt.sentence(frame)
-    others = [*list(PARAMS)[1:], "bn.running_var"]
-    assert f"; {len(others)} more update rows of step 1 leave their floors: " in text
-    assert ", ".join(f"`{n}`" for n in others) + " (max|Δ| 2.20e-10 to 2.50e-04)" in text
+    rows = [*PARAMS, "bn.running_var"]
+    assert "enters at" not in text
+    assert text.startswith(
+        f"f64: the difference enters in the update of step 1, where {len(rows)} rows leave"
+        " their floors together: " + ", ".join(f"`{n}`" for n in rows)
+        + " (max|Δ| 2.20e-10 to 2.50e-04). "
+    )  # fmt: skip
     assert text.endswith(
         ". The largest f64 difference of step 1 is at `bn.running_var` after step 1 (a buffer:"
         " BatchNorm updates it in the train-mode forward): 2.50e-04."
@@ -195,16 +200,18 @@ def test_every_row_of_the_first_step_and_phase_above_its_floor_is_named():
 
 
 def test_many_rows_above_their_floor_are_counted_and_ties_not_repeated(monkeypatch):
+    from torch_burn_parity.analysis import layers_words
+
     shift = {("params", n): 3e-9 for n in PARAMS}
     text = lt.sentence(table(blocks(shift=shift)))
-    assert f"{len(PARAMS) - 1} more update rows" in text and "(max|Δ| 3.00e-09 each)" in text
-    assert "The largest" not in text  # a tie with the first row, to the digits shown
-    monkeypatch.setattr(lt, "NAMED_UP_TO", 2)
+    assert f"where {len(PARAMS)} rows leave their floors together: " in text
+    assert text.endswith("(max|Δ| 3.00e-09 each).")  # a tie, to the digits shown: no largest
+    monkeypatch.setattr(layers_words, "NAMED_UP_TO", 2)
     text = lt.sentence(table(blocks(shift=shift)))
-    assert text.endswith(
-        f"; {len(PARAMS) - 1} more update rows of step 1 leave their floors (max|Δ| 3.00e-09 each)."
+    assert text == (
+        f"f64: the difference enters in the update of step 1, where {len(PARAMS)} rows leave"
+        " their floors together (max|Δ| 3.00e-09 each)."
     )
-    assert "`bn.bias`" not in text
 
 
 def test_an_earlier_difference_is_named_before_a_later_one():
@@ -317,6 +324,14 @@ def test_the_plot_title_says_where_the_difference_enters():
     assert subtitle.startswith("there f64 max|Δ| 0.002 against a rounding floor of")
     title, _ = layers_plot.layers_title("cnn1d", table(blocks()))
     assert title == "cnn1d: every f64 difference stays within rounding at the probe steps"
+    # several update rows at once: no "first" among them, the largest named
+    shift = {("params", n): 2.2e-10 for n in PARAMS} | {("buffers", "bn.running_var"): 2.5e-4}
+    title, subtitle = layers_plot.layers_title("cnn_bn_adam", table(blocks(shift=shift)))
+    assert title == (
+        f"cnn_bn_adam: the f64 difference enters in the update of step 1, {len(PARAMS) + 1} rows"
+        " together"
+    )
+    assert subtitle.startswith("largest there bn.running_var: f64 max|Δ| 0.00025 · ")
 
 
 def broken(change) -> dict[str, dict]:

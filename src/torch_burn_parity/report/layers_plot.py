@@ -64,6 +64,16 @@ def layers_title(experiment: str, frame: pd.DataFrame) -> tuple[str, str]:
             f"largest f64 max|Δ| {e(np.nanmax(f64, initial=0.0))} · {sizes}",
         )
     row = first.iloc[0]
+    step = frame[frame["step"] == row["step"]]
+    above = step[~(step["max_abs_diff_f64"] <= step["floor"]) & (step["phase"] == "update")]
+    if row["phase"] == "update" and len(above) > 1:  # no order among update rows
+        largest = above["max_abs_diff_f64"].fillna(np.inf).idxmax()
+        return (
+            f"{experiment}: the f64 difference enters in the update of step {row['step']},"
+            f" {len(above)} rows together",
+            f"largest there {labels[frame.index.get_loc(largest)]}: f64 max|Δ|"
+            f" {e(frame.loc[largest, 'max_abs_diff_f64'])} · {sizes}",
+        )
     # A value after the step (a parameter, or a buffer the train-mode forward updated).
     when = (
         f"after step {row['step']}"
