@@ -116,9 +116,10 @@ LOSS_NOTE = (
 
 
 def f32(x):
+    """x as an f32 field holds it, widened back (lists elementwise; not a number: as is)."""
     if isinstance(x, list):
         return [f32(v) for v in x]
-    return float(np.float32(x)) if not isinstance(x, bool) else x
+    return float(np.float32(x)) if isinstance(x, int | float) and not isinstance(x, bool) else x
 
 
 def show(x, as_f32: bool = False) -> str:

@@ -18,16 +18,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import numpy as np
-
-
-def _f32(x: Any) -> Any:
-    """x as Burn's f32 field would hold it, widened back (lists elementwise)."""
-    if isinstance(x, list):
-        return [_f32(v) for v in x]
-    if isinstance(x, float):
-        return float(np.float32(x))
-    return x
+from torch_burn_parity.analysis.config_diff import f32
 
 
 def _values(meta: dict) -> dict[str, Any]:
@@ -46,7 +37,7 @@ def differing(torch_meta: dict, burn_meta: dict) -> dict[str, Any]:
     return {
         key: burn_held[key]
         for key, value in torch_held.items()
-        if key in burn_held and burn_held[key] not in (value, _f32(value))
+        if key in burn_held and burn_held[key] not in (value, f32(value))
     }
 
 
