@@ -152,7 +152,8 @@ def actions_section(experiments: list) -> str:
             " PyTorch's.",
             "",
             "| change to make | cause | experiments (share of the gap; effect of the whole"
-            " difference on training) | with the fix (Burn's proving run) |",
+            " difference on training) | with every value fix of that experiment (its proving"
+            " run) |",
             "| :-- | :-- | :-- | :-- |",
         ]
         for r in acting:
