@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+pub use crate::by_hand::BurnFix;
 use crate::loss::LossKind;
 
 mod optimizer;
@@ -202,6 +203,9 @@ struct ResolvedSpec {
     /// A port's declaration; checked against `model` in [`parse`].
     #[serde(default)]
     port: Option<PortDecl>,
+    /// What the trainer applies by hand ([`BurnFix`]); absent: nothing.
+    #[serde(default)]
+    burn_fixes: Vec<BurnFix>,
 }
 
 /// The spec's `model`: a built-in model's entry by name ([`models::builtins`]), or None for a
@@ -257,6 +261,8 @@ pub struct Spec {
     pub param_groups: Vec<ParamGroup>,
     /// The port's declaration: present exactly when `model` is [`PORT`].
     pub port: Option<PortDecl>,
+    /// What the trainer applies by hand where Burn has no setting (by_hand.rs).
+    pub burn_fixes: Vec<BurnFix>,
 }
 
 impl Spec {
@@ -267,6 +273,16 @@ impl Spec {
     /// The experiment's `lr`: its optimizer's, the schedule's initial lr.
     pub fn lr(&self) -> f64 {
         self.optimizer.lr()
+    }
+
+    pub fn applies(&self, fix: BurnFix) -> bool {
+        self.burn_fixes.contains(&fix)
+    }
+
+    /// The clipping attached to Burn's optimizers: none when the trainer clips by hand.
+    pub fn attached_clip(&self) -> Option<ClipGrad> {
+        self.clip_grad
+            .filter(|_| !self.applies(BurnFix::ClipByGlobalNorm))
     }
 }
 
@@ -306,6 +322,11 @@ pub fn parse(text: &str) -> Result<Spec, String> {
     let label_smoothing = label_smoothing(&raw.label_smoothing)?;
     let record_steps = record_steps(&raw.record_steps, raw.steps)?;
     check_port(model, raw.port.as_ref())?;
+    if raw.burn_fixes.contains(&BurnFix::ClipByGlobalNorm)
+        && !matches!(raw.clip_grad, Some(ClipGrad::Norm(_)))
+    {
+        return Err("burn_fixes: clip_by_global_norm needs clip_grad {norm: x}".into());
+    }
     let optimizer = Optimizer::tagged(&raw.optimizer, raw.hyperparameters)?;
     let param_groups = raw
         .param_groups
@@ -340,6 +361,7 @@ pub fn parse(text: &str) -> Result<Spec, String> {
         cpu_path: raw.cpu_path,
         param_groups,
         port: raw.port,
+        burn_fixes: raw.burn_fixes,
     })
 }
 

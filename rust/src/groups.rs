@@ -9,11 +9,11 @@
 use std::collections::HashMap;
 
 use burn::lr_scheduler::module_lr_scheduler::ModuleLearningRate;
-use burn::module::{ModuleVisitor, Param, ParamId};
+use burn::module::ParamId;
 use burn::optim::{GradientsParams, ModuleOptimizer};
-use burn::tensor::Tensor;
 
-use crate::config::{Optimizer, Schedule, Spec};
+use crate::by_hand::{LrScales, adjustment_ratio, scaled_lr, tensor_shapes};
+use crate::config::{BurnFix, Optimizer, Schedule, Spec};
 use crate::models::{Entry, ParityModel};
 use crate::optimizers::optimizer;
 use crate::runfile::{GroupMeta, Named};
@@ -25,6 +25,8 @@ struct Group {
     ids: Vec<(ParamId, usize)>,
     /// The lr it steps with: its own `lr` under a constant schedule, else the scheduled lr.
     own_lr: Option<f64>,
+    /// Each Muon tensor's lr scale, with `muon_lr_per_parameter` (by_hand.rs); else none.
+    scales: LrScales,
 }
 
 /// Every optimizer of a run: the spec's groups, in order, then the rest's.
@@ -33,8 +35,41 @@ pub struct Optimizers {
     /// The experiment's optimizer, for the parameters in no group; None when the groups
     /// hold every parameter.
     rest: Option<ModuleOptimizer>,
+    /// The rest's lr scales, as a group's.
+    rest_scales: LrScales,
     /// `meta.param_groups`: each group's parameters, optimizer and held hyperparameters.
     pub meta: Vec<GroupMeta>,
+    /// `meta.lr_scales`: each scaled parameter's scale per Burn tensor.
+    pub lr_scales: Named<Vec<f64>>,
+}
+
+/// The lr scales of `entries` (their Burn ids beside them) under `optimizer`, when it is
+/// Muon and the spec asks for `muon_lr_per_parameter`: PyTorch's factor of each parameter's
+/// shape over Burn's of each tensor holding it. Also appended to `named` for the run file.
+fn muon_scales(
+    spec: &Spec,
+    optimizer: &Optimizer,
+    entries: &[(&Entry, &[ParamId])],
+    shapes: &HashMap<ParamId, Vec<usize>>,
+    named: &mut Vec<(String, Vec<f64>)>,
+) -> LrScales {
+    let Optimizer::Muon { adjust_lr_fn, .. } = optimizer else {
+        return Vec::new();
+    };
+    if !spec.applies(BurnFix::MuonLrPerParameter) {
+        return Vec::new();
+    }
+    let mut scales = Vec::new();
+    for (entry, ids) in entries {
+        let torch = adjustment_ratio(*adjust_lr_fn, &entry.shape);
+        let each: Vec<f64> = ids
+            .iter()
+            .map(|id| torch / adjustment_ratio(*adjust_lr_fn, &shapes[id]))
+            .collect();
+        scales.extend(ids.iter().copied().zip(each.iter().copied()));
+        named.push((entry.name.clone(), each));
+    }
+    scales
 }
 
 /// Burn's id of each part of each parameter, in `params` order (`param_ids()`: an entry's
@@ -75,6 +110,8 @@ impl Optimizers {
     ) -> Result<Self, String> {
         let params = M::params(&model.size());
         let ids = ids_by_entry(model, &params);
+        let shapes = tensor_shapes(model);
+        let mut lr_scales = Vec::new();
         let mut owner: HashMap<&str, usize> = HashMap::new();
         let mut groups = Vec::with_capacity(spec.param_groups.len());
         let mut meta = Vec::with_capacity(spec.param_groups.len());
@@ -93,7 +130,10 @@ impl Optimizers {
             }
             let named: Vec<&Entry> = entries.iter().map(|&k| &params[k]).collect();
             check_muon(&g.optimizer, &named, &whose)?;
-            let built = optimizer(&g.optimizer, &g.burn_defaults, spec.clip_grad);
+            let held: Vec<(&Entry, &[ParamId])> =
+                entries.iter().map(|&k| (&params[k], &ids[k][..])).collect();
+            let scales = muon_scales(spec, &g.optimizer, &held, &shapes, &mut lr_scales);
+            let built = optimizer(&g.optimizer, &g.burn_defaults, spec.attached_clip());
             meta.push(GroupMeta {
                 params: g.params.clone(),
                 optimizer: g.optimizer.name().to_string(),
@@ -109,17 +149,24 @@ impl Optimizers {
                     })
                     .collect(),
                 own_lr: (spec.schedule == Schedule::Constant).then(|| g.optimizer.lr()),
+                scales,
             });
         }
-        let others: Vec<&Entry> = params
+        let others: Vec<(&Entry, &[ParamId])> = params
             .iter()
-            .filter(|e| !owner.contains_key(e.name.as_str()))
+            .zip(&ids)
+            .filter(|(e, _)| !owner.contains_key(e.name.as_str()))
+            .map(|(e, ids)| (e, &ids[..]))
             .collect();
-        check_muon(&spec.optimizer, &others, "optimizer")?;
+        let named: Vec<&Entry> = others.iter().map(|(e, _)| *e).collect();
+        check_muon(&spec.optimizer, &named, "optimizer")?;
+        let rest_scales = muon_scales(spec, &spec.optimizer, &others, &shapes, &mut lr_scales);
         Ok(Optimizers {
             groups,
             rest: (!others.is_empty()).then_some(rest),
+            rest_scales,
             meta,
+            lr_scales: Named(lr_scales),
         })
     }
 
@@ -137,13 +184,20 @@ impl Optimizers {
             for &(id, rank) in &g.ids {
                 move_grad(&mut grads, &mut own, id, rank);
             }
-            let group_lr = g
-                .own_lr
-                .map_or_else(|| lr.clone(), ModuleLearningRate::from);
+            let group_lr = match (g.own_lr, g.scales.is_empty()) {
+                (Some(own), true) => ModuleLearningRate::from(own),
+                (None, true) => lr.clone(),
+                (own, false) => scaled_lr(own.unwrap_or_else(|| lr.base()), &g.scales),
+            };
             model = g.optim.step(group_lr, model, own);
         }
+        let rest_lr = if self.rest_scales.is_empty() {
+            lr.clone()
+        } else {
+            scaled_lr(lr.base(), &self.rest_scales)
+        };
         match &mut self.rest {
-            Some(rest) => rest.step(lr.clone(), model, grads),
+            Some(rest) => rest.step(rest_lr, model, grads),
             None => model,
         }
     }
@@ -170,20 +224,13 @@ fn move_grad(from: &mut GradientsParams, to: &mut GradientsParams, id: ParamId, 
 /// holding it, in its parts' order, read from the model's tensors (e.g. a Linear weight
 /// PyTorch holds as [3, 48] is `[[48, 3]]`).
 pub fn burn_shapes<M: ParityModel>(model: &M) -> Named<Vec<Vec<usize>>> {
-    struct Shapes(HashMap<ParamId, Vec<usize>>);
-    impl ModuleVisitor for Shapes {
-        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-            self.0.insert(param.id, param.val().dims().to_vec());
-        }
-    }
-    let mut shapes = Shapes(HashMap::new());
-    model.visit(&mut shapes);
+    let shapes = tensor_shapes(model);
     let params = M::params(&model.size());
     params
         .iter()
         .zip(ids_by_entry(model, &params))
         .map(|(e, ids)| {
-            let shapes = ids.iter().map(|id| shapes.0[id].clone()).collect();
+            let shapes = ids.iter().map(|id| shapes[id].clone()).collect();
             (e.name.as_str(), shapes)
         })
         .collect()

@@ -1,6 +1,7 @@
 //! Burn side of the PyTorch ↔ Burn training-parity pipeline.
 
 pub mod adam_factors;
+pub mod by_hand;
 pub mod cli;
 pub mod config;
 pub mod dataset;

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::Path;
 
-use crate::config::ClipGrad;
+use crate::config::{BurnFix, ClipGrad};
 use crate::fault::Fault;
 use crate::models::ModelSize;
 use crate::optimizers::Hyperparameters;
@@ -209,8 +209,17 @@ pub struct Meta {
     /// `{"value": x}`; null without.
     pub clip_grad: Option<ClipGrad>,
     /// What each clipping applies to: `"per parameter tensor"` (Burn clips each tensor on
-    /// its own); null without clipping.
+    /// its own), or `by_hand::GLOBAL_SCOPE` when the trainer clips by one norm itself; null
+    /// without clipping.
     pub clip_scope: Option<&'static str>,
+    /// The fixes the trainer applied by hand (the spec's `burn_fixes`, by_hand.rs); absent
+    /// without.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub burn_fixes: Vec<BurnFix>,
+    /// With `muon_lr_per_parameter`: each Muon parameter's lr scale, one per Burn tensor
+    /// (PyTorch's factor of its shape ÷ Burn's of the tensor's); absent otherwise.
+    #[serde(skip_serializing_if = "Named::is_empty")]
+    pub lr_scales: Named<Vec<f64>>,
     pub steps: usize,
     pub batch_size: usize,
     /// The threads of Burn's thread pool (the spec's `threads`).
@@ -363,6 +372,12 @@ impl Serialize for Floats {
 /// `preserve_order` feature.)
 #[derive(Debug, Clone, PartialEq)]
 pub struct Named<T>(pub Vec<(String, T)>);
+
+impl<T> Named<T> {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 impl<T: Serialize> Serialize for Named<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

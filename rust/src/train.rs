@@ -5,8 +5,9 @@ use burn::optim::GradientsParams;
 use burn::tensor::{DType, Device, Int, Tensor};
 
 use crate::adam_factors::{burn_adam_factors, burn_adamw_bias_corrections};
+use crate::by_hand;
 use crate::cli::Failure;
-use crate::config::Spec;
+use crate::config::{BurnFix, ClipGrad, Spec};
 use crate::dataset::Dataset;
 use crate::fault::Fault;
 use crate::groups::{Optimizers, burn_shapes};
@@ -279,7 +280,12 @@ pub fn run_into<M: ParityModel>(
         held,
         clip,
         scalars,
-    } = optimizer(&spec.optimizer, &spec.burn_defaults, spec.clip_grad);
+    } = optimizer(&spec.optimizer, &spec.burn_defaults, spec.attached_clip());
+    // The clipping the trainer applies itself, by one norm of all gradients (by_hand.rs).
+    let by_hand = match spec.clip_grad {
+        Some(ClipGrad::Norm(max)) if spec.applies(BurnFix::ClipByGlobalNorm) => Some(max),
+        _ => None,
+    };
     // One Burn optimizer per parameter group, then the experiment's for the rest.
     let mut optims = Optimizers::new(spec, &model, optim)?;
     let mut losses = Vec::with_capacity(spec.steps);
@@ -321,7 +327,10 @@ pub fn run_into<M: ParityModel>(
         if probed {
             recorder.layer(probe.record(step, &layer_names, &grads)?)?;
         }
-        let grads = GradientsParams::from_grads(grads, &model);
+        let mut grads = GradientsParams::from_grads(grads, &model);
+        if let Some(max) = by_hand {
+            grads = by_hand::clip_by_global_norm(&model, grads, max);
+        }
         // Read back from the device only what is recorded: the norms at every step, the
         // tensors at the recorded steps.
         let recorded = recorder.records(step);
@@ -394,8 +403,13 @@ pub fn run_into<M: ParityModel>(
             kept_defaults: spec.burn_defaults.clone(),
             schedule: schedule_held,
             // Burn clips each parameter tensor on its own (module_optimizer.rs:453).
-            clip_scope: clip.map(|_| "per parameter tensor"),
-            clip_grad: clip,
+            clip_scope: match by_hand {
+                Some(_) => Some(by_hand::GLOBAL_SCOPE),
+                None => clip.map(|_| "per parameter tensor"),
+            },
+            clip_grad: by_hand.map_or(clip, |_| spec.clip_grad),
+            burn_fixes: spec.burn_fixes.clone(),
+            lr_scales: optims.lr_scales,
             steps: spec.steps,
             batch_size: spec.batch_size,
             threads: spec.threads,

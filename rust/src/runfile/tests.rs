@@ -90,6 +90,8 @@ fn block(loss: f64, burn_scalars: Option<BurnScalars>) -> RunBlock {
             },
             clip_grad: None,
             clip_scope: None,
+            burn_fixes: vec![],
+            lr_scales: Named(vec![]),
             steps: 2,
             batch_size: 1,
             threads: 1,

@@ -30,11 +30,18 @@ def burn_tensors(params: list[torch.nn.Parameter], parts: list[int]) -> list[tor
     return [g for p, k in zip(params, parts, strict=True) for g in p.grad.chunk(k, dim=0)]
 
 
-def burn_clipping(clip: dict | None, parts: list[int]) -> Clipping | None:
+# Burn's `meta.clip_scope` when its trainer clips by one norm itself (rust/src/by_hand.rs).
+BY_HAND_SCOPE = "all parameters (one norm), by hand before Burn's step"
+
+
+def burn_clipping(clip: dict | None, parts: list[int], scope: str | None = None) -> Clipping | None:
     """Burn's clipping (grad_clipping/base.rs), each of Burn's parameter tensors on its own
-    (``parts``: how many tensors Burn holds each parameter as, in parameter order)."""
+    (``parts``: how many tensors Burn holds each parameter as, in parameter order); with the
+    Burn run's `scope` BY_HAND_SCOPE, the trainer's own clipping by one norm instead."""
     if not clip:
         return None
+    if scope == BY_HAND_SCOPE:
+        return by_hand_clipping(clip["norm"], parts)
     if "norm" in clip:
         threshold = clip["norm"]
 
@@ -54,6 +61,20 @@ def burn_clipping(clip: dict | None, parts: list[int]) -> Clipping | None:
                 # Both masks of the unclipped gradient, then mask_fill.
                 above, below = g > threshold, g < -threshold
                 g.masked_fill_(above, threshold).masked_fill_(below, -threshold)
+
+    return clip_tensors
+
+
+def by_hand_clipping(threshold: float, parts: list[int]) -> Clipping:
+    """The clipping a porter writes in Burn (by_hand.rs `clip_by_global_norm`): the sum over
+    Burn's tensors of Σ g², its square root + 1e-6, recip, × threshold, clamped to 1."""
+
+    def clip_tensors(params: list[torch.nn.Parameter]) -> None:
+        grads = burn_tensors(params, parts)
+        total = torch.stack([(g * g).sum() for g in grads]).sum()
+        coef = ((total.sqrt() + 1e-6).reciprocal() * threshold).clamp(max=1.0)
+        for g in grads:
+            g.mul_(coef)
 
     return clip_tensors
 

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from torch_burn_parity.config import burn_fixes
 from torch_burn_parity.config.parity_config import BURN_BACKENDS, ConfigError
 from torch_burn_parity.config.resolve import read_spec, requested_hyperparameters
 from torch_burn_parity.io.parity_io import FormatError, experiment_block, write_text_atomic
@@ -104,6 +105,8 @@ CLIP_SCOPE = {
     ),
     "value": ("each element clamped to [−v, v]", "each element clamped to [−v, v]", "same", ""),
 }
+# Burn's scope with `burn_fixes: [clip_by_global_norm]` (rust/src/by_hand.rs).
+BY_HAND_CLIP = "one norm over all parameters, by hand before Burn's step: max/(‖g‖ + 1e-6)"
 
 
 # How each framework smooths the cross-entropy's target (burn-nn loss/cross_entropy.rs
@@ -192,6 +195,12 @@ def clip_rows(spec: dict) -> list[dict]:
     if not spec["clip_grad"]:
         return []
     ((mode, threshold),) = spec["clip_grad"].items()
+    if burn_fixes.CLIP in spec.get("burn_fixes", []):  # the trainer clips by hand, in f64
+        return [
+            value_row(f"clip_grad.{mode}", threshold, threshold, False, []),
+            fact(f"clip_grad.{mode} scope", CLIP_SCOPE[mode][0], BY_HAND_CLIP, "same",
+                 f"burn_fixes: {burn_fixes.CLIP}"),
+        ]  # fmt: skip
     return [
         value_row(f"clip_grad.{mode}", threshold, threshold, True, []),
         fact(f"clip_grad.{mode} scope", *CLIP_SCOPE[mode]),
@@ -300,10 +309,11 @@ def layer_rows(torch_layers: dict, burn_layers: dict) -> list[dict]:
     return rows
 
 
-def lr_adjustment_rows(group: dict, burn_shapes: dict) -> list[dict]:
+def lr_adjustment_rows(group: dict, burn_shapes: dict, scaled: bool = False) -> list[dict]:
     """Muon's lr factor for each parameter whose shape Burn holds otherwise (its Linear
     weights are [in, out]): the factor each framework computes, from the Burn run's
-    `meta.burn_shapes`."""
+    `meta.burn_shapes`; scaled: the trainer gives each Muon tensor the lr that makes its
+    factor PyTorch's (`burn_fixes: [muon_lr_per_parameter]`)."""
     rows = []
     for name in group["params"]:
         if name not in burn_shapes or not group.get("shapes"):
@@ -311,10 +321,14 @@ def lr_adjustment_rows(group: dict, burn_shapes: dict) -> list[dict]:
         torch_shape, burn_shape = group["shapes"][name], burn_shapes[name][0]
         fn = group["hyperparameters"]["adjust_lr_fn"]
         t, b = ratio(fn, torch_shape), ratio(fn, burn_shape)
+        note = f"{fn}: lr × factor of the shape each framework holds; measured apart by the replay"
+        burn = f"{list(burn_shape)}: ×{b:.6g}"
+        if scaled and t != b:
+            burn += f", its lr × {t / b:.6g} by hand"
+            note = f"burn_fixes: {burn_fixes.MUON_LR}; " + note
         rows.append(fact(
-            "Muon lr adjustment", f"{name} {list(torch_shape)}: ×{t:.6g}",
-            f"{list(burn_shape)}: ×{b:.6g}", "same" if t == b else "differs",
-            f"{fn}: lr × factor of the shape each framework holds; measured apart by the replay",
+            "Muon lr adjustment", f"{name} {list(torch_shape)}: ×{t:.6g}", burn,
+            "same" if t == b or scaled else "differs", note,
         ))  # fmt: skip
     return rows
 
@@ -328,7 +342,8 @@ def group_rows(spec: dict, burn_shapes: dict, shapes: dict) -> list[dict]:
         found = [fact("params", names, names, "same", f"optimizer {group['optimizer']}")]
         found += hyperparameter_rows(group)
         if group["optimizer"] == "muon":
-            found += lr_adjustment_rows({**group, "shapes": shapes}, burn_shapes)
+            scaled = burn_fixes.MUON_LR in spec.get("burn_fixes", [])
+            found += lr_adjustment_rows({**group, "shapes": shapes}, burn_shapes, scaled)
         rows += [{**row, "hyperparameter": f"param_groups[{i}].{row['hyperparameter']}"}
                  for row in found]  # fmt: skip
     return rows

@@ -45,12 +45,17 @@ class MuonUpdate:
     whole parameter; "burn": Burn's summed momentum and orthogonalisation in the tensor's
     dtype of each tensor Burn holds. shapes "torch" / "burn": whose shape the lr adjustment
     reads. burn_shapes: the Burn run's `meta.burn_shapes` (each part's shape in Burn's
-    layout), for Burn's choices.
+    layout), for Burn's choices. lr_scales: the Burn run's `meta.lr_scales` (a trainer that
+    gives each Muon tensor its own lr, rust/src/by_hand.rs): with Burn's shapes, the lr each
+    parameter steps and decays with is scaled by its first tensor's.
     """
 
-    def __init__(self, hp: dict, newton_schulz: str, shapes: str, burn_shapes: dict) -> None:
+    def __init__(
+        self, hp: dict, newton_schulz: str, shapes: str, burn_shapes: dict,
+        lr_scales: dict | None = None,
+    ) -> None:  # fmt: skip
         self.hp, self.newton_schulz, self.shapes = hp, newton_schulz, shapes
-        self.burn_shapes = burn_shapes
+        self.burn_shapes, self.lr_scales = burn_shapes, lr_scales or {}
 
     def factor(self, name: str, p: torch.Tensor) -> float:
         shape = self.burn_shapes[name][0] if self.shapes == "burn" else list(p.shape)
@@ -78,6 +83,8 @@ class MuonUpdate:
 
     def step(self, s: dict, name: str, p: torch.Tensor, g: torch.Tensor, lr: float):
         update = self.direction(s, name, g)
+        if self.shapes == "burn" and name in self.lr_scales:
+            lr = lr * self.lr_scales[name][0]
         adjusted = lr * self.factor(name, p)
         wd = self.hp["weight_decay"]
         if self.newton_schulz == "torch":  # PyTorch's in-place order

@@ -309,7 +309,8 @@ def updates(
     def one(optimizer: str, hp: dict) -> BurnUpdate:
         from_run, in_f64 = scalar_sources(optimizer)
         factors = from_run(burn_run) if recorded else in_f64(hp)
-        rule = MuonUpdate(hp, *muon, shapes) if optimizer == "muon" else None
+        scales = burn_run["meta"].get("lr_scales")
+        rule = MuonUpdate(hp, *muon, shapes, scales) if optimizer == "muon" else None
         return BurnUpdate(optimizer, hp, factors, f32_one_minus, rule)
 
     rest = one(values["optimizer"], values["hyperparameters"])
@@ -355,7 +356,7 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
             Variant(
                 updates(burn_meta, burn_run, True, True, burn_muon),
                 burn_lrs,
-                burn_clipping(burn_clip, parts),
+                burn_clipping(burn_clip, parts, burn_meta.get("clip_scope")),
                 stats,
                 burn_smoothing,
                 burn_loss=True,
@@ -393,7 +394,7 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
         last = (burn_lrs, torch_clipping(burn_clip), None)
         out["burn_lrs"] = (burn_choices(*last), torch_run)
     if burn_clip:
-        last = (burn_lrs, burn_clipping(burn_clip, parts), None)
+        last = (burn_lrs, burn_clipping(burn_clip, parts, burn_meta.get("clip_scope")), None)
         out["burn_clipping"] = (burn_choices(*last), torch_run)
     if stats:
         last = (*last[:2], stats)

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from torch_burn_parity.config import cpu_path
+from torch_burn_parity.config import burn_fixes, cpu_path
 from torch_burn_parity.config.data_problems import batch_problems, data_problems
 from torch_burn_parity.config.param_groups import group_experiment, group_problems
 from torch_burn_parity.config.record import record_problems
@@ -457,6 +457,7 @@ def experiment_problems(name: str, exp: Any, steps: Any = None, batch: Any = Non
     problems += [Problem(path, message) for path, message in record_problems(at, exp, steps)]
     problems += [Problem(path, message) for path, message in data_problems(at, exp, batch)]
     problems += [Problem(path, message) for path, message in group_problems(name, exp)]
+    problems += [Problem(path, message) for path, message in burn_fixes.problems(at, exp)]
     groups = exp.get("param_groups")
     for i, group in enumerate(groups if isinstance(groups, list) else []):
         if not isinstance(group, dict):

@@ -114,6 +114,8 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
     # What each framework will be asked for: the values, or its own defaults where kept.
     spec["requested"] = {f: requested_hyperparameters(spec, f) for f in FRAMEWORKS}
     spec["param_groups"] = resolved_groups(name, exp)
+    if exp.get("burn_fixes"):  # only when given, so that other experiments' specs stay as they were
+        spec["burn_fixes"] = list(exp["burn_fixes"])
     if model.port is not None:
         # Your own port (models/port.py): what the Burn side checks your module against,
         # PyTorch's names and shapes in the weights file's order (the parameters, then the

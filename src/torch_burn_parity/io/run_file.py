@@ -72,6 +72,8 @@ class Meta(TypedDict):
     rustc: NotRequired[str]
     burn_shapes: NotRequired[dict[str, list[list[int]]]]  # each tensor Burn holds, per name
     fault: NotRequired[dict[str, Any]]  # a test's injected perturbation
+    burn_fixes: NotRequired[list[str]]  # what the trainer did by hand (config/burn_fixes.py)
+    lr_scales: NotRequired[dict[str, list[float]]]  # muon_lr_per_parameter: per Burn tensor
 
 
 class RunBlock(TypedDict):

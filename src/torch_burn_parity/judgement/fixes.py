@@ -35,7 +35,9 @@ KINDS = (
      " that argument)", None),
     ("the clipping scope", "clipping",
      "clip all gradients by one global norm yourself before Burn's step, and attach no"
-     " clipping to Burn's optimizer (Burn clips each parameter tensor by its own norm)", None),
+     " clipping to Burn's optimizer (Burn clips each parameter tensor by its own norm):"
+     " `grads = clip_by_global_norm(&model, grads, max_norm)` before `optim.step`, as"
+     " rust/src/by_hand.rs writes it", None),
     ("the clipping:", "clipping", None,
      "nothing to change: both clamp each element; only the f32-held threshold differs"),
     ("the layer setting", "layer settings",
@@ -44,10 +46,10 @@ KINDS = (
      "Burn 0.22.1's BatchNorm updates its running variance with the biased batch variance and"
      " has no setting for the unbiased one; it changes the evaluation state, not training"),
     ("Muon's lr adjustment", "Muon lr adjustment",
-     "give each Muon parameter of Burn's the lr that makes lr × factor PyTorch's (or use"
-     " `adjust_lr_fn: match_rms_adamw`, symmetric in a matrix's two dimensions: that removes"
-     " the transposed Linear weights' difference, not a packed weight's, which Burn holds as"
-     " several smaller matrices)", None),
+     "give each Muon parameter of Burn's the lr that makes lr × factor PyTorch's:"
+     " `optim.step(scaled_lr(lr, &scales), model, grads)`, each tensor's scale PyTorch's"
+     " factor ÷ Burn's, as rust/src/by_hand.rs writes it (exact without a weight decay, which"
+     " Burn's Muon applies with the same lr)", None),
     ("Muon's Newton–Schulz", "Muon precision", None,
      "PyTorch orthogonalises in bfloat16 and has no setting for another dtype; Burn in the"
      " tensor's dtype and has no setting for bfloat16"),

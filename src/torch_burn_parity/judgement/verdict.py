@@ -340,7 +340,10 @@ def lr_adjustment_cause(torch_run: dict, burn_run: dict) -> str:
     burn = burn_run["meta"].get("burn_shapes") or {}
     fn = muon_hyperparameters(burn_run)["adjust_lr_fn"]
     names = muon_parameters(burn_run)
-    factors = {n: (ratio(fn, shapes[n]), ratio(fn, (burn.get(n) or [shapes[n]])[0])) for n in names}
+    # With the trainer's own lr per Muon tensor (`meta.lr_scales`), Burn's factor × its scale.
+    scales = burn_run["meta"].get("lr_scales") or {}
+    held = {n: (burn.get(n) or [shapes[n]])[0] for n in names}
+    factors = {n: (ratio(fn, shapes[n]), ratio(fn, held[n]) * scales.get(n, [1])[0]) for n in names}
     differ = {n: f for n, f in factors.items() if f[0] != f[1]}
     if not differ:
         return "Muon's lr adjustment (the same factor in both)"

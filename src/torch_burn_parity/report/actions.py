@@ -18,6 +18,9 @@ from torch_burn_parity.judgement.effect import ROUNDING_SIZED
 from torch_burn_parity.judgement.fixes import fixes, kind_of
 from torch_burn_parity.report.verdict_text import e
 
+# The kinds of cause that are Burn's f32 alone (judgement/fixes.py KINDS).
+F32_KINDS = ("f32 storage", "held values", "f32 arithmetic", "loss precision")
+
 # A row's title for the kinds of cause whose words differ between experiments (the values
 # they name); other kinds are titled by the cause itself.
 TITLES = {
@@ -76,7 +79,7 @@ def grouped(experiments: list) -> dict[tuple, dict]:
             if change not in row["changes"]:
                 row["changes"].append(change)
             row["touches"].append((x.record, f.share, f.cause))
-            if f.kind == "values" and x.proof and proved(x) not in row["proofs"]:
+            if f.fix is not None and x.proof and proved(x) not in row["proofs"]:
                 row["proofs"].append(proved(x))
     return rows
 
@@ -87,9 +90,24 @@ def proof_text(proof: dict) -> str:
     verdict, causes = proof["verdict"], [c["cause"] for c in proof["causes"]]
     if verdict == vd.EQUIVALENT:
         return "equivalent up to rounding: the fix closes the gap"
-    if verdict == vd.EXPLAINED and all(kind_of(c)[0] in ROUNDING_SIZED for c in causes):
-        kinds = ", ".join(dict.fromkeys(kind_of(c)[0] for c in causes))
+    found = list(dict.fromkeys(kind_of(c)[0] for c in causes))
+    kinds = ", ".join(found)
+    if verdict == vd.EXPLAINED and all(k in F32_KINDS for k in found):
         return f"explained by what Burn computes in f32 alone ({kinds}): the fix closes the rest"
+    if verdict == vd.EXPLAINED and all(k in ROUNDING_SIZED for k in found):
+        sensitive = proof.get("sensitivity") or {}
+        own = max((sensitive.get("own_gap") or {}).values(), default=None)
+        chaos = (
+            f", in a sensitive run (its own f32-vs-f64 gap up to {e(own)})"
+            if sensitive.get("not_separable") and own is not None
+            else ""
+        )
+        return f"explained by precision alone ({kinds}){chaos}: the fix closes the rest"
+    if verdict == vd.EXPLAINED and all(kind_of(c)[1] is None for c in causes):
+        return (
+            f"explained by what no setting reaches alone ({kinds}): every cause with a fix is"
+            " gone"
+        )
 
     return f"{verdict}: the fix does not close the gap" + (
         f" ({'; '.join(causes)} remain)" if causes else ""
@@ -152,8 +170,7 @@ def actions_section(experiments: list) -> str:
             " PyTorch's.",
             "",
             "| change to make | cause | experiments (share of the gap; effect of the whole"
-            " difference on training) | with every value fix of that experiment (its proving"
-            " run) |",
+            " difference on training) | with every fix of that experiment (its proving run) |",
             "| :-- | :-- | :-- | :-- |",
         ]
         for r in acting:

@@ -87,6 +87,6 @@ def setting(key: str, value) -> str:
         return "none" if value is None else ", ".join(f"{k} {v:g}" for k, v in value.items())
     if key == "param_groups":  # '[fc.weight]: muon, lr 0.02 · [*.bias]: weight_decay 0'
         return " · ".join(group_setting(g) for g in value)
-    if isinstance(value, list):
-        return "[" + ", ".join(f"{v:g}" for v in value) + "]"
+    if isinstance(value, list):  # numbers ([0.9, 0.999]) or names (burn_fixes)
+        return "[" + ", ".join(v if isinstance(v, str) else f"{v:g}" for v in value) + "]"
     return value if isinstance(value, str) else json.dumps(value)

@@ -106,7 +106,8 @@ def fix_sentence(x: Experiment) -> str:
         action = f.fix if f.fix else f"no setting removes it ({f.why_not})"
         parts.append(f"{f.kind} ({f.share:.1%}): {action}. Evidence: {f.evidence}.")
     proof = (
-        f" Proving run {anchor(x.proof)}, Burn given PyTorch's values through its setters:"
+        f" Proving run {anchor(x.proof)}, the same experiment with these fixes applied on"
+        " Burn's side:"
         f" {proof_text(x.proof)}."
         if x.proof
         else ""

@@ -1,0 +1,133 @@
+//! What a porter writes by hand where Burn 0.22.1 has no setting for PyTorch's behaviour (the
+//! spec's `burn_fixes`, which the proving runs set: config/proving.py on the Python side):
+//!
+//! - `clip_by_global_norm`: Burn's `GradientClippingConfig::Norm` clips each parameter tensor
+//!   by its own norm (module_optimizer.rs:453); PyTorch's `clip_grad_norm_` scales every
+//!   gradient by one factor from the norm of all of them. The fix attaches no clipping to
+//!   Burn's optimizer and scales the gradients itself before its step, as PyTorch does:
+//!   `coef = min(1, max / (‖g‖ + 1e-6))`, ‖g‖ = sqrt(Σ over tensors of Σ g²), in the
+//!   run's dtype.
+//! - `muon_lr_per_parameter`: Burn's Muon scales the lr by a factor of the shape of each
+//!   tensor it holds (a Linear weight is [in, out], a packed one several blocks), PyTorch's
+//!   by the shape it holds. The fix gives each Muon tensor of Burn's the lr that makes Burn's
+//!   lr × factor PyTorch's, through Burn's own per-parameter lrs (`ModuleLrScheduler` with a
+//!   `ParamGroup` per tensor). Burn's Muon also decays with that lr (muon.rs:410), so with a
+//!   weight decay the decay moves by the same scale: the fix is exact without one.
+
+use std::collections::HashMap;
+
+use burn::lr_scheduler::module_lr_scheduler::{ModuleLearningRate, ModuleLrScheduler};
+use burn::module::{ModuleVisitor, Param, ParamGroup, ParamId};
+use burn::optim::GradientsParams;
+use burn::tensor::Tensor;
+use serde::{Deserialize, Serialize};
+
+use crate::config::AdjustLr;
+use crate::models::ParityModel;
+
+/// One fix the Burn trainer applies by hand (the spec's `burn_fixes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BurnFix {
+    ClipByGlobalNorm,
+    MuonLrPerParameter,
+}
+
+/// `meta.clip_scope` of a run whose gradients this module clips.
+pub const GLOBAL_SCOPE: &str = "all parameters (one norm), by hand before Burn's step";
+
+/// PyTorch's `clip_grad_norm_` ε, added to the total norm before dividing (torch/nn/utils/
+/// clip_grad.py).
+const TORCH_EPS: f64 = 1e-6;
+
+/// The gradients scaled by `min(1, max_norm / (‖g‖ + 1e-6))`, ‖g‖ the norm of all of them.
+pub fn clip_by_global_norm<M: ParityModel>(
+    model: &M,
+    grads: GradientsParams,
+    max_norm: f64,
+) -> GradientsParams {
+    struct SumOfSquares<'a> {
+        grads: &'a GradientsParams,
+        sum: Option<Tensor<1>>,
+    }
+    impl ModuleVisitor for SumOfSquares<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            if let Some(g) = self.grads.get::<D>(param.id) {
+                let squares = g.clone().mul(g).sum();
+                self.sum = Some(match self.sum.take() {
+                    Some(sum) => sum.add(squares),
+                    None => squares,
+                });
+            }
+        }
+    }
+    struct Scale {
+        grads: GradientsParams,
+        coef: Tensor<1>,
+    }
+    impl ModuleVisitor for Scale {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            if let Some(g) = self.grads.remove::<D>(param.id) {
+                let coef = self.coef.clone().reshape([1; D]);
+                self.grads.register::<D>(param.id, g.mul(coef));
+            }
+        }
+    }
+    let mut total = SumOfSquares {
+        grads: &grads,
+        sum: None,
+    };
+    model.visit(&mut total);
+    let Some(sum) = total.sum else {
+        return grads;
+    };
+    let coef = sum
+        .sqrt()
+        .add_scalar(TORCH_EPS)
+        .recip()
+        .mul_scalar(max_norm)
+        .clamp_max(1.0);
+    let mut scale = Scale { grads, coef };
+    model.visit(&mut scale);
+    scale.grads
+}
+
+/// Muon's lr factor of a shape [A, B, …] (Burn's `AdjustLrFn::adjustment_ratio`, muon.rs:
+/// 66–86, private there; PyTorch's `_adjust_lr` alike): 1 below rank 2.
+pub fn adjustment_ratio(adjust: AdjustLr, shape: &[usize]) -> f64 {
+    if shape.len() < 2 {
+        return 1.0;
+    }
+    let (a, b) = (shape[0] as f64, shape[1] as f64);
+    match adjust {
+        AdjustLr::Original => (a / b).max(1.0).sqrt(),
+        AdjustLr::MatchRmsAdamW => 0.2 * a.max(b).sqrt(),
+    }
+}
+
+/// The lr scale of each Muon tensor of Burn's: PyTorch's factor of the parameter's shape
+/// over Burn's factor of the tensor's (1 where they agree), by tensor id.
+pub type LrScales = Vec<(ParamId, f64)>;
+
+/// Burn's per-parameter lrs: `lr` for every parameter, `lr × scale` for the scaled ones.
+pub fn scaled_lr(lr: f64, scales: &LrScales) -> ModuleLearningRate {
+    let mut scheduler = scales
+        .iter()
+        .fold(ModuleLrScheduler::new(lr), |s, &(id, scale)| {
+            s.with_group(ParamGroup::from_ids(vec![id]), lr * scale)
+        });
+    scheduler.step()
+}
+
+/// The shape of each float tensor of `model`, by id.
+pub fn tensor_shapes<M: ParityModel>(model: &M) -> HashMap<ParamId, Vec<usize>> {
+    struct Shapes(HashMap<ParamId, Vec<usize>>);
+    impl ModuleVisitor for Shapes {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            self.0.insert(param.id, param.val().dims().to_vec());
+        }
+    }
+    let mut shapes = Shapes(HashMap::new());
+    model.visit(&mut shapes);
+    shapes.0
+}
