@@ -117,3 +117,17 @@ def test_a_fix_is_shown_with_its_proving_runs_verdict():
     assert "the fix does not close the gap (config diff: eps" in actions_section([rms, still])
     rms.proof = dict(fixed.record, verdict="equivalent up to rounding", causes=[])
     assert "equivalent up to rounding: the fix closes the gap" in actions_section([rms])
+    # what no setting reaches, rounding-sized in a sensitive run, or not rounding-sized
+    muon = "Muon's Newton–Schulz: PyTorch's in bfloat16, Burn's in the tensor's dtype"
+    chaotic = {"not_separable": [muon], "own_gap": {"torch": 0.0936, "burn": 0.0612}}
+    rms.proof = dict(fixed.record, causes=[{"cause": muon, "share": 1.0}], sensitivity=chaotic)
+    assert (
+        "explained by precision alone (Muon precision), in a sensitive run (its own f32-vs-f64"
+        " gap up to 9.36e-02): the fix closes the rest"
+    ) in actions_section([rms])
+    running = "the running-variance estimator: Burn's biased, PyTorch's unbiased"
+    rms.proof = dict(fixed.record, causes=[{"cause": running, "share": 1.0}])
+    assert (
+        "explained by what no setting reaches alone (running statistics): every cause with a"
+        " fix is gone"
+    ) in actions_section([rms])

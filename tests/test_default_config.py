@@ -273,7 +273,8 @@ def test_each_fix_of_values_is_proven_by_a_burn_run(default_run):
     records = {r["experiment"]: r for r in records}
     assert {name for name in records if name.endswith("__fix")} == {
         f"{name}__fix" for name in ("adam_burn_default_eps", "adamw_burn_defaults",
-                                    "adagrad_burn_defaults", "rmsprop_burn_defaults")
+                                    "adagrad_burn_defaults", "rmsprop_burn_defaults",
+                                    "adamw_recipe", "gpt_text_adamw", "muon_adamw")
     }  # fmt: skip
     before, after = records["rmsprop_burn_defaults"], records["rmsprop_burn_defaults__fix"]
     assert before["f64_gap"] > 1.0 and after["f64_gap"] < 1e-6
@@ -286,3 +287,28 @@ def test_each_fix_of_values_is_proven_by_a_burn_run(default_run):
         momentum
     )
     assert "the fix closes" in momentum
+
+
+def test_the_fixes_by_hand_are_proven_by_burn_runs(default_run):
+    """The clipping scope's fix (one global norm, by hand) takes adamw_recipe and
+    gpt_text_adamw to Burn's f32 alone; Muon's lr per parameter removes muon_adamw's
+    lr-adjustment cause, leaving what no setting reaches (Newton–Schulz's precision, f32
+    storage) in that sensitive run. The first screen shows each beside its fix."""
+    records = json.loads((default_run / "results/verdicts.json").read_text())["experiments"]
+    records = {r["experiment"]: r for r in records}
+    for name in ("adamw_recipe", "gpt_text_adamw"):
+        before, after = records[name], records[f"{name}__fix"]
+        assert before["causes"][0]["cause"].startswith("the clipping scope")
+        assert after["f64_gap"] < before["f64_gap"] / 100
+        assert all(c["cause"].startswith("Burn's f32") for c in after["causes"]), name
+    before, after = records["muon_adamw"], records["muon_adamw__fix"]
+    assert before["causes"][0]["cause"].startswith("Muon's lr adjustment")
+    assert not any(c["cause"].startswith("Muon's lr adjustment") for c in after["causes"])
+    assert after["f64_gap"] < before["f64_gap"]
+    report = (default_run / "results/report.md").read_text()
+    first = report[: report.index("## Atlas")]
+    scope = next(line for line in first.splitlines() if "| the clipping scope |" in line)
+    assert "[adamw_recipe__fix]" in scope and "[gpt_text_adamw__fix]" in scope
+    assert "clip_by_global_norm(&model, grads, max_norm)" in scope
+    muon = next(line for line in first.splitlines() if "Muon's lr adjustment on" in line)
+    assert "[muon_adamw__fix]" in muon and "in a sensitive run" in muon

@@ -379,6 +379,26 @@ EDGES = {
     "probe_steps []": (exp("adam", probe_steps=[]), "experiments.adam.probe_steps"),
     "probe_steps [2, 2]": (exp("adam", probe_steps=[2, 2]), "experiments.adam.probe_steps"),
     "probe_steps 2": (exp("adam", probe_steps=2), "experiments.adam.probe_steps"),
+    "burn_fixes [clip_by_global_norm] with a norm": (
+        exp("adam", clip_grad={"norm": 1.0}, burn_fixes=["clip_by_global_norm"]),
+        None,
+    ),
+    "burn_fixes clip_by_global_norm (not a list)": (
+        exp("adam", clip_grad={"norm": 1.0}, burn_fixes="clip_by_global_norm"),
+        "experiments.adam.burn_fixes",
+    ),
+    "burn_fixes [clip] (unknown)": (
+        exp("adam", burn_fixes=["clip"]),
+        "experiments.adam.burn_fixes[0]",
+    ),
+    "burn_fixes twice the same": (
+        exp("adam", clip_grad={"norm": 1.0}, burn_fixes=["clip_by_global_norm"] * 2),
+        "experiments.adam.burn_fixes",
+    ),
+    "burn_fixes clip_by_global_norm without a norm": (
+        exp("adam", burn_fixes=["clip_by_global_norm"]),
+        "experiments.adam.burn_fixes",
+    ),
     "record every 2": (exp("adam", record={"every": 2}), None),
     "record every 0": (exp("adam", record={"every": 0}), "experiments.adam.record.every"),
     "record every 2.0": (exp("adam", record={"every": 2.0}), "experiments.adam.record.every"),

@@ -154,6 +154,7 @@ def test_a_config_file_of_ones_own_runs_its_experiments_alone(tmp_path):
 
     from conftest import ROOT, SGD
     from pipeline_helpers import copy_project, dry_run
+    from torch_burn_parity.config import burn_fixes
 
     copy_project(tmp_path, {"steps": 50, "batch_size": 16, "experiments": {"mine": SGD}}, "my.yaml")
     (tmp_path / "more.yaml").write_text(yaml.safe_dump({"experiments": {"mine": SGD}}))
@@ -165,9 +166,9 @@ def test_a_config_file_of_ones_own_runs_its_experiments_alone(tmp_path):
     assert trained("--configfile", "my.yaml") == ["mine"]
     defaults = yaml.safe_load((ROOT / "config.yaml").read_text())["experiments"]
     # and the proving runs of the defaults' fixes (config/proving.py)
-    proving = [f"{name}__fix" for name, exp in defaults.items()
-               if (exp.get("keep_defaults") or {}).get("burn")]  # fmt: skip
-    assert len(proving) == 4
+    kept = lambda exp: (exp.get("keep_defaults") or {}).get("burn")  # noqa: E731
+    proving = [f"{n}__fix" for n, exp in defaults.items() if kept(exp) or burn_fixes.needed(exp)]
+    assert len(proving) == 7  # 4 of values, 2 of the clipping scope, 1 of Muon's lr
     assert trained("--configfile", "config.yaml", "more.yaml") == sorted(
         [*defaults, *proving, "mine"]
     )
