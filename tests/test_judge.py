@@ -174,6 +174,24 @@ def test_the_entry_layer_is_the_first_quantity_above_its_floor_before_the_update
     assert judge.entry_layer(layers) is None
 
 
+def test_a_running_statistic_first_above_its_floor_is_no_entry_point():
+    """BatchNorm's running variance (a forward row) is the evaluation state's, judged by the
+    replay of Burn's estimator: the entry is the first other row above its floor."""
+    rows = [
+        ("forward", "bn.running_var", 1, True, 1e-3, 1e-15),
+        ("forward", "gelu", 1, False, 0.0, 1e-15),
+        ("backward", "ln", 1, False, 1e-9, 1e-15),
+        ("update", "fc", 1, False, 1e-9, 1e-15),
+    ]
+    columns = ["phase", "layer", "step", "first_above_floor", "max_abs_diff_f64", "floor"]
+    layers = pd.DataFrame(rows, columns=columns)
+    assert judge.entry_layer(layers) == {
+        "layer": "ln", "phase": "backward", "step": 1, "introduced": None,
+    }  # fmt: skip
+    layers.loc[2, "max_abs_diff_f64"] = 0.0  # then the update alone: no entry
+    assert judge.entry_layer(layers) is None
+
+
 # --------------------------------------------------------------------------- the pipeline's records
 
 

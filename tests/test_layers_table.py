@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from torch_burn_parity.analysis import layers_table as lt
+from torch_burn_parity.analysis.layers_words import buffer_rows
 from torch_burn_parity.models.model_specs import spec as model_spec
 from torch_burn_parity.report import layers_plot
 
@@ -134,12 +135,16 @@ def run_main(tmp_path, runs: dict[str, dict]):
 def test_rows_follow_the_computation_in_order():
     frame = table(blocks())
     step1 = frame[frame["step"] == 1]
+    # each running statistic right after the output of the BatchNorm that updates it
+    forward = [("forward", n) for n in LAYERS]
+    bn = forward.index(("forward", "bn")) + 1
+    forward[bn:bn] = [("forward", n) for n in BUFFERS]
     expected = (
-        [("forward", n) for n in LAYERS]
+        forward
         + [("loss", "loss")]
         + [("backward", n) for n in reversed(LAYERS)]
         + [("backward", n) for n in reversed(PARAMS)]
-        + [("update", n) for n in [*PARAMS, *BUFFERS]]
+        + [("update", n) for n in PARAMS]
     )
     assert list(zip(step1["phase"], step1["layer"], strict=True)) == expected
     assert frame["step"].tolist() == [1] * len(expected) + [3] * len(expected)
@@ -157,46 +162,53 @@ def test_everything_within_rounding_flags_no_row():
     assert lt.sentence(one) == "f64: every quantity stays within rounding at the probe step 1."
 
 
-def test_a_buffer_gap_flags_the_running_variance_in_the_update_of_step_1():
+def test_a_buffer_gap_flags_the_running_variance_in_the_forward_of_step_1():
     frame = table(blocks(shift={("buffers", "bn.running_var"): 2.1e-3}))
     flagged = frame[frame["first_above_floor"]]
     assert len(flagged) == 1
     row = flagged.iloc[0]
-    assert (row["step"], row["phase"], row["layer"]) == (1, "update", "bn.running_var")
+    assert (row["step"], row["phase"], row["layer"]) == (1, "forward", "bn.running_var")
     assert row["max_abs_diff_f64"] == pytest.approx(2.1e-3, rel=1e-6)
     # every row before it stays within rounding; the same buffer at step 3 is above too
     before = frame.loc[: flagged.index[0] - 1]
     assert (before["max_abs_diff_f64"] <= before["floor"]).all()
     later = frame[(frame["step"] == 3) & (frame["layer"] == "bn.running_var")].iloc[0]
     assert later["max_abs_diff_f64"] > later["floor"] and not later["first_above_floor"]
-    # a buffer: not "in the update" (the optimizer never touches it), but after the step
+    # a buffer: not "in the update" (the optimizer never touches it), but in the forward
     assert lt.sentence(frame) == (
-        "f64: the difference enters at `bn.running_var` after step 1"
+        "f64: the difference enters at `bn.running_var` after the forward pass of step 1"
         f" (max|Δ| {row['max_abs_diff_f64']:.2e} against a rounding floor of {row['floor']:.2e};"
-        " a buffer: BatchNorm updates it in the train-mode forward)."
+        " a buffer: BatchNorm updates it in the train-mode forward). Apart from the running"
+        " statistics, every quantity stays within rounding at the probe steps 1, 3."
     )
     assert "in the update" not in lt.sentence(frame)
 
 
 def test_update_rows_that_leave_their_floors_in_one_step_leave_together():
-    # Adam's f32 factors: every parameter's update parts a little, the buffer a lot. The
-    # update rows are one per parameter: none of them is "first", none is where it enters.
-    shift = {("params", n): 2.2e-10 for n in PARAMS} | {("buffers", "bn.running_var"): 2.5e-4}
+    # Adam's f32 factors: every parameter's update parts a little, one more. The update rows
+    # are one per parameter: none of them is "first", none is where it enters.
+    shift = {("params", n): 2.2e-10 for n in PARAMS} | {("params", "fc.weight"): 2.5e-8}
     frame = table(blocks(shift=shift))
     first = frame[frame["first_above_floor"]].iloc[0]
     assert (first["phase"], first["layer"]) == ("update", next(iter(PARAMS)))
     text = lt.sentence(frame)
-    rows = [*PARAMS, "bn.running_var"]
     assert "enters at" not in text
-    assert text.startswith(
-        f"f64: the difference enters in the update of step 1, where {len(rows)} rows leave"
-        " their floors together: " + ", ".join(f"`{n}`" for n in rows)
-        + " (max|Δ| 2.20e-10 to 2.50e-04). "
+    assert text == (
+        f"f64: the difference enters in the update of step 1, where {len(PARAMS)} rows leave"
+        " their floors together: " + ", ".join(f"`{n}`" for n in PARAMS)
+        + " (max|Δ| 2.20e-10 to 2.50e-08). The largest f64 difference of step 1 is at"
+        " `fc.weight` in the update of step 1: 2.50e-08."
     )  # fmt: skip
-    assert text.endswith(
-        ". The largest f64 difference of step 1 is at `bn.running_var` after step 1 (a buffer:"
-        " BatchNorm updates it in the train-mode forward): 2.50e-04."
+    # the running variance (Burn's biased estimator) apart a lot, in the forward before them
+    shift |= {("buffers", "bn.running_var"): 2.5e-4}
+    text = lt.sentence(table(blocks(shift=shift)))
+    assert text.startswith(
+        "f64: the difference enters at `bn.running_var` after the forward pass of step 1"
     )
+    assert (
+        "train-mode forward). Apart from the running statistics, the difference enters in the"
+        f" update of step 1, where {len(PARAMS)} rows leave their floors together: "
+    ) in text
 
 
 def test_many_rows_above_their_floor_are_counted_and_ties_not_repeated(monkeypatch):
@@ -215,13 +227,13 @@ def test_many_rows_above_their_floor_are_counted_and_ties_not_repeated(monkeypat
 
 
 def test_an_earlier_difference_is_named_before_a_later_one():
-    # A layer output in the forward pass precedes everything of the update.
-    shift = {("buffers", "bn.running_var"): 2e-3, ("outputs", "gelu"): 1e-9}
+    # A layer output in the forward pass precedes everything after it.
+    shift = {("buffers", "bn.running_var"): 2e-3, ("outputs", "conv"): 1e-9}
     frame = table(blocks(shift=shift))
     row = frame[frame["first_above_floor"]].iloc[0]
-    assert (row["step"], row["phase"], row["layer"]) == (1, "forward", "gelu")
+    assert (row["step"], row["phase"], row["layer"]) == (1, "forward", "conv")
     assert lt.sentence(frame).startswith(
-        "f64: the difference enters at the output of `gelu` in the forward pass of step 1"
+        "f64: the difference enters at the output of `conv` in the forward pass of step 1"
     )
 
 
@@ -289,8 +301,9 @@ def test_parameters_follow_the_models_order_whatever_the_files_order():
     for block in runs.values():  # Burn writes its maps in name order
         for kind in ("params", "grads", "buffers"):
             block["trajectory"][kind] = dict(sorted(block["trajectory"][kind].items()))
-    update = table(runs).query("phase == 'update' and step == 1")["layer"]
-    assert update.tolist() == [*PARAMS, *BUFFERS]
+    frame = table(runs).query("step == 1")
+    assert frame.query("phase == 'update'")["layer"].tolist() == [*PARAMS]
+    assert frame[buffer_rows(frame)]["layer"].tolist() == [*BUFFERS]
 
 
 # ---------------------------------------------------------------------------- the files
@@ -303,10 +316,12 @@ def test_main_writes_the_csv_the_markdown_and_the_plot(tmp_path, capsys):
     assert frame["first_above_floor"].tolist().count(True) == 1
     md = out["md"].read_text()
     assert md.startswith("### Where the difference enters: exp\n\nf64: the difference enters at"
-                         " `bn.running_var` after step 1")  # fmt: skip
+                         " `bn.running_var` after the forward pass of step 1")  # fmt: skip
     assert "above ← first" in md and md.count("\n   1  ") == len(frame) // 2
     assert out["png"].read_bytes().startswith(b"\x89PNG")
-    assert "bn.running_var after step 1" in capsys.readouterr().out.replace("`", "")
+    assert "bn.running_var after the forward pass of step 1" in capsys.readouterr().out.replace(
+        "`", ""
+    )
 
 
 def test_the_plot_is_byte_deterministic_and_follows_the_data(tmp_path):
@@ -320,18 +335,18 @@ def test_the_plot_is_byte_deterministic_and_follows_the_data(tmp_path):
 def test_the_plot_title_says_where_the_difference_enters():
     frame = table(blocks(shift={("buffers", "bn.running_var"): 2e-3}))
     title, subtitle = layers_plot.layers_title("cnn_bn_sgd", frame)
-    assert title == "cnn_bn_sgd: the f64 difference enters at bn.running_var (after step 1)"
+    assert title == "cnn_bn_sgd: the f64 difference enters at bn.running_var (forward, step 1)"
     assert subtitle.startswith("there f64 max|Δ| 0.002 against a rounding floor of")
     title, _ = layers_plot.layers_title("cnn1d", table(blocks()))
     assert title == "cnn1d: every f64 difference stays within rounding at the probe steps"
     # several update rows at once: no "first" among them, the largest named
-    shift = {("params", n): 2.2e-10 for n in PARAMS} | {("buffers", "bn.running_var"): 2.5e-4}
+    shift = {("params", n): 2.2e-10 for n in PARAMS} | {("params", "fc.weight"): 2.5e-8}
     title, subtitle = layers_plot.layers_title("cnn_bn_adam", table(blocks(shift=shift)))
     assert title == (
-        f"cnn_bn_adam: the f64 difference enters in the update of step 1, {len(PARAMS) + 1} rows"
+        f"cnn_bn_adam: the f64 difference enters in the update of step 1, {len(PARAMS)} rows"
         " together"
     )
-    assert subtitle.startswith("largest there bn.running_var: f64 max|Δ| 0.00025 · ")
+    assert subtitle.startswith("largest there fc.weight: f64 max|Δ| 2.5e-08 · ")
 
 
 def broken(change) -> dict[str, dict]:

@@ -11,11 +11,13 @@ backward), their `losses`, and the step's parameter gradients, parameters and bu
 (`trajectory.grads`, `trajectory.params`, `trajectory.buffers`). Rows per probe step, in
 the order the computation runs:
 
-  forward   each layer's output, layers in order
+  forward   each layer's output, layers in order, each followed by the running statistics
+            its train-mode forward updates (BatchNorm's buffers, as the step leaves them:
+            the optimizer never touches them)
   loss      the step's loss
   backward  each layer's input gradient from the last layer to the first, then each
             parameter's gradient, parameters in reverse model order
-  update    each parameter, then each buffer, after the step, in model order
+  update    each parameter after the step, in model order
 
 CSV columns: step, phase, layer, max_abs_diff_f32, max_abs_diff_f64 (max |torch − burn| of
 that quantity at that dtype; NaN when a difference is not finite), floor (the rounding
@@ -209,14 +211,19 @@ def quantities(
     for i, step in enumerate(steps[ref_key]):
         layers = records[ref_key][i]["names"]
         # (phase, row name, what, layer index) in the order the step computes them
-        order = [("forward", name, OUTPUT, k) for k, name in enumerate(layers)]
+        order = []
+        for k, name in enumerate(layers):
+            order.append(("forward", name, OUTPUT, k))
+            order += [("forward", b, VALUE, 0) for b in buffers_in_order if owner(b) == name]
+        # a buffer of a layer the record does not list: after the recorded layers
+        order += [("forward", b, VALUE, 0) for b in buffers_in_order if owner(b) not in layers]
         order += [("loss", "loss", LOSS, 0)]
         # A layer whose input is token ids has no input gradient (recorded empty): no row.
         grads = records[ref_key][i]["input_grads"]
         order += [("backward", layers[k], INPUT_GRAD, k) for k in reversed(range(len(layers)))
                   if np.size(grads[k]) > 0]  # fmt: skip
         order += [("backward", name, GRAD, 0) for name in reversed(params_in_order)]
-        order += [("update", name, VALUE, 0) for name in params_in_order + buffers_in_order]
+        order += [("update", name, VALUE, 0) for name in params_in_order]
         for phase, name, what, k in order:
             found = {key: source(key, i, what, name, k) for key in RUNS}
             if local and what in (OUTPUT, INPUT_GRAD):
@@ -228,6 +235,11 @@ def quantities(
 
 
 # ------------------------------------------------------------------------------ numbers
+
+
+def owner(buffer: str) -> str:
+    """The layer a buffer belongs to: `bn` of `bn.running_var`."""
+    return buffer.rpartition(".")[0]
 
 
 def max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:

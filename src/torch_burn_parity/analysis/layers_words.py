@@ -25,8 +25,15 @@ BUFFER_UPDATES = {
 
 
 def is_buffer(row) -> bool:
-    """An update row of a buffer (its name is not a parameter's: buffers follow them)."""
-    return row["what"] == VALUE and row["layer"].rsplit(".", 1)[-1] in BUFFER_UPDATES
+    """A buffer's row: a value in the forward phase (layers_table.py puts each buffer after
+    the output of the layer whose train-mode forward updates it)."""
+    return row["phase"] == "forward" and str(row["layer"]).rsplit(".", 1)[-1] in BUFFER_UPDATES
+
+
+def buffer_rows(frame: pd.DataFrame) -> pd.Series:
+    """Which rows of a layers table (its CSV too) are buffers'."""
+    last = frame["layer"].astype(str).str.rsplit(".", n=1).str[-1]
+    return (frame["phase"] == "forward") & last.isin(list(BUFFER_UPDATES))
 
 
 def buffer_note(row) -> str:
@@ -35,11 +42,11 @@ def buffer_note(row) -> str:
 
 
 def quantity(row) -> str:
-    """'`conv.weight` in the update of step 1', '`bn.running_var` after step 1' (a buffer:
-    the optimizer does not update it), 'the loss of step 1', …"""
+    """'`conv.weight` in the update of step 1', '`bn.running_var` after the forward pass of
+    step 1' (a buffer: the optimizer does not update it), 'the loss of step 1', …"""
     step = row["step"]
     if is_buffer(row):
-        return f"`{row['layer']}` after step {step}"
+        return f"`{row['layer']}` after the forward pass of step {step}"
     return {
         OUTPUT: f"the output of `{row['layer']}` in the forward pass of step {step}",
         LOSS: f"the loss of step {step}",
@@ -65,15 +72,16 @@ def sentence(frame: pd.DataFrame) -> str:
         return f"f64: every quantity stays within rounding at the probe {which}."
     index = first.index[0]
     row = frame.loc[index]
-    note = f"; {buffer_note(row)}" if is_buffer(row) else ""
+    if is_buffer(row):
+        return buffer_first(frame, row)
     text = (
         f"f64: the difference enters at {quantity(row)} (max|Δ| {e(row['max_abs_diff_f64'])}"
-        f" against a rounding floor of {e(row['floor'])}{note})"
+        f" against a rounding floor of {e(row['floor'])})"
     )
     step = frame[frame["step"] == row["step"]]
     above = step[~(step["max_abs_diff_f64"] <= step["floor"])]
     more = above[(above["phase"] == row["phase"]) & (above.index != index)]
-    if row["what"] == VALUE and len(more):
+    if row["phase"] == "update" and len(more):
         # The update rows are one per parameter, none computed from another: several
         # leaving their floors in one step leave together, and none of them is "first".
         return together(frame, above[above["phase"] == row["phase"]], row["step"])
@@ -108,10 +116,25 @@ def sentence(frame: pd.DataFrame) -> str:
     return text + "."
 
 
+def buffer_first(frame: pd.DataFrame, row) -> str:
+    """A running statistic leaves its floor first (BatchNorm's train-mode forward updates
+    it; the evaluation state's): it, then where the rest of the step's computation parts."""
+    head = (
+        f"f64: the difference enters at {quantity(row)} (max|Δ| {e(row['max_abs_diff_f64'])}"
+        f" against a rounding floor of {e(row['floor'])}; {buffer_note(row)})."
+    )
+    rest = frame[~buffer_rows(frame)].copy()
+    above = ~(rest["max_abs_diff_f64"] <= rest["floor"])
+    rest["first_above_floor"] = False
+    if above.any():
+        rest.loc[above.idxmax(), "first_above_floor"] = True
+    return f"{head} Apart from the running statistics, {sentence(rest).removeprefix('f64: ')}"
+
+
 def together(frame: pd.DataFrame, rows: pd.DataFrame, step: int) -> str:
     """'f64: the difference enters in the update of step 1, where 4 rows leave their floors
     together: … (max|Δ| … to …). The largest f64 difference of step 1 is at …': update rows,
-    one per parameter or buffer, have no order among themselves."""
+    one per parameter, have no order among themselves."""
     diffs = rows["max_abs_diff_f64"]
     tie = e(diffs.min()) == e(diffs.max())  # to the digits shown
     span = (

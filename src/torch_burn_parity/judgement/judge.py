@@ -33,6 +33,7 @@ from torch_burn_parity.analysis.gaps import (
     recorded_steps,
     state_row,
 )
+from torch_burn_parity.analysis.layers_words import buffer_rows
 from torch_burn_parity.io.parity_io import (
     RUNS,
     FormatError,
@@ -204,6 +205,11 @@ def entry_layer(layers: pd.DataFrame | None) -> dict | None:
         row = layers[introduced].iloc[0]
     else:
         first = layers[layers["first_above_floor"].astype(str) == "True"]
+        if not first.empty and buffer_rows(first).iloc[0]:
+            # The running statistics (forward rows) are the evaluation state's, which the
+            # replay of Burn's estimator judges: the entry is the first other row above.
+            f64, floor = (layers[c].astype(float) for c in ("max_abs_diff_f64", "floor"))
+            first = layers[~(f64 <= floor) & ~buffer_rows(layers)]
         if first.empty or first.iloc[0]["phase"] == "update":
             return None
         row = first.iloc[0]

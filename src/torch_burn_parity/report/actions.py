@@ -105,8 +105,7 @@ def proof_text(proof: dict) -> str:
         return f"explained by precision alone ({kinds}){chaos}: the fix closes the rest"
     if verdict == vd.EXPLAINED and all(kind_of(c)[1] is None for c in causes):
         return (
-            f"explained by what no setting reaches alone ({kinds}): every cause with a fix is"
-            " gone"
+            f"explained by what no setting reaches alone ({kinds}): every cause with a fix is gone"
         )
 
     return f"{verdict}: the fix does not close the gap" + (

@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from torch_burn_parity.analysis.layers_words import buffer_rows  # noqa: E402
 from torch_burn_parity.report.plots import save  # noqa: E402
 from torch_burn_parity.report.verdict_text import e  # noqa: E402
 
@@ -31,7 +32,7 @@ TOP = 5  # the layers with the largest local differences the summary names
 def layer_count(frame: pd.DataFrame) -> int:
     """How many layers the layers table records (forward rows of its first probe step)."""
     first = frame[frame["step"] == frame["step"].iloc[0]]
-    return int((first["phase"] == "forward").sum())
+    return int(((first["phase"] == "forward") & ~buffer_rows(first)).sum())
 
 
 def is_deep(frame: pd.DataFrame) -> bool:
@@ -74,7 +75,7 @@ def depth_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
         len(steps), 1, figsize=(14, 1.5 + 3.4 * len(steps)), layout="constrained", squeeze=False
     )
     for ax, step in zip(axes[:, 0], steps, strict=True):
-        rows = frame[(frame["step"] == step) & (frame["phase"] == "forward")]
+        rows = frame[(frame["step"] == step) & (frame["phase"] == "forward") & ~buffer_rows(frame)]
         rows = rows.reset_index(drop=True)
         x = np.arange(len(rows))
         values = [rows[c].to_numpy(float) for c in ("max_abs_diff_f64", "local_f64", "floor")]
