@@ -46,6 +46,7 @@ EXPECTED = [
     "results/report.md",
     "results/report.html",
     "results/verdicts.html",
+    *[f"results/pages/{e}.html" for e in EXPERIMENTS],
     *[f"results/html/{e}/{t}.html" for t in TABLES for e in EXPERIMENTS],
     *[f"results/html/{e}/compare_{dt}.html" for e in EXPERIMENTS for dt in ("f32", "f64")],
     "results/html/bias_correction.html",

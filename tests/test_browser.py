@@ -45,10 +45,12 @@ def page():
 
 
 def assert_plot_rendered(frame_or_page) -> None:
-    plot = frame_or_page.locator("img[src^='data:image/png']").first
+    """A plot of the page, a PNG file beside it, loaded and shown within 1,400 px."""
+    plot = frame_or_page.locator("img[src$='.png']").first
     plot.scroll_into_view_if_needed()
     expect(plot).to_be_visible()
     assert plot.evaluate("img => img.complete && img.naturalWidth > 100")
+    assert plot.evaluate("img => img.naturalWidth") <= 1400
 
 
 def test_parity_report_page_shows_verdicts_tables_and_plots(pipeline, page):
@@ -65,15 +67,23 @@ def test_parity_report_page_shows_verdicts_tables_and_plots(pipeline, page):
     assert verdicts.locator("th").count() == 7
     width = page.evaluate("document.documentElement.clientWidth")
     assert verdicts.bounding_box()["width"] <= width  # no column off the right edge
-    # each row links its experiment's section
+    # each row links its experiment's page
     verdicts.get_by_role("link", name="adam", exact=True).click()
     heading = page.get_by_role("heading", name="Experiment adam (optimizer: adam)")
     expect(heading).to_be_in_viewport()
-    # so does the contents list
-    page.goto((pipeline / "results/report.html").as_uri())
-    page.get_by_role("link", name="Experiment adam (optimizer: adam)").click()
-    expect(heading).to_be_in_viewport()
+    assert page.url.endswith("results/pages/adam.html")
     assert_plot_rendered(page)
+    # a table file named in the section opens its HTML page, every step
+    page.get_by_role("link", name="tables/steps_adam.csv").click()
+    expect(page.get_by_role("columnheader", name="f64_f64")).to_be_visible()
+    assert page.url.endswith("results/html/adam/steps.html")
+    # the overview's contents list the experiments' pages, and each page leads back
+    page.goto((pipeline / "results/report.html").as_uri())
+    page.locator(".toc").get_by_role("link", name="Experiments").click()
+    page.get_by_role("listitem").get_by_role("link", name="adam", exact=True).click()
+    expect(heading).to_be_in_viewport()
+    page.get_by_role("link", name="← the overview").click()
+    expect(page.get_by_role("heading", name="Verdicts")).to_be_visible()
 
 
 def test_the_first_screen_says_the_counts_and_what_changes_the_outcome(pipeline, page):

@@ -192,6 +192,7 @@ def test_bad_run_file_stops_naming_it_then_removing_it_recovers(pipeline, damage
     assert "Traceback" not in output  # every failed job's log (printed) is one line
     # The stop leaves no report that looks finished over missing pieces.
     assert not (damaged / "results/report.md").exists()
+    assert not (damaged / "results/pages").exists()
 
     run.unlink()
     snakemake(damaged, "--cores", "4")  # `uv run snakemake --cores 4`, default profile

@@ -402,3 +402,22 @@ def test_a_malformed_run_is_refused_in_one_line_and_nothing_is_written(case, tmp
     assert text.startswith("layers_table: ") and "\n" not in text
     assert message in text, text
     assert not any(p.exists() for p in outputs(tmp_path / "out").values())
+
+
+def test_a_long_probe_step_wraps_onto_panels_that_fit_1400_px(tmp_path, monkeypatch):
+    """Each probe step's rows in runs of PANEL_ROWS: all rows once, in order, and a figure
+    no wider than 1,400 px however many rows (a 2,640 px plot was unreadable)."""
+    import struct
+
+    frame = table(blocks())
+    monkeypatch.setattr(layers_plot, "PANEL_ROWS", 7)
+    cut = layers_plot.panels(frame)
+    assert all(len(rows) <= 7 for _, _, rows in cut)
+    assert pd.concat([rows for _, _, rows in cut]).index.tolist() == frame.index.tolist()
+    assert [(s, p) for s, p, _ in cut][:2] == [(1, 0), (1, 1)]
+    monkeypatch.undo()
+    many = pd.concat([frame] * 4, ignore_index=True)  # ~4× the rows of each step
+    path = tmp_path / "layers.png"
+    layers_plot.layers_plot(many, "deep", path)
+    width, height = struct.unpack(">II", path.read_bytes()[16:24])
+    assert width <= 1400 and height > width

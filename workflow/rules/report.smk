@@ -43,9 +43,9 @@ rule report_config:
 
 
 rule html_report:
-    """report.md as one self-contained HTML page, the landing page's verdicts (from
-    verdicts.json), and the Adam bias-correction table's page (each experiment's pages come
-    from its analyse job)."""
+    """report.md as HTML: the overview and a page per experiment (results/pages/), the
+    landing page's verdicts (from verdicts.json), and the Adam bias-correction table's page
+    (each experiment's table pages come from its analyse job)."""
     input:
         code=code("report.render_html"),
         report="results/report.md",
@@ -58,6 +58,7 @@ rule html_report:
             category="1. Parity report",
         ),
         verdicts="results/verdicts.html",
+        pages=directory("results/pages"),
         bias=mark_for_report(
             BIAS_PAGE[1],
             caption="../report/bias_correction.rst",
@@ -68,5 +69,5 @@ rule html_report:
         "results/logs/html_report.log",
     shell:
         "python -m torch_burn_parity.tooling.warm torch_burn_parity.report.render_html --report {input.report}"
-        " --out {output.html} --records {input.records} --verdicts {output.verdicts}"
+        " --out {output.html} --pages {output.pages} --records {input.records} --verdicts {output.verdicts}"
         " --tables {input.bias} --tables-out {output.bias} > {log} 2>&1"

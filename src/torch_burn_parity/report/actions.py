@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 
-from markdown.extensions.toc import slugify
-
 from torch_burn_parity.config.proving import original
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.judgement.effect import ROUNDING_SIZED
@@ -36,9 +34,9 @@ TITLES = {
 
 
 def anchor(record: dict) -> str:
-    """The link to an experiment's section (its heading as report.md.j2 writes it)."""
-    heading = f"Experiment {record['experiment']} (optimizer: {record['optimizer']})"
-    return f"[{record['experiment']}](#{slugify(heading, '-')})"
+    """The link to an experiment's section (the anchor experiment.py puts under its heading;
+    its page in the HTML report, report/pages.py)."""
+    return f"[{record['experiment']}](#experiment-{record['experiment']})"
 
 
 def effect_brief(record: dict) -> str:

@@ -72,7 +72,7 @@ def depth_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
     each layer's output with its floor; the first layer that introduces one marked."""
     steps = list(dict.fromkeys(frame["step"]))
     fig, axes = plt.subplots(
-        len(steps), 1, figsize=(14, 1.5 + 3.4 * len(steps)), layout="constrained", squeeze=False
+        len(steps), 1, figsize=(12.5, 1.5 + 3.4 * len(steps)), layout="constrained", squeeze=False
     )
     for ax, step in zip(axes[:, 0], steps, strict=True):
         rows = frame[(frame["step"] == step) & (frame["phase"] == "forward") & ~buffer_rows(frame)]

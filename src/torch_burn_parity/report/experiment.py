@@ -378,6 +378,8 @@ class Experiment:
             for i, g in enumerate(self.runs["torch", "f32"]["meta"].get("param_groups") or [])
         )
         parts = [f"## Experiment `{name}` (optimizer: {self.optimizer}{groups}{model})\n"]
+        # The target of the action list's and the verdict table's links (actions.anchor).
+        parts.append(f'<a id="experiment-{name}"></a>\n')
         if self.spec.get("description"):
             parts.append(f"*{self.spec['description'].strip()}*\n")
         parts.append(f"**Verdict: {vt.verdict_line(self.record)}.**\n")

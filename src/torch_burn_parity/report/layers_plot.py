@@ -88,23 +88,39 @@ def layers_title(experiment: str, frame: pd.DataFrame) -> tuple[str, str]:
     )
 
 
+# At most this many rows per panel: a probe step of more rows wraps onto further panels, so
+# that the figure stays within 12.5 inches (1,375 px at 110 dpi), readable at 1,400 px.
+PANEL_ROWS = 28
+
+
+def panels(frame: pd.DataFrame) -> list[tuple[int, int, pd.DataFrame]]:
+    """(step, part, rows) of each panel: each probe step's rows in runs of PANEL_ROWS."""
+    found = []
+    for step in dict.fromkeys(frame["step"]):
+        rows = frame[frame["step"] == step]
+        for part, start in enumerate(range(0, len(rows), PANEL_ROWS)):
+            found.append((step, part, rows.iloc[start : start + PANEL_ROWS]))
+    return found
+
+
 def layers_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
-    """Both dtypes' torch-vs-burn differences along the rows of the layers table: one panel
-    per probe step, phases as coloured bands, each row's rounding floor as a grey bar."""
-    steps = list(dict.fromkeys(frame["step"]))
+    """Both dtypes' torch-vs-burn differences along the rows of the layers table: panels of
+    each probe step's rows (PANEL_ROWS at most each), phases as coloured bands, each row's
+    rounding floor as a grey bar."""
+    cut = panels(frame)
     columns = [c for c in LAYER_SERIES if c in frame and frame[c].notna().any()]
     series = [frame[c].to_numpy(float) for c in columns]
     floor = frame["floor"].to_numpy(float)
     bottom = bottom_edge(*series, floor)
     top = 10.0 ** (np.ceil(np.log10(top_of(*series, floor))) + 0.8)
-    most = max(int((frame["step"] == s).sum()) for s in steps)
+    most = max(len(rows) for _, _, rows in cut)
     fig, axes = plt.subplots(
-        len(steps), 1, figsize=(min(max(10.0, 0.3 * most + 3.5), 24.0), 1.2 + 3.6 * len(steps)),
+        len(cut), 1, figsize=(min(max(10.0, 0.3 * most + 3.5), 12.5), 1.2 + 3.6 * len(cut)),
         layout="constrained", squeeze=False,
     )  # fmt: skip
-    for ax, step in zip(axes[:, 0], steps, strict=True):
+    for ax, (step, part, rows) in zip(axes[:, 0], cut, strict=True):
         zeros = False  # this panel's: its note goes in it
-        rows = frame[frame["step"] == step].reset_index(drop=True)
+        rows = rows.reset_index(drop=True)
         x = np.arange(len(rows))
         for phase, group in rows.groupby("phase", sort=False):
             lo, hi = group.index.min() - 0.5, group.index.max() + 0.5
@@ -143,7 +159,7 @@ def layers_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
         ax.set_yscale("log")
         ax.set_ylim(bottom, top)
         ax.set_xlim(-0.6, len(rows) - 0.4)
-        ax.set_ylabel(f"step {step}: max |Δ|")
+        ax.set_ylabel(f"step {step}{' (continued)' if part else ''}: max |Δ|")
         ax.grid(True, axis="y", which="major", alpha=0.3)
         zero_note(ax, zeros)
     title, subtitle = layers_title(experiment, frame)

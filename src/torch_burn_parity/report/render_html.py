@@ -5,9 +5,10 @@
         --verdicts results/verdicts.html --tables results/tables/steps_adam.csv … \\
         --tables-out results/html/steps_adam.html …
 
-- `report.html`: report.md as one page a browser opens from anywhere: tables, a contents
-  list that links every heading, and every plot embedded as a data URI (a downloaded
-  report.md loses its images; this page cannot).
+- `report.html`: the overview of report.md (the first screen, the verdicts, what was run,
+  the atlas) with a contents list, and one page per experiment, `pages/<experiment>.html`
+  (report/pages.py): its section, plots as files beside the pages, table files linked to
+  their HTML pages.
 - one HTML page per CSV table (every step, every column) or compare output, so the
   Snakemake report shows them inline where it would only offer a download;
 - `verdicts.html`: every experiment's verdict and its cause, from results/verdicts.json, a
@@ -17,7 +18,6 @@
 from __future__ import annotations
 
 import argparse
-import base64
 import html
 import io
 import json
@@ -29,13 +29,15 @@ import markdown
 import pandas as pd
 
 from torch_burn_parity.io.parity_io import read_table_text, write_text_atomic
+from torch_burn_parity.report import pages
 from torch_burn_parity.report import verdict_text as vt
 from torch_burn_parity.report.headline import effect_cell
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 76rem; margin: 2rem auto;
        padding: 0 1rem; line-height: 1.45; color: #1b1b1b; }
-table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.9rem; }
+table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.9rem; display: block;
+        overflow-x: auto; max-width: 100%; }
 th, td { border: 1px solid #c8c8c8; padding: 0.2rem 0.5rem; text-align: left; }
 th { background: #f0f0f0; }
 td.num { white-space: nowrap; }
@@ -49,7 +51,6 @@ img { max-width: 100%; }
 # A table cell holding one number, optionally followed by a word ('3.84e-06 MISMATCH'):
 # kept on one line, where browsers would break '3.19e-15' at its hyphen.
 NUMBER_CELL = re.compile(r"<td(?: style=\"[^\"]*\")?>(-?[\d.]+(?:e[-+]\d+)?(?: \w+)?)</td>")
-IMAGE = re.compile(r'<img alt="([^"]*)" src="([^"]+\.png)"')
 
 
 def page(title: str, body: str) -> str:
@@ -60,37 +61,30 @@ def page(title: str, body: str) -> str:
     )
 
 
-def embed_images(body: str, base: Path) -> str:
-    """Replace each relative PNG link by a data URI of the file's bytes."""
-
-    def inline(match: re.Match) -> str:
-        path = base / html.unescape(match.group(2))
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: plot referenced by the report is missing")
-        data = base64.b64encode(path.read_bytes()).decode("ascii")
-        return f'<img alt="{match.group(1)}" src="data:image/png;base64,{data}"'
-
-    return IMAGE.sub(inline, body)
-
-
-def report_page(report_md: Path) -> str:
-    """report.md as one self-contained HTML page with a table of contents."""
-    converter = markdown.Markdown(
-        extensions=["tables", "fenced_code", "toc"],
-        extension_configs={"toc": {"toc_depth": "2", "title": "Contents"}},
-    )
+def report_pages(report_md: Path) -> tuple[str, dict[str, str]]:
+    """report.md as the overview page, with a table of contents, and a page per experiment
+    (report/pages.py): (the overview, {experiment: its page})."""
+    converter = markdown.Markdown(extensions=["tables", "fenced_code", "toc"])
     text = report_md.read_text(encoding="utf-8")
-    body = embed_images(converter.convert(text), report_md.parent)
-    body = NUMBER_CELL.sub(r'<td class="num">\1</td>', body)
+    body = NUMBER_CELL.sub(r'<td class="num">\1</td>', converter.convert(text))
     title = text.splitlines()[0].lstrip("# ").strip() if text else "report"
+    overview, sections = pages.paginate(body, report_md.parent)
     # The contents after the first screen's text (the intro, the headline and what to
-    # change), before the next section.
-    first_section = body.find("<h2")
-    if body.startswith('<h2 id="what-to-change"', first_section):
-        first_section = body.find("<h2", first_section + 1)
-    at = first_section if first_section >= 0 else body.find("</h1>") + len("</h1>")
-    body = body[:at] + converter.toc + body[at:]
-    return page(title, body)
+    # change), before the next section: the overview's sections.
+    headings = re.findall(r'<h2 id="([^"]+)">(.*?)</h2>', overview)
+    toc = (
+        '<div class="toc"><span class="toctitle">Contents</span><ul>\n'
+        + "".join(f'<li><a href="#{i}">{re.sub("<[^>]+>", "", h)}</a></li>\n' for i, h in headings)
+        + "</ul></div>\n"
+    )
+    first_section = overview.find("<h2")
+    if overview.startswith('<h2 id="what-to-change"', first_section):
+        first_section = overview.find("<h2", first_section + 1)
+    at = first_section if first_section >= 0 else overview.find("</h1>") + len("</h1>")
+    overview = overview[:at] + toc + overview[at:]
+    return page(title, overview), {
+        name: page(f"{name}: {title}", body) for name, body in sections.items()
+    }
 
 
 def verdict_fragment(records: Path) -> str:
@@ -126,6 +120,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--report", type=Path, help="report.md, rendered to --out")
     parser.add_argument("--out", type=Path, help="report.html")
+    parser.add_argument(
+        "--pages", type=Path, help="the folder of the experiments' pages (<name>.html)"
+    )
     parser.add_argument("--records", type=Path, help="verdicts.json, rendered to --verdicts")
     parser.add_argument("--verdicts", type=Path, help="the landing page's verdict table")
     parser.add_argument("--tables", nargs="*", type=Path, default=[], help="CSV or text files")
@@ -137,23 +134,32 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--report goes with --out, --records with --verdicts")
     renders = []
     if args.report:
-        renders.append((args.out, report_page, args.report))
+        renders.append((args.out, report_pages, args.report))
     if args.records:
         renders.append((args.verdicts, verdict_fragment, args.records))
     renders += [(out, table_page, s) for s, out in zip(args.tables, args.tables_out, strict=True)]
-    pages = {}
+    written = {}
     for out, render, source in renders:
         try:
-            pages[out] = render(source)
+            if render is report_pages:
+                overview, experiments = report_pages(source)
+                written[out] = overview
+                pages_dir = args.pages or out.parent / "pages"
+                written |= {pages_dir / f"{n}.html": p for n, p in experiments.items()}
+            else:
+                written[out] = render(source)
         except (OSError, ValueError, pd.errors.ParserError) as exc:
             # One line naming the file: `render_html: path: problem`.
             problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             where = "" if str(source) in problem else f"{source}: "
             sys.exit(f"render_html: {where}{problem}")
-    for path, text in pages.items():
+    for path, text in written.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(path, text)
     report = "".join(f"{p}, " for p in (args.out, args.verdicts) if p)
-    print(f"render_html: {report}{len(args.tables)} table page(s)")
+    experiments = len(written) - len(renders)
+    tables = len(args.tables)
+    print(f"render_html: {report}{experiments} experiment page(s), {tables} table page(s)")
 
 
 if __name__ == "__main__":

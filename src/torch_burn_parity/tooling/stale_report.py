@@ -16,6 +16,7 @@ from is missing, the report is removed, so the next plain run rebuilds everythin
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -27,8 +28,11 @@ def remove_stale_report(reports: Iterable[str | Path], needs: Iterable[str | Pat
     present = [Path(r) for r in reports if Path(r).exists()]
     if not missing or not present:
         return []
-    for report in present:
-        report.unlink(missing_ok=True)
+    for report in present:  # a file, or a folder of pages
+        if report.is_dir():
+            shutil.rmtree(report)
+        else:
+            report.unlink(missing_ok=True)
     more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
     print(
         f"stale_report: removed {', '.join(map(str, present))}: built from files this run"
