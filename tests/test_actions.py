@@ -84,7 +84,7 @@ def test_one_row_per_cause_across_experiments_with_each_ones_share_and_effect():
         "- Burn's f32 arithmetic in its update (or its per-step Adam factors) — [quiet](#" in text
     )
     assert "Not explained by any replay (see each experiment for where it starts): [bn](#" in text
-    assert anchor(experiments[0].record) == ("[adam_eps](#experiment-adam_eps-optimizer-adam)")
+    assert anchor(experiments[0].record) == "[adam_eps](#experiment-adam_eps)"
 
 
 def test_the_effect_in_brief_against_rounding():
@@ -107,7 +107,7 @@ def test_a_fix_is_shown_with_its_proving_runs_verdict():
     text = actions_section([rms, fixed])
     row = next(line for line in text.splitlines() if line.startswith("| pass PyTorch's"))
     assert row.endswith(
-        "| [rms__fix](#experiment-rms__fix-optimizer-rmsprop): explained by what Burn computes"
+        "| [rms__fix](#experiment-rms__fix): explained by what Burn computes"
         " in f32 alone (f32 storage): the fix closes the rest (f64 gap 1.00e+00 → 1.09e-07) |"
     )
     assert "Burn's f32 storage of hyperparameters" not in text  # the proving run's own cause
@@ -131,3 +131,17 @@ def test_a_fix_is_shown_with_its_proving_runs_verdict():
         "explained by what no setting reaches alone (running statistics): every cause with a"
         " fix is gone"
     ) in actions_section([rms])
+
+
+def test_a_ports_fix_is_proven_by_the_porters_own_run():
+    """A port's Burn side is its own crate: no proving run is derived, the row says whose
+    it is."""
+    setting = "the layer setting norm.eps (torch 0.001, burn 1e-05)"
+    mine = experiment("mine", "adam", [(setting, 1.0)], effect(0.8, 0.02, differ=29))
+    mine.spec = {"port": {"name": "mine"}}
+    row = next(line for line in actions_section([mine]).splitlines() if "norm" in line)
+    assert row.endswith("| yours: rerun `mine` with your crate changed as this row says |")
+    assert "`.with_epsilon(0.001)`" in row
+    mine.spec = {}
+    assert actions_section([mine]).splitlines()[-1] != row
+    assert " | — |" in actions_section([mine])

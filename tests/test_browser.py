@@ -80,7 +80,8 @@ def test_parity_report_page_shows_verdicts_tables_and_plots(pipeline, page):
     # the overview's contents list the experiments' pages, and each page leads back
     page.goto((pipeline / "results/report.html").as_uri())
     page.locator(".toc").get_by_role("link", name="Experiments").click()
-    page.get_by_role("listitem").get_by_role("link", name="adam", exact=True).click()
+    listing = page.locator("h2#experiments ~ ul").first
+    listing.get_by_role("link", name="adam", exact=True).click()
     expect(heading).to_be_in_viewport()
     page.get_by_role("link", name="← the overview").click()
     expect(page.get_by_role("heading", name="Verdicts")).to_be_visible()

@@ -215,7 +215,7 @@ def test_the_reports_verdict_table_says_what_the_records_hold(pipeline, records)
     lines = table.splitlines()
     split = lambda line: [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]  # noqa: E731
     header = split(lines[0])
-    # the experiment's cell links to its section: [name](#experiment-name-optimizer-…)
+    # the experiment's cell links to its section: [name](#experiment-name)
     name_of = lambda cell: re.fullmatch(r"\[(\w+)\]\(#experiment-[\w-]+\)", cell).group(1)  # noqa: E731
     rows = {name_of(cells[0]): dict(zip(header, cells, strict=True)) for line in lines[2:]
             if (cells := split(line))}  # fmt: skip

@@ -422,9 +422,9 @@ def test_the_section_of_a_model_with_buffers(tmp_path):
     ) in text
     layers = text.split("### Where the difference enters\n")[1].split("### Replay")[0]
     row = x.layers[x.layers["first_above_floor"]].iloc[0]
-    assert (row["phase"], row["layer"]) == ("update", "bn.running_var")
+    assert (row["phase"], row["layer"]) == ("forward", "bn.running_var")
     assert layers.startswith(
-        "\nf64: the difference enters at `bn.running_var` after step 1 (max|Δ|"
+        "\nf64: the difference enters at `bn.running_var` after the forward pass of step 1 (max|Δ|"
         f" {e(row['max_abs_diff_f64'])} against a rounding floor of"
         f" {e(row['floor'])}; a buffer: BatchNorm updates it in the train-mode forward)."
     )

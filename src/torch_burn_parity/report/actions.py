@@ -77,8 +77,12 @@ def grouped(experiments: list) -> dict[tuple, dict]:
             if change not in row["changes"]:
                 row["changes"].append(change)
             row["touches"].append((x.record, f.share, f.cause))
-            if f.fix is not None and x.proof and proved(x) not in row["proofs"]:
-                row["proofs"].append(proved(x))
+            proof = proved(x) if x.proof else None
+            if f.fix is not None and not x.proof and (getattr(x, "spec", None) or {}).get("port"):
+                # a port's Burn side is its own crate: the proving run is the porter's
+                proof = f"yours: rerun `{x.name}` with your crate changed as this row says"
+            if f.fix is not None and proof and proof not in row["proofs"]:
+                row["proofs"].append(proof)
     return rows
 
 
