@@ -123,9 +123,11 @@ def outputs(folder) -> dict:
 
 
 def run_main(tmp_path, runs: dict[str, dict]):
+    """The table's program, then the plot's, on the CSV it wrote (as the analyse job)."""
     out = outputs(tmp_path / "out")
     lt.main(["--experiment", "exp", *write(tmp_path / "runs", runs),
-             *[arg for x, p in out.items() for arg in (f"--{x}", str(p))]])  # fmt: skip
+             "--csv", str(out["csv"]), "--md", str(out["md"])])  # fmt: skip
+    layers_plot.main(["--experiment", "exp", "--csv", str(out["csv"]), "--png", str(out["png"])])
     return out
 
 

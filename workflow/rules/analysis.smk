@@ -26,6 +26,7 @@ rule analyse:
             "analysis.probe",
             "analysis.lrs_table",
             "analysis.layers_table",
+            "report.layers_plot",
             "report.plots",
             "report.render_html",
             "judgement.judge",
@@ -150,8 +151,10 @@ rule analyse:
             --torch-f32 {input.torch_f32} --burn-f32 {input.burn_f32} \
             --torch-f64 {input.torch_f64} --burn-f64 {input.burn_f64} \
             --burn-local-f32 {output.local[0]} --burn-local-f64 {output.local[1]} \
-            --csv {output.layers_csv} --md {output.layers_md} --png {output.layers_png} \
-            >{log.layers} 2>&1
+            --csv {output.layers_csv} --md {output.layers_md} >{log.layers} 2>&1
+        python -m torch_burn_parity.tooling.warm torch_burn_parity.report.layers_plot \
+            --experiment {wildcards.experiment} --csv {output.layers_csv} \
+            --png {output.layers_png} >>{log.layers} 2>&1
         wait $replay
         # Every table and compare output above as a page for the Snakemake report: beside
         # the verdict and the plots, which do not read the pages.

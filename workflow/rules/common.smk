@@ -348,7 +348,12 @@ onstart:
 # next run (see tooling/stale_report.py): remove it, so that run rebuilds it all.
 onerror:
     remove_stale_report(
-        ["results/report.md", "results/report.html", "results/verdicts.html", "results/pages"],
+        [
+            "results/report.md",
+            "results/report.html",
+            "results/verdicts.html",
+            "results/pages",
+        ],
         report_sources(),
     )
     cancel_pending_timers()

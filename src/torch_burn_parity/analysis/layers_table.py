@@ -2,8 +2,7 @@
 
     python -m torch_burn_parity.analysis.layers_table --experiment cnn_bn_sgd \\
         --torch-f32 T32 --burn-f32 B32 --torch-f64 T64 --burn-f64 B64 \\
-        --csv results/tables/layers_cnn_bn_sgd.csv --md results/tables/layers_cnn_bn_sgd.md \\
-        --png results/plots/layers_cnn_bn_sgd.png
+        --csv results/tables/layers_cnn_bn_sgd.csv --md results/tables/layers_cnn_bn_sgd.md
 
 From the run files' `layers` record (one per probe step: each layer's output and the
 gradient of the loss with respect to its input, taken in the step's own forward and
@@ -21,11 +20,11 @@ the order the computation runs:
 
 CSV columns: step, phase, layer, max_abs_diff_f32, max_abs_diff_f64 (max |torch − burn| of
 that quantity at that dtype; NaN when a difference is not finite), floor (the rounding
-floor of verdict.py for that quantity alone, see `floor_of`), first_above_floor (true on
-the first row, in table order, whose f64 difference exceeds its floor). Markdown: one
-sentence saying where the f64 difference enters (or that nothing leaves rounding), then
-the table. PNG (--png): both dtypes' differences along the rows on a log scale, with the
-floor and the phases (report/layers_plot.py; a deep model's along its depth, depth_plot.py).
+floor of floors.py for that quantity alone, see `floor_of`), first_above_floor (true on
+the first row, in table order, whose f64 difference exceeds its floor), local_f32,
+local_f64, introduced_first (the local mode's), what (output, loss, input gradient,
+gradient, value). Markdown: one sentence saying where the f64 difference enters (or that
+nothing leaves rounding), then the table. The plot of the CSV is report/layers_plot.py's.
 
 Parameters and buffers come in the model's order (model_specs.py); the four runs must be of
 the same model, probe steps, layer names and parameter and buffer names.
@@ -40,6 +39,7 @@ from pathlib import Path
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from torch_burn_parity.analysis.floors import ABSOLUTE_FLOOR, EPS_RATIO, SAFETY
 from torch_burn_parity.analysis.gaps import add_run_arguments, load_runs, recorded_steps, run_paths
 from torch_burn_parity.analysis.layers_words import (
     GRAD,
@@ -54,7 +54,6 @@ from torch_burn_parity.analysis.layers_words import (
 from torch_burn_parity.analysis.local_layers import LocalLayers
 from torch_burn_parity.io.parity_io import FormatError, row_of, step_count, write_text_atomic
 from torch_burn_parity.io.run_tensors import LayerValues, Tensors
-from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.models.model_specs import model_of
 
 RUNS = ("torch_f32", "burn_f32", "torch_f64", "burn_f64")
@@ -69,6 +68,7 @@ COLUMNS = [
     "local_f32",
     "local_f64",
     "introduced_first",
+    "what",
 ]
 LOCAL = {"local_f32": "torch_f32", "local_f64": "torch_f64"}  # each against PyTorch's run
 PHASES = ("forward", "loss", "backward", "update")
@@ -268,12 +268,12 @@ def floor_of(arrays: dict[str, np.ndarray]) -> float:
     f64 = np.concatenate([arrays["torch_f64"], arrays["burn_f64"]])
     finite = np.abs(f64[np.isfinite(f64)])
     size = float(finite.max(initial=0.0))
-    return float(max(noise * vd.EPS_RATIO * vd.SAFETY, vd.ABSOLUTE_FLOOR * size))
+    return float(max(noise * EPS_RATIO * SAFETY, ABSOLUTE_FLOOR * size))
 
 
 def layers_frame(rows: list[dict]) -> pd.DataFrame:
-    """The table, with the internal column `what` (output, loss, input gradient, gradient,
-    value) that sentences use; the CSV has COLUMNS only."""
+    """The table: COLUMNS, the CSV's, `what` (output, loss, input gradient, gradient,
+    value) last."""
     frame = pd.DataFrame(
         [
             {
@@ -306,7 +306,7 @@ def layers_frame(rows: list[dict]) -> pd.DataFrame:
     frame["introduced_first"] = False
     if introduced.any():
         frame.loc[introduced.idxmax(), "introduced_first"] = True
-    return frame[[*COLUMNS, "what"]]
+    return frame[COLUMNS]
 
 
 # ------------------------------------------------------------------------------ words
@@ -344,7 +344,6 @@ def main(argv: list[str] | None = None) -> None:
     add_run_arguments(parser, RUNS)
     parser.add_argument("--csv", required=True, type=Path)
     parser.add_argument("--md", required=True, type=Path)
-    parser.add_argument("--png", type=Path, help="the plot along the layers (optional)")
     for dtype in ("f32", "f64"):
         parser.add_argument(
             f"--burn-local-{dtype}", type=Path, help="Burn's layers on PyTorch's inputs"
@@ -371,13 +370,6 @@ def main(argv: list[str] | None = None) -> None:
     title = f"Where the difference enters: {args.experiment}"
     csv = frame[COLUMNS].to_csv(index=False, float_format="%.17g")
     md = render_md(frame, title)
-    if args.png:
-        from torch_burn_parity.report import depth_plot, layers_plot
-
-        if depth_plot.is_deep(frame):  # a summary along the depth: too many rows to read
-            depth_plot.depth_plot(frame, args.experiment, args.png)
-        else:
-            layers_plot.layers_plot(frame, args.experiment, args.png)
     write_text_atomic(args.csv, csv)
     write_text_atomic(args.md, md)
     print(f"{args.experiment}: {len(frame)} rows; {sentence(frame)} -> {args.csv}, {args.md}")

@@ -31,8 +31,8 @@ from torch_burn_parity.config.parity_config import (
     load_config,
     semantic_problems,
 )
-from torch_burn_parity.config.suggest import closest_key
 from torch_burn_parity.config.sweeps import SweepError, expand_all
+from torch_burn_parity.suggest import closest_key
 
 SCHEMA = Path(__file__).with_name("config.schema.yaml")
 # Experiment keys a sweep axis may not vary: a schedule and clipping are mappings of their own.

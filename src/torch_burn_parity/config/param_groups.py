@@ -20,9 +20,9 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import Any
 
-from torch_burn_parity.config.suggest import closest_key
 from torch_burn_parity.models.model_specs import spec_of_config, valid_spec
 from torch_burn_parity.optimizers import REGISTRY
+from torch_burn_parity.suggest import closest_key
 
 # A group's keys besides its optimizer's hyperparameters.
 GROUP_KEYS = ("params", "optimizer", "keep_defaults")

@@ -35,7 +35,6 @@ from torch_burn_parity.config import burn_fixes, cpu_path
 from torch_burn_parity.config.data_problems import batch_problems, data_problems
 from torch_burn_parity.config.param_groups import group_experiment, group_problems
 from torch_burn_parity.config.record import record_problems
-from torch_burn_parity.config.suggest import closest_key
 from torch_burn_parity.io.parity_io import FRAMEWORKS
 from torch_burn_parity.models.model_specs import (
     DEFAULT_MODEL,
@@ -46,6 +45,7 @@ from torch_burn_parity.models.model_specs import (
 )
 from torch_burn_parity.models.port import is_port, port_problems
 from torch_burn_parity.optimizers import REGISTRY
+from torch_burn_parity.suggest import closest_key
 
 # Every hyperparameter each optimizer needs, in the order runs record them; those an
 # experiment may leave out (and the value the spec then carries); those that are true or

@@ -22,7 +22,7 @@ import itertools
 import math
 from typing import Any
 
-from torch_burn_parity.config.suggest import closest_key
+from torch_burn_parity.suggest import closest_key
 
 DEFAULT_MAX_EXPERIMENTS = 1000
 # Keys an axis may vary besides the optimizer's hyperparameters.

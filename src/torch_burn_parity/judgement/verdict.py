@@ -23,26 +23,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from torch_burn_parity.analysis import layer_settings
+
+# The floor rule, measured in analysis/ and judged by here (vd.ABSOLUTE_FLOOR, …).
+from torch_burn_parity.analysis.floors import ABSOLUTE_FLOOR as ABSOLUTE_FLOOR
+from torch_burn_parity.analysis.floors import EPS_RATIO as EPS_RATIO
+from torch_burn_parity.analysis.floors import SAFETY as SAFETY
+from torch_burn_parity.analysis.floors import rounding_floor as rounding_floor
 from torch_burn_parity.models.model_specs import model_of
 from torch_burn_parity.optimizers.muon import ratio
-
-EPS_RATIO = 2.0**-52 / 2.0**-23  # f64 machine epsilon over f32 machine epsilon = 2^-29
-SAFETY = 100.0  # headroom for the different order of operations in two frameworks
-# Floor under the floor: a gap of a few f64 ulps of O(1) parameters is rounding whatever
-# the f32 noise says (e.g. at step 1, where both f32 gaps can be tiny).
-ABSOLUTE_FLOOR = 64 * 2.0**-52
 
 EQUIVALENT = "equivalent up to rounding"
 EXPLAINED = "algorithmic difference, explained"
 UNEXPLAINED = "algorithmic difference, unexplained"
 DIVERGED = "diverged"
-
-
-def rounding_floor(torch_f64: np.ndarray, burn_f64: np.ndarray) -> np.ndarray:
-    """Per-step f64 rounding floor from the two f32-vs-f64 gap series."""
-    noise = np.fmax(np.asarray(torch_f64, float), np.asarray(burn_f64, float))
-    noise = np.maximum.accumulate(np.nan_to_num(noise, nan=np.inf))
-    return np.maximum(noise * EPS_RATIO * SAFETY, ABSOLUTE_FLOOR)
 
 
 def first_step_above(

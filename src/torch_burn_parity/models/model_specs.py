@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from torch_burn_parity.config.suggest import closest_key
 from torch_burn_parity.datasets import digits, text
 from torch_burn_parity.models import model_formulas as formulas
 from torch_burn_parity.models import port
+from torch_burn_parity.suggest import closest_key
 
 # The seed's problem (data sine): 96 sequences of length 16 in 3 classes.
 N, LENGTH, CLASSES = 96, 16, 3

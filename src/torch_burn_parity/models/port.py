@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from torch_burn_parity.config.suggest import closest_key
 from torch_burn_parity.models.layer_names import syntax_problem
 from torch_burn_parity.models.port_crate import crate_problems
+from torch_burn_parity.suggest import closest_key
 
 ENV = "PARITY_PORTS"
 KEYS = ("name", "torch", "burn", "init", "data", "layers")

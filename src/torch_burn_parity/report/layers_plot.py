@@ -1,10 +1,18 @@
-"""The layers table along its rows: one panel per probe step, each quantity's f32 and f64
-differences (accumulated, and introduced by a Burn layer on PyTorch's input) against its
-rounding floor, the phases as coloured bands (layers_table.py writes it with --png; a deep
-model's is depth_plot.py's instead)."""
+"""The layers table along its rows: panels of each probe step's rows, each quantity's f32
+and f64 differences (accumulated, and introduced by a Burn layer on PyTorch's input) against
+its rounding floor, the phases as coloured bands; a deep model's is depth_plot.py's instead.
+
+    python -m torch_burn_parity.report.layers_plot --experiment cnn_bn_sgd \\
+        --csv results/tables/layers_cnn_bn_sgd.csv --png results/plots/layers_cnn_bn_sgd.png
+
+Drawn from the CSV that analysis/layers_table.py writes: the numbers do not depend on how
+they are drawn.
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -14,6 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from torch_burn_parity.report import depth_plot  # noqa: E402
 from torch_burn_parity.report.plots import (  # noqa: E402
     FLOOR_COLOUR,
     bottom_edge,
@@ -173,3 +182,27 @@ def layers_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
         borderaxespad=0,
     )  # fmt: skip
     save(fig, path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiment", required=True, help="name shown in the title")
+    parser.add_argument("--csv", required=True, type=Path, help="a layers table")
+    parser.add_argument("--png", required=True, type=Path)
+    args = parser.parse_args(argv)
+    try:
+        frame = pd.read_csv(args.csv)
+        frame["first_above_floor"] = frame["first_above_floor"].astype(bool)
+        frame["introduced_first"] = frame["introduced_first"].astype(bool)
+        frame["what"] = frame["what"].fillna("")
+    except (OSError, KeyError, ValueError, pd.errors.ParserError) as exc:
+        sys.exit(f"layers_plot: {args.csv}: not a layers table ({exc})")
+    if depth_plot.is_deep(frame):  # a summary along the depth: too many rows to read
+        depth_plot.depth_plot(frame, args.experiment, args.png)
+    else:
+        layers_plot(frame, args.experiment, args.png)
+    print(f"layers_plot: {args.experiment} -> {args.png}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,8 @@
 """The known key a mistyped config key was most likely meant to be ("did you mean …?").
 
-Shared by the config check (check_config.py), the per-experiment checks (parity_config.py)
-and the sweep expansion (sweeps.py); it imports nothing of theirs.
+Shared by the config checks (config/check_config.py, parity_config.py, param_groups.py), the
+sweep expansion (config/sweeps.py) and the models' size and port checks (models/model_specs.py,
+port.py); it imports nothing of the package, so every layer may use it.
 """
 
 from __future__ import annotations
