@@ -31,6 +31,8 @@ EXPERIMENTS = {
     "clip_by_hand_loose": dict(SGD, clip_grad={"norm": 1e3}, burn_fixes=["clip_by_global_norm"]),
     "muon": GROUPED,
     "muon_by_hand": dict(GROUPED, burn_fixes=["muon_lr_per_parameter"]),
+    "smooth": dict(SGD, label_smoothing=0.1),
+    "smooth_by_hand": dict(SGD, label_smoothing=0.1, burn_fixes=["smoothed_targets_in_dtype"]),
 }
 
 
@@ -95,17 +97,37 @@ def test_muons_lr_per_parameter_removes_the_lr_adjustment(runs):
     assert gap(torch_run, burn_run) < gap(*found["muon"]) / 10
 
 
+def test_the_smoothed_loss_by_hand_is_pytorchs(runs):
+    """Burn's smoothing weighs its targets with f32 roundings of 1 − ε and ε/C (their sum
+    1 − 2.6e-8 at ε 0.1): its f64 run parts from PyTorch's. Built by hand in the run's dtype,
+    the loss is PyTorch's: the runs agree to the floor, and the replay follows no Burn loss."""
+    found, arrays = runs
+    torch_run, burn_run = found["smooth_by_hand"]
+    assert burn_run["meta"]["loss"] == {
+        "name": "cross_entropy", "label_smoothing": 0.1, "by_hand": True,
+    }  # fmt: skip
+    assert found["smooth"][1]["meta"]["loss"]["label_smoothing"] == float(np.float32(0.1))
+    assert gap(*found["smooth"]) > 1e3 * gap(torch_run, burn_run)
+    assert gap(torch_run, burn_run) <= vd.ABSOLUTE_FLOOR
+    assert abs(burn_run["losses"][0] - torch_run["losses"][0]) < 1e-15
+    chosen = rp.variants(torch_run, burn_run)
+    assert "burn_loss" not in chosen and "burn_loss" in rp.variants(*found["smooth"])
+    assert variant_gap(arrays, chosen, "replay") <= vd.ABSOLUTE_FLOOR
+
+
 def test_a_fix_the_experiment_cannot_take_is_refused_naming_the_key():
     config = small_config(
         3,
         value=dict(SGD, clip_grad={"value": 0.1}, burn_fixes=["clip_by_global_norm"]),
         plain=dict(SGD, burn_fixes=["muon_lr_per_parameter"]),
+        sharp=dict(SGD, burn_fixes=["smoothed_targets_in_dtype"]),
     )
     assert [str(p) for p in semantic_problems(config)] == [
         "experiments.value.burn_fixes: clip_by_global_norm needs clip_grad: {norm: x} (got"
         " {'value': 0.1})",
         "experiments.plain.burn_fixes: muon_lr_per_parameter needs a Muon optimizer, the"
         " experiment's or a group's",
+        "experiments.sharp.burn_fixes: smoothed_targets_in_dtype needs label_smoothing above 0",
     ]
 
 
@@ -128,3 +150,7 @@ def test_proving_runs_apply_the_fixes_by_hand():
     assert found["muon__fix"]["burn_fixes"] == ["muon_lr_per_parameter"]
     assert not {"clip_by_hand__fix", "clip_by_hand_loose__fix", "muon_by_hand__fix"} & set(found)
     assert "clipped by one global norm by hand" in found["clip__fix"]["description"]
+    assert found["smooth__fix"]["burn_fixes"] == ["smoothed_targets_in_dtype"]
+    smooth = {r["hyperparameter"]: r for r in diff_rows(experiment_spec(
+        small_config(3, **found), "smooth__fix"))}  # fmt: skip
+    assert smooth["smoothed targets"]["status"] == "same"

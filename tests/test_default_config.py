@@ -274,7 +274,8 @@ def test_each_fix_of_values_is_proven_by_a_burn_run(default_run):
     assert {name for name in records if name.endswith("__fix")} == {
         f"{name}__fix" for name in ("adam_burn_default_eps", "adamw_burn_defaults",
                                     "adagrad_burn_defaults", "rmsprop_burn_defaults",
-                                    "adamw_recipe", "gpt_text_adamw", "muon_adamw")
+                                    "adamw_recipe", "gpt_text_adamw", "muon_adamw",
+                                    "lenet_digits_label_smoothing")
     }  # fmt: skip
     before, after = records["rmsprop_burn_defaults"], records["rmsprop_burn_defaults__fix"]
     assert before["f64_gap"] > 1.0 and after["f64_gap"] < 1e-6
@@ -310,3 +311,10 @@ def test_the_fixes_by_hand_are_proven_by_burn_runs(default_run):
     assert "clip_by_global_norm(&model, grads, max_norm)" in scope
     muon = next(line for line in first.splitlines() if "Muon's lr adjustment on" in line)
     assert "[muon_adamw__fix]" in muon and "in a sensitive run" in muon
+    # the smoothed loss by hand: Burn's smoothed targets are no cause any more
+    before, after = records["lenet_digits_label_smoothing"], records[
+        "lenet_digits_label_smoothing__fix"]  # fmt: skip
+    assert any(c["cause"].startswith("Burn's smoothed targets") for c in before["causes"])
+    assert not any(c["cause"].startswith("Burn's smoothed targets") for c in after["causes"])
+    smoothing = next(line for line in first.splitlines() if "Burn's smoothed cross-entropy" in line)
+    assert "[lenet_digits_label_smoothing__fix]" in smoothing

@@ -168,7 +168,7 @@ def test_a_config_file_of_ones_own_runs_its_experiments_alone(tmp_path):
     # and the proving runs of the defaults' fixes (config/proving.py)
     kept = lambda exp: (exp.get("keep_defaults") or {}).get("burn")  # noqa: E731
     proving = [f"{n}__fix" for n, exp in defaults.items() if kept(exp) or burn_fixes.needed(exp)]
-    assert len(proving) == 7  # 4 of values, 2 of the clipping scope, 1 of Muon's lr
+    assert len(proving) == 8  # 4 of values, 2 of the clipping scope, Muon's lr, smoothing
     assert trained("--configfile", "config.yaml", "more.yaml") == sorted(
         [*defaults, *proving, "mine"]
     )

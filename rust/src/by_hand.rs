@@ -13,13 +13,18 @@
 //!   lr × factor PyTorch's, through Burn's own per-parameter lrs (`ModuleLrScheduler` with a
 //!   `ParamGroup` per tensor). Burn's Muon also decays with that lr (muon.rs:410), so with a
 //!   weight decay the decay moves by the same scale: the fix is exact without one.
+//! - `smoothed_targets_in_dtype`: Burn's `CrossEntropyLossConfig::with_smoothing` holds ε as
+//!   an f32 and weighs its targets with f32 roundings of 1 − ε and ε/C, which do not add up
+//!   to 1 (loss.rs); the fix builds the targets one_hot·(1 − ε) + ε/C in the run's dtype and
+//!   takes −mean(Σ log_softmax(logits)·targets) itself ([`smoothed_cross_entropy`]).
 
 use std::collections::HashMap;
 
 use burn::lr_scheduler::module_lr_scheduler::{ModuleLearningRate, ModuleLrScheduler};
 use burn::module::{ModuleVisitor, Param, ParamGroup, ParamId};
 use burn::optim::GradientsParams;
-use burn::tensor::Tensor;
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Int, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::config::AdjustLr;
@@ -31,6 +36,7 @@ use crate::models::ParityModel;
 pub enum BurnFix {
     ClipByGlobalNorm,
     MuonLrPerParameter,
+    SmoothedTargetsInDtype,
 }
 
 /// `meta.clip_scope` of a run whose gradients this module clips.
@@ -130,4 +136,18 @@ pub fn tensor_shapes<M: ParityModel>(model: &M) -> HashMap<ParamId, Vec<usize>> 
     let mut shapes = Shapes(HashMap::new());
     model.visit(&mut shapes);
     shapes.0
+}
+
+/// The cross-entropy with label smoothing `eps` of logits `out` [rows, classes] against
+/// labels `y` [rows], every weight in the run's dtype: −mean over the rows of
+/// Σ_c log_softmax(out)_c · (one_hot(y)_c·(1 − ε) + ε/C), as PyTorch's
+/// (1 − ε)·nll + ε·mean_c(−log p_c).
+pub fn smoothed_cross_entropy(out: Tensor<2>, y: Tensor<1, Int>, eps: f64) -> Tensor<1> {
+    let classes = out.dims()[1];
+    let targets = y
+        .one_hot::<2>(classes)
+        .float()
+        .mul_scalar(1.0 - eps)
+        .add_scalar(eps / classes as f64);
+    log_softmax(out, 1).mul(targets).sum_dim(1).mean().neg()
 }

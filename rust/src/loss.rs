@@ -83,6 +83,8 @@ pub fn targets(data: &Dataset, device: &Device, kind: LossKind) -> Result<Target
 #[derive(Debug)]
 pub enum Criterion {
     CrossEntropy(Box<CrossEntropyLoss>),
+    /// The smoothed cross-entropy computed by hand in the run's dtype (by_hand.rs), ε.
+    SmoothedByHand(f64),
     Mse(MseLoss),
 }
 
@@ -104,6 +106,9 @@ impl Criterion {
         }
         match (self, targets) {
             (Criterion::CrossEntropy(ce), Targets::Labels(y)) => Ok(ce.forward(out, y.clone())),
+            (Criterion::SmoothedByHand(eps), Targets::Labels(y)) => {
+                Ok(crate::by_hand::smoothed_cross_entropy(out, y.clone(), *eps))
+            }
             (Criterion::Mse(mse), Targets::Values(y)) => {
                 if out.dims() != y.dims() {
                     return Err(format!(
@@ -125,10 +130,17 @@ impl Criterion {
             Criterion::CrossEntropy(ce) => LossMeta {
                 name: LossKind::CrossEntropy.name(),
                 label_smoothing: ce.smoothing.map_or(0.0, f64::from),
+                by_hand: false,
+            },
+            Criterion::SmoothedByHand(eps) => LossMeta {
+                name: LossKind::CrossEntropy.name(),
+                label_smoothing: *eps,
+                by_hand: true,
             },
             Criterion::Mse(_) => LossMeta {
                 name: LossKind::Mse.name(),
                 label_smoothing: 0.0,
+                by_hand: false,
             },
         }
     }
@@ -139,6 +151,8 @@ impl Criterion {
 #[derive(Debug, Clone)]
 pub enum Loss {
     CrossEntropy(CrossEntropyLossConfig),
+    /// With `burn_fixes: [smoothed_targets_in_dtype]`: the smoothed loss by hand, ε.
+    SmoothedByHand(f64),
     Mse,
 }
 
@@ -159,7 +173,7 @@ impl Loss {
 
     pub fn kind(&self) -> LossKind {
         match self {
-            Loss::CrossEntropy(_) => LossKind::CrossEntropy,
+            Loss::CrossEntropy(_) | Loss::SmoothedByHand(_) => LossKind::CrossEntropy,
             Loss::Mse => LossKind::Mse,
         }
     }
@@ -167,6 +181,7 @@ impl Loss {
     pub fn init(&self, device: &Device) -> Criterion {
         match self {
             Loss::CrossEntropy(config) => Criterion::CrossEntropy(Box::new(config.init(device))),
+            Loss::SmoothedByHand(eps) => Criterion::SmoothedByHand(*eps),
             Loss::Mse => Criterion::Mse(MseLoss::new()),
         }
     }

@@ -246,8 +246,12 @@ pub struct LossMeta {
     /// Its label smoothing α: Burn's `smoothing` (an f32, burn-nn src/loss/cross_entropy.rs)
     /// widened to f64, e.g. 0.10000000149011612 for the spec's 0.1; 0 without smoothing
     /// (Burn's `None`, the spec's 0). Burn's target weights 1 − α and α/C are f32 roundings
-    /// too (train.rs, `loss_config`).
+    /// too (train.rs, `loss_config`). With `burn_fixes: [smoothed_targets_in_dtype]` the
+    /// spec's ε itself (by_hand.rs computes the loss, in the run's dtype).
     pub label_smoothing: f64,
+    /// With that fix: true (the targets built by hand in the run's dtype); absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub by_hand: bool,
 }
 
 /// The meta fields the binary fills (main.rs): what was run, where, and from what.

@@ -11,7 +11,7 @@ use crate::config::{BurnFix, ClipGrad, Spec};
 use crate::dataset::Dataset;
 use crate::fault::Fault;
 use crate::groups::{Optimizers, burn_shapes};
-use crate::loss::{self, Loss};
+use crate::loss::{self, Loss, LossKind};
 use crate::models::{self, ModelInput, ParityModel, Probe};
 use crate::optimizers::{Built, Scalars, optimizer};
 use crate::record::{Kind, Output, Recorded, Recorder};
@@ -273,7 +273,15 @@ pub fn run_into<M: ParityModel>(
     }
     // Burn's refusals of a schedule come before any step.
     let (mut scheduler, schedule_held) = schedule::scheduler(spec)?;
-    let loss = Loss::of(spec.loss, spec.label_smoothing);
+    let loss = match spec.loss {
+        // Burn's smoothing in f32 replaced by the loss by hand (by_hand.rs).
+        LossKind::CrossEntropy
+            if spec.label_smoothing > 0.0 && spec.applies(BurnFix::SmoothedTargetsInDtype) =>
+        {
+            Loss::SmoothedByHand(spec.label_smoothing)
+        }
+        kind => Loss::of(kind, spec.label_smoothing),
+    };
     let criterion = loss.init(device);
     let Built {
         optim,

@@ -73,6 +73,7 @@ fn block(loss: f64, burn_scalars: Option<BurnScalars>) -> RunBlock {
             loss: LossMeta {
                 name: "cross_entropy",
                 label_smoothing: 0.0,
+                by_hand: false,
             },
             optimizer: "sgd".into(),
             hyperparameters: Hyperparameters::Sgd(SgdHeld {

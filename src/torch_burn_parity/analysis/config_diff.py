@@ -224,6 +224,12 @@ def loss_rows(spec: dict) -> list[dict]:
     smoothing = spec.get("label_smoothing", 0.0)
     if not smoothing:
         return rows
+    if burn_fixes.SMOOTH in spec.get("burn_fixes", []):  # the trainer's loss by hand
+        return rows + [
+            value_row("label_smoothing", smoothing, smoothing, False, []),
+            fact("smoothed targets", "the run's dtype", "the run's dtype, by hand", "same",
+                 f"burn_fixes: {burn_fixes.SMOOTH}"),
+        ]  # fmt: skip
     return rows + [
         value_row("label_smoothing", smoothing, smoothing, True, []),
         fact("smoothed targets", "the run's dtype", "f32", "precision", LOSS_NOTE),

@@ -342,11 +342,14 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
     torch_muon, burn_muon = ("torch", "torch"), ("burn", "burn")
 
     burn_smoothing, torch_smoothing = (smoothing_of(m) for m in (burn_meta, torch_meta))
+    # A trainer that smooths by hand in the run's dtype (rust/src/by_hand.rs) computes
+    # PyTorch's loss: no Burn loss to follow.
+    burns_loss = bool(burn_smoothing) and not (burn_meta.get("loss") or {}).get("by_hand")
     held = [(m.get("layer_hyperparameters") or {}) for m in (torch_meta, burn_meta)]
     burn_layers = layer_settings.differing(*held)
     layers: dict = {}  # Burn's layer settings the chain has reached so far
 
-    def burn_choices(lrs, clip: Clipping | None, running=None, muon=torch_muon, loss=True):
+    def burn_choices(lrs, clip: Clipping | None, running=None, muon=torch_muon, loss=burns_loss):
         update = updates(burn_meta, burn_run, False, False, muon)
         return Variant(update, lrs, clip, running, burn_smoothing, burn_loss=loss,
                        layers=dict(layers))  # fmt: skip
@@ -359,7 +362,7 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
                 burn_clipping(burn_clip, parts, burn_meta.get("clip_scope")),
                 stats,
                 burn_smoothing,
-                burn_loss=True,
+                burn_loss=burns_loss,
                 layers=burn_layers,
             ),
             burn_run,
@@ -388,7 +391,7 @@ def variants(torch_run: dict, burn_run: dict) -> dict[str, tuple[Variant, dict]]
     for key, value in burn_layers.items():
         layers[key] = value
         out[layer_link(key)] = (burn_choices(*last, loss=False), torch_run)
-    if burn_smoothing:
+    if burns_loss:
         out["burn_loss"] = (burn_choices(*last), torch_run)
     if scheduled(torch_run, burn_run):
         last = (burn_lrs, torch_clipping(burn_clip), None)

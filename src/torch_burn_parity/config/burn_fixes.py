@@ -9,6 +9,9 @@ needs (config/proving.py).
   ([in, out] for a Linear weight, several blocks for a packed one); the fix gives each Muon
   tensor the lr that makes Burn's lr × factor PyTorch's. It needs a Muon optimizer, the
   experiment's or a group's.
+- `smoothed_targets_in_dtype`: Burn's label smoothing weighs the targets with f32 roundings
+  of 1 − ε and ε/C; the fix computes the smoothed cross-entropy itself, its targets in the
+  run's dtype. It needs `label_smoothing` above 0.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from typing import Any
 
 CLIP = "clip_by_global_norm"
 MUON_LR = "muon_lr_per_parameter"
-FIXES = (CLIP, MUON_LR)
+SMOOTH = "smoothed_targets_in_dtype"
+FIXES = (CLIP, MUON_LR, SMOOTH)
 
 
 def clips_by_norm(exp: dict[str, Any]) -> bool:
@@ -31,10 +35,16 @@ def has_muon(exp: dict[str, Any]) -> bool:
     return "muon" in [exp.get("optimizer")] + [g.get("optimizer") for g in groups]
 
 
+def smooths(exp: dict[str, Any]) -> bool:
+    smoothing = exp.get("label_smoothing")
+    return isinstance(smoothing, int | float) and smoothing > 0
+
+
 def needed(exp: dict[str, Any]) -> list[str]:
     """The fixes a proving run of `exp` applies: one per cause of its kind the experiment
     has, in FIXES order."""
-    return [fix for fix, needs in ((CLIP, clips_by_norm), (MUON_LR, has_muon)) if needs(exp)]
+    needs = ((CLIP, clips_by_norm), (MUON_LR, has_muon), (SMOOTH, smooths))
+    return [fix for fix, has in needs if has(exp)]
 
 
 def problems(at: tuple, exp: dict[str, Any]) -> list[tuple[tuple, str]]:
@@ -47,4 +57,6 @@ def problems(at: tuple, exp: dict[str, Any]) -> list[tuple[tuple, str]]:
         found.append((where, f"{CLIP} needs clip_grad: {{norm: x}} (got {exp.get('clip_grad')!r})"))
     if MUON_LR in fixes and not has_muon(exp):
         found.append((where, f"{MUON_LR} needs a Muon optimizer, the experiment's or a group's"))
+    if SMOOTH in fixes and not smooths(exp):
+        found.append((where, f"{SMOOTH} needs label_smoothing above 0"))
     return found

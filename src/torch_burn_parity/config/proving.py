@@ -54,6 +54,7 @@ def without_burn_defaults(block: dict[str, Any]) -> None:
 BY_HAND = {
     burn_fixes.CLIP: "its gradients clipped by one global norm by hand",
     burn_fixes.MUON_LR: "each Muon parameter's lr scaled to PyTorch's shape factor",
+    burn_fixes.SMOOTH: "its smoothed cross-entropy computed by hand in the run's dtype",
 }
 
 

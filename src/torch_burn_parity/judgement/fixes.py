@@ -29,7 +29,8 @@ KINDS = (
     ("Burn's smoothed targets", "loss precision",
      "compute the smoothed cross-entropy yourself in the run's float dtype: targets"
      " one_hot·(1 − ε) + ε/C built as tensors of that dtype, then −mean(sum(log_softmax(logits)"
-     " · targets)), instead of CrossEntropyLossConfig::with_smoothing", None),
+     " · targets)), instead of CrossEntropyLossConfig::with_smoothing:"
+     " `smoothed_cross_entropy(logits, labels, eps)`, as rust/src/by_hand.rs writes it", None),
     ("the schedule", "schedule",
      "pass PyTorch's lr of each step to Burn's `step(lr, …)` (the scheduler's output is just"
      " that argument)", None),
