@@ -25,19 +25,9 @@ use burn::module::{ModuleVisitor, Param, ParamGroup, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Int, Tensor};
-use serde::{Deserialize, Serialize};
 
 use crate::config::AdjustLr;
 use crate::models::ParityModel;
-
-/// One fix the Burn trainer applies by hand (the spec's `burn_fixes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BurnFix {
-    ClipByGlobalNorm,
-    MuonLrPerParameter,
-    SmoothedTargetsInDtype,
-}
 
 /// `meta.clip_scope` of a run whose gradients this module clips.
 pub const GLOBAL_SCOPE: &str = "all parameters (one norm), by hand before Burn's step";

@@ -17,7 +17,6 @@
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-pub use crate::by_hand::BurnFix;
 use crate::loss::LossKind;
 
 mod optimizer;
@@ -90,6 +89,16 @@ pub enum Schedule {
 pub enum ClipGrad {
     Norm(f64),
     Value(f64),
+}
+
+/// One fix the Burn trainer applies by hand where Burn has no setting (the spec's
+/// `burn_fixes`; by_hand.rs and train.rs apply them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BurnFix {
+    ClipByGlobalNorm,
+    MuonLrPerParameter,
+    SmoothedTargetsInDtype,
 }
 
 /// The Burn backend that runs an experiment's tensors (`burn_backend`).
