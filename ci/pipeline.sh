@@ -92,6 +92,6 @@ rm -rf artifacts
 mkdir -p artifacts
 cp results/report.md results/report.html results/snakemake_report.html \
     results/provenance.json artifacts/
-cp -r results/tables results/html results/plots results/runs results/compare results/logs results/benchmarks artifacts/
+cp -r results/pages results/tables results/html results/plots results/runs results/compare results/logs results/benchmarks artifacts/
 cp -r site artifacts/docs
 find artifacts -type f | sort
