@@ -142,6 +142,6 @@ def test_a_ports_fix_is_proven_by_the_porters_own_run():
     row = next(line for line in actions_section([mine]).splitlines() if "norm" in line)
     assert row.endswith("| yours: rerun `mine` with your crate changed as this row says |")
     assert "`.with_epsilon(0.001)`" in row
-    mine.spec = {}
-    assert actions_section([mine]).splitlines()[-1] != row
-    assert " | — |" in actions_section([mine])
+    mine.spec = {}  # a built-in model without a proving run: nothing to show
+    row = next(line for line in actions_section([mine]).splitlines() if "norm" in line)
+    assert row.endswith(" | — |")
