@@ -117,6 +117,7 @@ def layers_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
     each probe step's rows (PANEL_ROWS at most each), phases as coloured bands, each row's
     rounding floor as a grey bar."""
     cut = panels(frame)
+    together = layers_title(experiment, frame)[0].endswith("rows together")
     columns = [c for c in LAYER_SERIES if c in frame and frame[c].notna().any()]
     series = [frame[c].to_numpy(float) for c in columns]
     floor = frame["floor"].to_numpy(float)
@@ -158,7 +159,7 @@ def layers_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
                         **style)  # fmt: skip
         first = rows.index[rows["first_above_floor"].astype(bool)]
         ax.set_xticks(x, row_labels(rows), rotation=90, fontsize=8)
-        if len(first):
+        if len(first) and not together:  # update rows that leave together: none is first
             i = int(first[0])
             ax.axvline(i, color="tab:red", linestyle="--", linewidth=1.2, zorder=2,
                        label="where the f64 difference\nfirst leaves its floor")  # fmt: skip
