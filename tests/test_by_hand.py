@@ -1,6 +1,7 @@
 """What the Burn trainer writes by hand where Burn has no setting (`burn_fixes`,
 rust/src/by_hand.rs), on short real runs of both trainers: clipping by one global norm makes
-Burn's f64 run PyTorch's, and Muon's lr per parameter removes the lr-adjustment link; the
+Burn's f64 run PyTorch's, Muon's lr per parameter removes the lr-adjustment link, PyTorch's
+recursive schedule gives Burn PyTorch's lrs; the
 replay reproduces each, and the checks, the config diff and the proving runs know them."""
 
 from __future__ import annotations
@@ -34,6 +35,17 @@ EXPERIMENTS = {
     "smooth": dict(SGD, label_smoothing=0.1),
     "smooth_by_hand": dict(SGD, label_smoothing=0.1, burn_fixes=["smoothed_targets_in_dtype"]),
 }
+# Every schedule kind, with PyTorch's recursion by hand; the cosine restarts its curve at
+# step 6 (PyTorch's branch for k − 1 − N ≡ 0 mod 2N), the step schedule decays twice.
+SCHEDULES = {
+    "linear": {"kind": "linear", "final_lr": 0.05, "num_steps": 7},
+    "cosine": {"kind": "cosine", "min_lr": 0.01, "num_steps": 4},
+    "exponential": {"kind": "exponential", "gamma": 0.7},
+    "step": {"kind": "step", "step_size": 3, "gamma": 0.3},
+}
+EXPERIMENTS |= {"linear": dict(SGD, schedule=SCHEDULES["linear"])}
+EXPERIMENTS |= {f"{kind}_by_hand": dict(SGD, schedule=schedule, burn_fixes=["pytorch_schedule"])
+                for kind, schedule in SCHEDULES.items()}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -115,12 +127,31 @@ def test_the_smoothed_loss_by_hand_is_pytorchs(runs):
     assert variant_gap(arrays, chosen, "replay") <= vd.ABSOLUTE_FLOOR
 
 
+def test_pytorchs_schedule_by_hand_gives_burn_pytorchs_lrs_bit_for_bit(runs):
+    """Burn's closed-form linear schedule parts from PyTorch's recursion by ulps; PyTorch's
+    recursion written as a Burn scheduler gives every kind's lrs exactly, the runs agree to
+    the floor, and the schedule cause says so (and names the recursion by hand)."""
+    found, _ = runs
+    assert vd.lr_difference(found["linear"][0]["lrs"], found["linear"][1]["lrs"]) > 0
+    for kind in SCHEDULES:
+        torch_run, burn_run = found[f"{kind}_by_hand"]
+        assert burn_run["lrs"] == torch_run["lrs"], kind
+        assert len(set(torch_run["lrs"])) > 2, kind  # the schedule moves the lr
+        assert burn_run["meta"]["burn_fixes"] == ["pytorch_schedule"]
+        assert gap(torch_run, burn_run) <= vd.ABSOLUTE_FLOOR
+        assert vd.schedule_cause(torch_run, burn_run).endswith(
+            "and its copy written by hand for Burn give the same lrs"
+        )
+    assert "by hand" not in vd.schedule_cause(*found["linear"])
+
+
 def test_a_fix_the_experiment_cannot_take_is_refused_naming_the_key():
     config = small_config(
         3,
         value=dict(SGD, clip_grad={"value": 0.1}, burn_fixes=["clip_by_global_norm"]),
         plain=dict(SGD, burn_fixes=["muon_lr_per_parameter"]),
         sharp=dict(SGD, burn_fixes=["smoothed_targets_in_dtype"]),
+        flat=dict(SGD, burn_fixes=["pytorch_schedule"]),
     )
     assert [str(p) for p in semantic_problems(config)] == [
         "experiments.value.burn_fixes: clip_by_global_norm needs clip_grad: {norm: x} (got"
@@ -128,6 +159,7 @@ def test_a_fix_the_experiment_cannot_take_is_refused_naming_the_key():
         "experiments.plain.burn_fixes: muon_lr_per_parameter needs a Muon optimizer, the"
         " experiment's or a group's",
         "experiments.sharp.burn_fixes: smoothed_targets_in_dtype needs label_smoothing above 0",
+        "experiments.flat.burn_fixes: pytorch_schedule needs a schedule other than constant",
     ]
 
 
@@ -142,6 +174,11 @@ def test_the_config_diff_shows_the_fixes_as_the_same():
     muon = diff_rows(experiment_spec(config, "muon_by_hand"), burn_shapes=shapes)
     (row,) = [r for r in muon if r["hyperparameter"].endswith("Muon lr adjustment")]
     assert (row["burn"], row["status"]) == ("[48, 3]: ×4, its lr × 0.25 by hand", "same")
+    linear = {r["hyperparameter"]: r for r in diff_rows(experiment_spec(config, "linear"))}
+    assert linear["schedule"]["status"] == "formula"
+    fixed = {r["hyperparameter"]: r for r in diff_rows(experiment_spec(config, "step_by_hand"))}
+    assert fixed["schedule"]["status"] == "same"
+    assert fixed["schedule"]["burn"].startswith("PyTorch's recursion by hand")
 
 
 def test_proving_runs_apply_the_fixes_by_hand():
@@ -151,6 +188,9 @@ def test_proving_runs_apply_the_fixes_by_hand():
     assert not {"clip_by_hand__fix", "clip_by_hand_loose__fix", "muon_by_hand__fix"} & set(found)
     assert "clipped by one global norm by hand" in found["clip__fix"]["description"]
     assert found["smooth__fix"]["burn_fixes"] == ["smoothed_targets_in_dtype"]
+    assert found["linear__fix"]["burn_fixes"] == ["pytorch_schedule"]
+    assert "PyTorch's recursive schedule written by hand" in found["linear__fix"]["description"]
+    assert not {f"{kind}_by_hand__fix" for kind in SCHEDULES} & set(found)
     smooth = {r["hyperparameter"]: r for r in diff_rows(experiment_spec(
         small_config(3, **found), "smooth__fix"))}  # fmt: skip
     assert smooth["smoothed targets"]["status"] == "same"

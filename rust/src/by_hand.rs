@@ -17,16 +17,23 @@
 //!   an f32 and weighs its targets with f32 roundings of 1 − ε and ε/C, which do not add up
 //!   to 1 (loss.rs); the fix builds the targets one_hot·(1 − ε) + ε/C in the run's dtype and
 //!   takes −mean(Σ log_softmax(logits)·targets) itself ([`smoothed_cross_entropy`]).
+//! - `pytorch_schedule`: Burn's schedulers compute linear, cosine and step schedules in
+//!   closed form and seed the exponential one with initial/γ; PyTorch's scale the previous
+//!   lr, recursively, so the two sequences part by ulps. The fix is PyTorch's recursion
+//!   written as a Burn `LrScheduler` ([`TorchSchedule`]), whose lr of each step goes to Burn's
+//!   `step(lr, …)` as a scheduler's does.
 
 use std::collections::HashMap;
 
 use burn::lr_scheduler::module_lr_scheduler::{ModuleLearningRate, ModuleLrScheduler};
+use burn::lr_scheduler::{LrScheduler, LrSchedulerRecord};
 use burn::module::{ModuleVisitor, Param, ParamGroup, ParamId};
 use burn::optim::GradientsParams;
+use burn::optim::LearningRate;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Int, Tensor};
 
-use crate::config::AdjustLr;
+use crate::config::{AdjustLr, Schedule};
 use crate::models::ParityModel;
 
 /// `meta.clip_scope` of a run whose gradients this module clips.
@@ -140,4 +147,83 @@ pub fn smoothed_cross_entropy(out: Tensor<2>, y: Tensor<1, Int>, eps: f64) -> Te
         .mul_scalar(1.0 - eps)
         .add_scalar(eps / classes as f64);
     log_softmax(out, 1).mul(targets).sum_dim(1).mean().neg()
+}
+
+/// PyTorch's schedulers as torch/optim/lr_scheduler.py steps them (`get_lr`, the recursive
+/// form), every operation in f64 in Python's order: `step()` gives the lr of the current
+/// epoch (the initial lr first, as PyTorch's `group["lr"]` before its first
+/// `scheduler.step()`), then advances one epoch. `base_lr` is the optimizer's lr.
+#[derive(Clone, Debug)]
+pub struct TorchSchedule {
+    schedule: Schedule,
+    base_lr: f64,
+    lr: f64,
+    last_epoch: usize,
+}
+
+impl TorchSchedule {
+    pub fn new(schedule: Schedule, base_lr: f64) -> Self {
+        Self {
+            schedule,
+            base_lr,
+            lr: base_lr,
+            last_epoch: 0,
+        }
+    }
+
+    /// The lr of epoch `k` ≥ 1 from that of epoch k − 1 (`lr`).
+    fn next(&self, lr: f64, k: usize) -> f64 {
+        let pi = std::f64::consts::PI;
+        match self.schedule {
+            Schedule::Constant => lr,
+            // LinearLR(start_factor=1.0, end_factor=final_lr / lr, total_iters=num_steps).
+            Schedule::Linear {
+                final_lr,
+                num_steps,
+            } => {
+                let (start, end) = (1.0, final_lr / self.base_lr);
+                if k > num_steps {
+                    return lr;
+                }
+                let denominator = num_steps as f64 * start + (k - 1) as f64 * (end - start);
+                lr * (1.0 + (end - start) / denominator)
+            }
+            // CosineAnnealingLR(T_max=num_steps, eta_min=min_lr).
+            Schedule::Cosine { min_lr, num_steps } => {
+                let t = num_steps as f64;
+                let restart = (k as i64 - 1 - num_steps as i64).rem_euclid(2 * num_steps as i64);
+                if restart == 0 {
+                    return lr + (self.base_lr - min_lr) * (1.0 - (pi / t).cos()) / 2.0;
+                }
+                (1.0 + (pi * k as f64 / t).cos()) / (1.0 + (pi * (k - 1) as f64 / t).cos())
+                    * (lr - min_lr)
+                    + min_lr
+            }
+            Schedule::Exponential { gamma } => lr * gamma,
+            Schedule::Step { step_size, gamma } if k.is_multiple_of(step_size) => lr * gamma,
+            Schedule::Step { .. } => lr,
+        }
+    }
+}
+
+impl LrScheduler for TorchSchedule {
+    fn step(&mut self) -> LearningRate {
+        let lr = self.lr;
+        self.last_epoch += 1;
+        self.lr = self.next(lr, self.last_epoch);
+        lr
+    }
+
+    fn to_record(&self) -> LrSchedulerRecord {
+        LrSchedulerRecord::new()
+            .with_scalar("lr", self.lr)
+            .with_scalar("last_epoch", self.last_epoch as u64)
+    }
+
+    fn load_record(&mut self, record: LrSchedulerRecord) {
+        if let (Some(lr), Some(epoch)) = (record.scalar("lr"), record.scalar::<u64>("last_epoch")) {
+            self.lr = lr;
+            self.last_epoch = epoch as usize;
+        }
+    }
 }

@@ -72,7 +72,7 @@ fn label_smoothing(value: &serde_json::Value) -> Result<f64, String> {
 }
 
 /// A learning-rate schedule; its initial lr is the optimizer's `lr`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Schedule {
     Constant,
@@ -99,6 +99,7 @@ pub enum BurnFix {
     ClipByGlobalNorm,
     MuonLrPerParameter,
     SmoothedTargetsInDtype,
+    PytorchSchedule,
 }
 
 /// The Burn backend that runs an experiment's tensors (`burn_backend`).
@@ -335,6 +336,9 @@ pub fn parse(text: &str) -> Result<Spec, String> {
         && !matches!(raw.clip_grad, Some(ClipGrad::Norm(_)))
     {
         return Err("burn_fixes: clip_by_global_norm needs clip_grad {norm: x}".into());
+    }
+    if raw.burn_fixes.contains(&BurnFix::PytorchSchedule) && raw.schedule == Schedule::Constant {
+        return Err("burn_fixes: pytorch_schedule needs a schedule other than constant".into());
     }
     let optimizer = Optimizer::tagged(&raw.optimizer, raw.hyperparameters)?;
     let param_groups = raw

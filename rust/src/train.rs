@@ -1,5 +1,6 @@
 //! One experiment trained with Burn, from the shared dataset file, on the spec's model.
 
+use burn::lr_scheduler::module_lr_scheduler::ModuleLrScheduler;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::GradientsParams;
 use burn::tensor::{DType, Device, Int, Tensor};
@@ -273,6 +274,10 @@ pub fn run_into<M: ParityModel>(
     }
     // Burn's refusals of a schedule come before any step.
     let (mut scheduler, schedule_held) = schedule::scheduler(spec)?;
+    if spec.applies(BurnFix::PytorchSchedule) {
+        // PyTorch's recursion by hand, its lr of each step passed to Burn's step (by_hand.rs).
+        scheduler = ModuleLrScheduler::new(by_hand::TorchSchedule::new(spec.schedule, spec.lr()));
+    }
     let loss = match spec.loss {
         // Burn's smoothing in f32 replaced by the loss by hand (by_hand.rs).
         LossKind::CrossEntropy

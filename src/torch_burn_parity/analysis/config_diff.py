@@ -94,6 +94,8 @@ SCHEDULE_FACTS = {
         "PyTorch: previous lr·γ every step_size steps; Burn: initial·γ.powi(⌊k/step_size⌋)",
     ),
 }
+# Burn's schedule with `burn_fixes: [pytorch_schedule]` (rust/src/by_hand.rs).
+BY_HAND_SCHEDULE = "PyTorch's recursion by hand (TorchSchedule), its lr passed to Burn's step"
 # How each clipping mode is applied (torch.nn.utils.clip_grad_norm_ / clip_grad_value_;
 # burn-optim src/grad_clipping/base.rs): torch, burn, status, note.
 CLIP_SCOPE = {
@@ -187,6 +189,9 @@ def schedule_rows(spec: dict) -> list[dict]:
     values = {**schedule, "lr": lr, "end_factor": schedule.get("final_lr", lr) / lr}
     shown = {key: json.dumps(value) for key, value in values.items()}
     torch, burn, note = SCHEDULE_FACTS[schedule["kind"]]
+    if burn_fixes.SCHEDULE in spec.get("burn_fixes", []):  # the trainer's recursion by hand
+        return [fact("schedule", torch.format(**shown), BY_HAND_SCHEDULE, "same",
+                     f"burn_fixes: {burn_fixes.SCHEDULE}")]  # fmt: skip
     return [fact("schedule", torch.format(**shown), burn.format(**shown), "formula", note)]
 
 

@@ -12,6 +12,10 @@ needs (config/proving.py).
 - `smoothed_targets_in_dtype`: Burn's label smoothing weighs the targets with f32 roundings
   of 1 − ε and ε/C; the fix computes the smoothed cross-entropy itself, its targets in the
   run's dtype. It needs `label_smoothing` above 0.
+- `pytorch_schedule`: Burn computes linear, cosine and step schedules in closed form and
+  seeds the exponential one with initial/γ, PyTorch scales the previous lr, so the lrs part
+  by ulps; the fix is PyTorch's recursion written as a Burn `LrScheduler`, its lr of each
+  step passed to Burn's step. It needs a schedule other than constant.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from typing import Any
 CLIP = "clip_by_global_norm"
 MUON_LR = "muon_lr_per_parameter"
 SMOOTH = "smoothed_targets_in_dtype"
-FIXES = (CLIP, MUON_LR, SMOOTH)
+SCHEDULE = "pytorch_schedule"
+FIXES = (CLIP, MUON_LR, SMOOTH, SCHEDULE)
 
 
 def clips_by_norm(exp: dict[str, Any]) -> bool:
@@ -40,10 +45,15 @@ def smooths(exp: dict[str, Any]) -> bool:
     return isinstance(smoothing, int | float) and smoothing > 0
 
 
+def scheduled(exp: dict[str, Any]) -> bool:
+    schedule = exp.get("schedule")
+    return isinstance(schedule, dict) and schedule.get("kind", "constant") != "constant"
+
+
 def needed(exp: dict[str, Any]) -> list[str]:
     """The fixes a proving run of `exp` applies: one per cause of its kind the experiment
     has, in FIXES order."""
-    needs = ((CLIP, clips_by_norm), (MUON_LR, has_muon), (SMOOTH, smooths))
+    needs = ((CLIP, clips_by_norm), (MUON_LR, has_muon), (SMOOTH, smooths), (SCHEDULE, scheduled))
     return [fix for fix, has in needs if has(exp)]
 
 
@@ -59,4 +69,6 @@ def problems(at: tuple, exp: dict[str, Any]) -> list[tuple[tuple, str]]:
         found.append((where, f"{MUON_LR} needs a Muon optimizer, the experiment's or a group's"))
     if SMOOTH in fixes and not smooths(exp):
         found.append((where, f"{SMOOTH} needs label_smoothing above 0"))
+    if SCHEDULE in fixes and not scheduled(exp):
+        found.append((where, f"{SCHEDULE} needs a schedule other than constant"))
     return found

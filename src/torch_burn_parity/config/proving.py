@@ -14,7 +14,8 @@ The same run applies what a porter writes by hand where Burn has no setting
 (config/burn_fixes.py, rust/src/by_hand.rs): an experiment that clips by norm gets
 `burn_fixes: [clip_by_global_norm]` (clipping by one norm of all gradients, as PyTorch does,
 instead of Burn's per-tensor clipping), one with Muon `muon_lr_per_parameter` (each Muon
-tensor's lr scaled so that Burn's lr × shape factor is PyTorch's). One proving run applies
+tensor's lr scaled so that Burn's lr × shape factor is PyTorch's), one with a schedule
+`pytorch_schedule` (PyTorch's recursion as a Burn scheduler). One proving run applies
 every fix of its experiment.
 
 Experiments of a sweep get none (a sweep's points compare settings, not fixes), nor does a
@@ -55,6 +56,7 @@ BY_HAND = {
     burn_fixes.CLIP: "its gradients clipped by one global norm by hand",
     burn_fixes.MUON_LR: "each Muon parameter's lr scaled to PyTorch's shape factor",
     burn_fixes.SMOOTH: "its smoothed cross-entropy computed by hand in the run's dtype",
+    burn_fixes.SCHEDULE: "PyTorch's recursive schedule written by hand",
 }
 
 

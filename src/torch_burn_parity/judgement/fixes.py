@@ -33,7 +33,9 @@ KINDS = (
      " `smoothed_cross_entropy(logits, labels, eps)`, as rust/src/by_hand.rs writes it", None),
     ("the schedule", "schedule",
      "pass PyTorch's lr of each step to Burn's `step(lr, …)` (the scheduler's output is just"
-     " that argument)", None),
+     " that argument): PyTorch's recursion written as a Burn `LrScheduler`,"
+     " `ModuleLrScheduler::new(TorchSchedule::new(schedule, lr))`, as rust/src/by_hand.rs"
+     " writes it", None),
     ("the clipping scope", "clipping",
      "clip all gradients by one global norm yourself before Burn's step, and attach no"
      " clipping to Burn's optimizer (Burn clips each parameter tensor by its own norm):"

@@ -29,6 +29,7 @@ from torch_burn_parity.analysis.floors import ABSOLUTE_FLOOR as ABSOLUTE_FLOOR
 from torch_burn_parity.analysis.floors import EPS_RATIO as EPS_RATIO
 from torch_burn_parity.analysis.floors import SAFETY as SAFETY
 from torch_burn_parity.analysis.floors import rounding_floor as rounding_floor
+from torch_burn_parity.config import burn_fixes
 from torch_burn_parity.models.model_specs import model_of
 from torch_burn_parity.optimizers.muon import ratio
 
@@ -280,14 +281,13 @@ def schedule_cause(torch_run: dict, burn_run: dict) -> str:
     schedule = torch_run["meta"].get("schedule") or {}
     kind = schedule.get("kind") or (burn_run["meta"].get("schedule") or {}).get("kind", "")
     name = schedule.get("class") or f"{kind} schedule"
-    form = BURN_SCHEDULE_FORM.get(kind, "schedule")
+    burn = f"Burn's {BURN_SCHEDULE_FORM.get(kind, 'schedule')}"
+    if burn_fixes.SCHEDULE in (burn_run["meta"].get("burn_fixes") or []):
+        burn = "its copy written by hand for Burn"  # rust/src/by_hand.rs: TorchSchedule
     rel = lr_difference(torch_run["lrs"], burn_run["lrs"])
     if rel == 0:
-        return f"the schedule: PyTorch's recursive {name} and Burn's {form} give the same lrs"
-    return (
-        f"the schedule: PyTorch's recursive {name} vs Burn's {form} differ by up to"
-        f" {rel:.2g} relative"
-    )
+        return f"the schedule: PyTorch's recursive {name} and {burn} give the same lrs"
+    return f"the schedule: PyTorch's recursive {name} vs {burn} differ by up to {rel:.2g} relative"
 
 
 def clipping_cause(torch_run: dict, burn_run: dict) -> str:
