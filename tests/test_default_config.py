@@ -105,6 +105,15 @@ def test_the_recipe_records_each_frameworks_lr_at_every_step(default_run):
     assert len(lrs) == 100 and lrs["lr_torch"].iloc[0] == 0.01
     assert 0 < lrs["rel_diff"].max() < 1e-14  # recursive vs closed-form cosine: ulps apart
     assert lrs["lr_burn"].iloc[-1] == pytest.approx(0.001, rel=1e-2)
+    # its proving run: PyTorch's recursion by hand for Burn, the same lr at every step
+    fixed = pd.read_csv(default_run / "results/tables/lrs_adamw_recipe__fix.csv")
+    assert (fixed["lr_burn"] == fixed["lr_torch"]).all()
+    report = (default_run / "results/report.md").read_text()
+    assert (
+        "Schedule: cosine (min_lr 0.001, num_steps 100), PyTorch's scheduler, and its recursion"
+        " by hand for Burn (burn_fixes: pytorch_schedule). PyTorch and Burn use the same lr at"
+        " every step (100 steps)."
+    ) in report
 
 
 def layers(default_run: Path, experiment: str) -> pd.DataFrame:

@@ -305,7 +305,13 @@ class Experiment:
         if schedule["kind"] == "constant":
             text = "Schedule: constant. "
         else:
-            text = f"Schedule: {setting('schedule', schedule)}, each framework's own scheduler. "
+            own = (
+                "PyTorch's scheduler, and its recursion by hand for Burn (burn_fixes:"
+                " pytorch_schedule)"
+                if "pytorch_schedule" in self.spec.get("burn_fixes", [])
+                else "each framework's own scheduler"
+            )
+            text = f"Schedule: {setting('schedule', schedule)}, {own}. "
         if (self.lrs["rel_diff"] == 0).all():  # the sentence says so; the table would repeat it
             return text + body(self.md["lrs"]).split("\n\n")[0]
         return text + body(self.md["lrs"]) + f"\n\nEvery step: `tables/lrs_{self.name}.csv`."
