@@ -20,46 +20,16 @@ use std::time::Instant;
 
 use crate::config::{Backend, Spec};
 use crate::dataset::Dataset;
+use crate::failure::Failure;
 use crate::fault::Fault;
 use crate::local::Written;
 use crate::models::{self, ModelEntry};
-use crate::record::Output;
-use crate::runfile::{CpuPath, Provenance, RunBlock, RunFile};
-use crate::{
-    BURN_VERSION, RUSTC_VERSION, config, cpu, cpu_path, dataset, fault, git_state, hex_sha256,
-    runfile, tensors,
+use crate::provenance::{
+    BURN_VERSION, CpuPath, Provenance, RUSTC_VERSION, cpu, cpu_path, git_state, hex_sha256,
 };
-
-/// Why a binary stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
-    /// Refused before any training step (a port that does not fit its spec, a spec for
-    /// another binary): exit code 2.
-    Refused(String),
-    /// Any other error: exit code 1.
-    Failed(String),
-}
-
-impl From<String> for Failure {
-    fn from(e: String) -> Failure {
-        Failure::Failed(e)
-    }
-}
-
-impl Failure {
-    fn message(&self) -> &str {
-        match self {
-            Failure::Refused(e) | Failure::Failed(e) => e,
-        }
-    }
-
-    /// The one line, refused or failed.
-    pub fn into_message(self) -> String {
-        match self {
-            Failure::Refused(e) | Failure::Failed(e) => e,
-        }
-    }
-}
+use crate::record::Output;
+use crate::runfile::{RunBlock, RunFile};
+use crate::{config, dataset, fault, runfile, tensors};
 
 /// A binary: its name (the first word of its error lines) and the models it trains.
 pub struct Runner {

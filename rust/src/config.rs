@@ -17,10 +17,10 @@
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-use crate::loss::LossKind;
-
+mod loss;
 mod optimizer;
 use crate::models::{self, ModelEntry, ModelSize, PORT};
+pub use loss::LossKind;
 pub use optimizer::{AdjustLr, Optimizer};
 
 /// The dataset an experiment trains on (the spec's `data`; `meta.data`).

@@ -102,7 +102,7 @@ pub fn decode(bytes: Vec<u8>) -> Result<Dataset, String> {
             x[0]
         ));
     }
-    let sha256 = crate::hex_sha256(&bytes);
+    let sha256 = crate::provenance::hex_sha256(&bytes);
     Ok(Dataset {
         arrays,
         bytes,
@@ -222,7 +222,7 @@ mod tests {
             data.f32("fc.bias").unwrap().1[0].to_bits(),
             (-0.0f32).to_bits()
         );
-        assert_eq!(data.sha256(), crate::hex_sha256(&bytes));
+        assert_eq!(data.sha256(), crate::provenance::hex_sha256(&bytes));
         assert_eq!(data.bytes(), bytes);
         assert_eq!(data.arrays().len(), 6);
     }

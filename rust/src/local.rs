@@ -28,11 +28,11 @@ use std::path::Path;
 use burn::tensor::{DType, Device, Tensor, TensorData, s};
 use serde_json::Value;
 
-use crate::cli::Failure;
+use crate::config::LossKind;
 use crate::config::Spec;
 use crate::dataset::Dataset;
+use crate::failure::Failure;
 use crate::fault::Fault;
-use crate::loss::LossKind;
 use crate::models::{self, Act, ModelInput, ParityModel};
 use crate::tensors::{Dtype, TensorReader, TensorWriter};
 use crate::train;
@@ -283,7 +283,7 @@ pub(crate) fn local_for<M: ParityModel>(
             x.samples()
         ));
     }
-    let ce = train::loss_config(spec.label_smoothing).init(device);
+    let ce = crate::loss::loss_config(spec.label_smoothing).init(device);
     let steps = probe_steps(spec);
     let last = names.len() - 1;
     let mut tensors: Vec<(String, Vec<f64>)> = Vec::new();

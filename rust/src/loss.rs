@@ -4,32 +4,11 @@
 
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig, MseLoss, Reduction};
 use burn::tensor::{Device, Int, Tensor, TensorData, s};
-use serde::Deserialize;
 
+use crate::config::LossKind;
 use crate::dataset::Dataset;
 use crate::models;
 use crate::runfile::LossMeta;
-
-/// The spec's `loss`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LossKind {
-    /// Burn's `CrossEntropyLoss` (PyTorch's `cross_entropy`), over class labels.
-    #[default]
-    CrossEntropy,
-    /// Burn's `MseLoss` with `Reduction::Mean` (PyTorch's `mse_loss`): mean over every
-    /// element of (out − y)², over float targets.
-    Mse,
-}
-
-impl LossKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            LossKind::CrossEntropy => "cross_entropy",
-            LossKind::Mse => "mse",
-        }
-    }
-}
 
 /// The dataset's `y` as the loss takes it: class labels flat ([N], or [N·T] for labels
 /// [N, T]), or float targets [N, K] (an F32 y [N] is [N, 1]).
@@ -146,6 +125,35 @@ impl Criterion {
     }
 }
 
+/// The cross-entropy of the spec's `label_smoothing` ε: Burn's `CrossEntropyLoss` with no
+/// smoothing at ε = 0 (its plain path, `forward_default`: −mean of log_softmax gathered at
+/// the labels), with `smoothing: Some(ε as f32)` otherwise.
+///
+/// How Burn computes the smoothed loss (burn-nn 0.22.1 src/loss/cross_entropy.rs): it holds
+/// α as an `f32` (`smoothing: Option<f32>`, lines 38 and 88), also in an f64 run, and
+/// `forward_smoothed` (lines 138–169) multiplies log_softmax(z) (line 146) by the targets of
+/// `compute_smoothed_targets` (lines 202–216), q = onehot(y)·a + b with a = 1 − α and
+/// b = α/C computed in f32 (line 215: `1. - alpha`, `alpha / nr_classes as f32`) and widened
+/// exactly to the run's dtype, sums over the classes (line 167) and takes −mean over the
+/// rows (line 233):
+///
+/// ```text
+/// loss = mean_n [ a·(−log p_{n,y}) + b·Σ_c (−log p_{n,c}) ]
+/// ```
+///
+/// PyTorch's `CrossEntropyLoss(label_smoothing=ε)` is (1 − ε)·nll + ε·mean_c(−log p_c): the
+/// same with a = 1 − ε, b = ε/C. In an f64 run Burn's a and b are f32 roundings (ε 0.1: α
+/// 0.10000000149011612, a 0.8999999761581421, b 0.009999999776482582; a + C·b = 1 − 2.6e-8),
+/// so its loss is ~2.6e-8 relative from PyTorch's f64 one (tests/lenet.rs).
+pub fn loss_config(label_smoothing: f64) -> CrossEntropyLossConfig {
+    let config = CrossEntropyLossConfig::new();
+    if label_smoothing > 0.0 {
+        config.with_smoothing(Some(label_smoothing as f32))
+    } else {
+        config
+    }
+}
+
 /// A loss as configured, before it is put on a device ([`Loss::init`]): the cross-entropy
 /// of a config (label smoothing), or the mean squared error.
 #[derive(Debug, Clone)]
@@ -166,7 +174,7 @@ impl Loss {
     /// The spec's loss: `kind` with label smoothing ε.
     pub fn of(kind: LossKind, label_smoothing: f64) -> Loss {
         match kind {
-            LossKind::CrossEntropy => crate::train::loss_config(label_smoothing).into(),
+            LossKind::CrossEntropy => loss_config(label_smoothing).into(),
             LossKind::Mse => Loss::Mse,
         }
     }

@@ -20,6 +20,7 @@ use crate::config::{BurnFix, ClipGrad};
 use crate::fault::Fault;
 use crate::models::ModelSize;
 use crate::optimizers::Hyperparameters;
+use crate::provenance::Provenance;
 
 /// A run file: one experiment's name and its block, written as `{name: block}`.
 #[derive(Debug, Clone, PartialEq)]
@@ -254,26 +255,6 @@ pub struct LossMeta {
     pub by_hand: bool,
 }
 
-/// The meta fields the binary fills (main.rs): what was run, where, and from what.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Provenance {
-    /// `"burn"`.
-    pub framework: &'static str,
-    /// Burn's version, as Cargo.lock resolves it.
-    pub framework_version: String,
-    /// Burn only: `"flex"` or `"ndarray"`.
-    pub backend: String,
-    /// `"f32"` or `"f64"`.
-    pub dtype: String,
-    /// Burn only: `rustc --version` of the build.
-    pub rustc: String,
-    pub cpu: Cpu,
-    pub cpu_path: CpuPath,
-    /// SHA-256 of the resolved spec file, lowercase hex.
-    pub config_sha256: String,
-    pub git: Git,
-}
-
 /// `meta.param_groups[i]`: one parameter group as Burn holds it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GroupMeta {
@@ -294,48 +275,6 @@ pub struct ScheduleMeta {
     /// `Map`: the record is whatever Burn's `LrSchedulerConfig` holds, under its own names.
     #[serde(flatten)]
     pub burn: Map<String, Value>,
-}
-
-/// `meta.cpu`: the CPU model and the SIMD flags that decide which f32 kernels run, as
-/// workflow/scripts/machine.py writes them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Cpu {
-    pub model: String,
-    /// Those of sse4_2, avx, avx2, fma, avx512f, avx512_bf16, amx_tile, neon, asimd present.
-    pub simd: Vec<&'static str>,
-}
-
-/// `meta.cpu_path`: the config's setting beside the kernels Burn's backends took.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CpuPath {
-    /// The config's `cpu_path` (`native`, `avx2` or `compatible`); Burn cannot pin it.
-    pub setting: String,
-    pub kernels: Kernels,
-}
-
-/// The CPU kernels Burn's backends take on this CPU (`parity_train::cpu_path`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum Kernels {
-    /// x86-64: each crate's dispatch.
-    X86 {
-        /// Flex's matrix products and convolutions: `fma` or `scalar`.
-        gemm: &'static str,
-        /// NdArray's matrix products: `fma+avx2`, `avx` or `sse2`.
-        matrixmultiply: &'static str,
-        /// NdArray's SIMD kernels: `v4`, `v3`, `v2` or `scalar`.
-        macerator: &'static str,
-    },
-    /// Elsewhere: the architecture only.
-    Other { arch: &'static str },
-}
-
-/// `meta.git`: the project's commit and whether its work tree had uncommitted changes;
-/// both null outside a git checkout.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Git {
-    pub commit: Option<String>,
-    pub dirty: Option<bool>,
 }
 
 /// A measured float: a number, or "NaN", "Infinity", "-Infinity" when not finite.

@@ -7,12 +7,13 @@ use burn::tensor::{DType, Device, Int, Tensor};
 
 use crate::adam_factors::{burn_adam_factors, burn_adamw_bias_corrections};
 use crate::by_hand;
-use crate::cli::Failure;
+use crate::config::LossKind;
 use crate::config::{BurnFix, ClipGrad, Spec};
 use crate::dataset::Dataset;
+use crate::failure::Failure;
 use crate::fault::Fault;
 use crate::groups::{Optimizers, burn_shapes};
-use crate::loss::{self, Loss, LossKind};
+use crate::loss::{self, Loss};
 use crate::models::{self, ModelInput, ParityModel, Probe};
 use crate::optimizers::{Built, Scalars, optimizer};
 use crate::record::{Kind, Output, Recorded, Recorder};
@@ -28,35 +29,6 @@ pub fn inputs<I: ModelInput>(
     device: &Device,
 ) -> Result<(I, Tensor<1, Int>), String> {
     Ok((I::read(data, device)?, models::labels(data, device)?))
-}
-
-/// The cross-entropy of the spec's `label_smoothing` ε: Burn's `CrossEntropyLoss` with no
-/// smoothing at ε = 0 (its plain path, `forward_default`: −mean of log_softmax gathered at
-/// the labels), with `smoothing: Some(ε as f32)` otherwise.
-///
-/// How Burn computes the smoothed loss (burn-nn 0.22.1 src/loss/cross_entropy.rs): it holds
-/// α as an `f32` (`smoothing: Option<f32>`, lines 38 and 88), also in an f64 run, and
-/// `forward_smoothed` (lines 138–169) multiplies log_softmax(z) (line 146) by the targets of
-/// `compute_smoothed_targets` (lines 202–216), q = onehot(y)·a + b with a = 1 − α and
-/// b = α/C computed in f32 (line 215: `1. - alpha`, `alpha / nr_classes as f32`) and widened
-/// exactly to the run's dtype, sums over the classes (line 167) and takes −mean over the
-/// rows (line 233):
-///
-/// ```text
-/// loss = mean_n [ a·(−log p_{n,y}) + b·Σ_c (−log p_{n,c}) ]
-/// ```
-///
-/// PyTorch's `CrossEntropyLoss(label_smoothing=ε)` is (1 − ε)·nll + ε·mean_c(−log p_c): the
-/// same with a = 1 − ε, b = ε/C. In an f64 run Burn's a and b are f32 roundings (ε 0.1: α
-/// 0.10000000149011612, a 0.8999999761581421, b 0.009999999776482582; a + C·b = 1 − 2.6e-8),
-/// so its loss is ~2.6e-8 relative from PyTorch's f64 one (tests/lenet.rs).
-pub fn loss_config(label_smoothing: f64) -> CrossEntropyLossConfig {
-    let config = CrossEntropyLossConfig::new();
-    if label_smoothing > 0.0 {
-        config.with_smoothing(Some(label_smoothing as f32))
-    } else {
-        config
-    }
 }
 
 /// Per-step series of the f32 scalars of `Scalars`, in the run file's form.

@@ -466,7 +466,7 @@ fn gpt_trains_and_records_its_layers_and_meta() {
 fn by_hand<M: ParityModel>(model: &M, data: &Dataset, smoothing: f64) -> (f64, i64, Vec<i64>) {
     let device = common::f64_device();
     let (x, y) = train::inputs::<M::Input>(data, &device).unwrap();
-    let ce = train::loss_config(smoothing).init(&device);
+    let ce = parity_train::loss::loss_config(smoothing).init(&device);
     let per = models::labels_per_sample(data);
     let eval = model.valid();
     let n = parity_train::models::ModelInput::samples(&x);
@@ -511,7 +511,7 @@ fn the_final_evaluation_takes_the_dataset_in_chunks_as_pytorch_does() {
     let data = text(SMALL, 600);
     let model: Gpt = models::build(&ModelSize::from(SMALL), &data, &device).unwrap();
     for smoothing in [0.0, 0.1] {
-        let config = train::loss_config(smoothing);
+        let config = parity_train::loss::loss_config(smoothing);
         let (loss, correct, predictions) =
             train::evaluate_with(&model, &data, &device, &config.clone().into()).unwrap();
         let (want, want_correct, want_predictions) = by_hand(&model, &data, smoothing);
@@ -532,7 +532,7 @@ fn the_final_evaluation_takes_the_dataset_in_chunks_as_pytorch_does() {
     }
     // One chunk (≤ 512 samples): the whole dataset's own mean, bit for bit, as before.
     let one = |loss: f64, out: Tensor<2>, y| {
-        let want: f64 = train::loss_config(0.0)
+        let want: f64 = parity_train::loss::loss_config(0.0)
             .init(&common::f64_device())
             .forward(out, y)
             .into_scalar();

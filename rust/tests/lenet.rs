@@ -374,7 +374,7 @@ fn label_smoothing_is_burns_with_its_f32_alpha_in_training_and_evaluation() {
     let device = device();
     let spec = spec(&format!("{SGD}, model: lenet, label_smoothing: 0.1"));
     let (block, model) = train::run::<LeNet>(&spec, &data, &device, None, None).unwrap();
-    let config = train::loss_config(spec.label_smoothing);
+    let config = parity_train::loss::loss_config(spec.label_smoothing);
     assert_eq!(config.smoothing, Some(0.1f32));
     let (loss, correct, predictions) =
         train::evaluate_with(&model, &data, &device, &config.clone().into()).unwrap();
@@ -387,9 +387,9 @@ fn label_smoothing_is_burns_with_its_f32_alpha_in_training_and_evaluation() {
     assert!((plain_loss - loss).abs() > 1e-6, "{plain_loss} {loss}");
     assert_eq!(plain_correct, correct);
     // No smoothing is Burn's plain cross-entropy, not a smoothing of 0.
-    assert_eq!(train::loss_config(0.0).smoothing, None);
+    assert_eq!(parity_train::loss::loss_config(0.0).smoothing, None);
     assert_eq!(
-        format!("{:?}", train::loss_config(0.0)),
+        format!("{:?}", parity_train::loss::loss_config(0.0)),
         format!("{:?}", CrossEntropyLossConfig::new())
     );
 }

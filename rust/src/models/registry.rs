@@ -9,9 +9,9 @@ use burn::tensor::Device;
 use serde_json::{Map, Value};
 
 use super::{Cnn1d, CnnBn, Entry, Gpt, LeNet, ModelSize, ParityModel, SizeKeys, Transformer};
-use crate::cli::Failure;
 use crate::config::Spec;
 use crate::dataset::Dataset;
+use crate::failure::Failure;
 use crate::fault::Fault;
 use crate::local::{self, Written};
 use crate::port;

@@ -57,9 +57,10 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::tensor::{DType, Device, Tensor};
 use serde_json::Value;
 
-use crate::cli::{self, Failure, Runner};
+use crate::cli::{self, Runner};
 use crate::config::{PortDecl, Spec};
 use crate::dataset::Dataset;
+use crate::failure::Failure;
 use crate::fault::Fault;
 use crate::local::Written;
 use crate::models::{
