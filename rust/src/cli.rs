@@ -23,30 +23,32 @@ use crate::dataset::Dataset;
 use crate::failure::Failure;
 use crate::fault::Fault;
 use crate::local::Written;
-use crate::models::{self, ModelEntry};
 use crate::provenance::{
     BURN_VERSION, CpuPath, Provenance, RUSTC_VERSION, cpu, cpu_path, git_state, hex_sha256,
 };
 use crate::record::Output;
+use crate::registry::{self, ModelEntry};
 use crate::runfile::{RunBlock, RunFile};
 use crate::{config, dataset, fault, runfile, tensors};
 
 /// A binary: its name (the first word of its error lines) and the models it trains.
 pub struct Runner {
     pub program: String,
-    /// Its registry: the spec's model is found in it by name ([`models::find`]).
+    /// Its registry: the spec's model is found in it by name ([`registry::find`]).
     pub models: Vec<ModelEntry>,
 }
 
 impl Runner {
     /// Whether this is a port's binary (its registry the port alone).
     fn is_port(&self) -> bool {
-        self.models.iter().any(|m| m.name == models::PORT)
+        self.models
+            .iter()
+            .any(|m| m.declared.name == crate::models::PORT)
     }
 
     /// The spec's model in the registry; refused (exit code 2) when it is another binary's.
     fn model(&self, spec: &Spec) -> Result<&ModelEntry, Failure> {
-        models::find(&self.models, spec).map_err(Failure::Refused)
+        registry::find(&self.models, spec).map_err(Failure::Refused)
     }
 
     /// Trains one experiment with the spec's model: the run block without
@@ -339,6 +341,6 @@ pub fn program_name(default: &str) -> String {
 pub fn builtin() -> Runner {
     Runner {
         program: "parity-train".to_string(),
-        models: models::builtins(),
+        models: registry::builtins(),
     }
 }

@@ -19,7 +19,7 @@ use std::path::Path;
 
 mod loss;
 mod optimizer;
-use crate::models::{self, ModelEntry, ModelSize, PORT};
+use crate::models::{self, Declared, ModelSize, PORT};
 pub use loss::LossKind;
 pub use optimizer::{AdjustLr, Optimizer};
 
@@ -220,7 +220,7 @@ struct ResolvedSpec {
 
 /// The spec's `model`: a built-in model's entry by name ([`models::builtins`]), or None for a
 /// port, when it names the spec's port (`port.name`; [`PORT`] itself is accepted too).
-fn model_by_name(name: &str, port: Option<&PortDecl>) -> Result<Option<ModelEntry>, String> {
+fn model_by_name(name: &str, port: Option<&PortDecl>) -> Result<Option<Declared>, String> {
     if name == PORT || port.is_some_and(|p| p.name == name) {
         return Ok(None);
     }
@@ -242,7 +242,7 @@ pub struct Spec {
     pub schedule: Schedule,
     pub clip_grad: Option<ClipGrad>,
     pub backend: Backend,
-    /// The name of the model's entry in a binary's registry ([`models::find`]): a built-in
+    /// The name of the model's entry in a binary's registry (registry.rs): a built-in
     /// model's, or [`PORT`] for a port (whose own name is `port.name`). Every binary reads a
     /// spec alike; each trains the models of its own registry.
     pub model: &'static str,

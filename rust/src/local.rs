@@ -31,7 +31,6 @@ use serde_json::Value;
 use crate::config::LossKind;
 use crate::config::Spec;
 use crate::dataset::Dataset;
-use crate::failure::Failure;
 use crate::fault::Fault;
 use crate::models::{self, Act, ModelInput, ParityModel};
 use crate::tensors::{Dtype, TensorReader, TensorWriter};
@@ -46,23 +45,6 @@ pub struct Written {
     pub steps: Vec<usize>,
     pub names: Vec<String>,
     pub bytes: u64,
-}
-
-/// Runs the local mode of `spec` on `data` against the PyTorch run file `torch_run` (its
-/// tensors file beside it), on `device` (autodiff, configured for the run's dtype), and
-/// writes `out`. `fault`: a layer fault (a parameter fault is checked, then ignored: the parameters here
-/// are the reference run's). One line on any refusal.
-pub fn local(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    torch_run: &Path,
-    out: &Path,
-) -> Result<Written, String> {
-    let builtins = models::builtins();
-    let model = models::find(&builtins, spec)?;
-    (model.local)(spec, data, device, fault, torch_run, out).map_err(Failure::into_message)
 }
 
 /// A JSON list as `[1, 100]` / `["conv", "relu"]` (Python's `json.dumps` spacing).

@@ -12,8 +12,9 @@
 
 use std::path::Path;
 
+use crate::measured::{Floats, LayerRecord};
 use crate::models::Entry;
-use crate::runfile::{Floats, LayerRecord, Named, Norms, RunTensors, TensorsFile, Trajectory};
+use crate::runfile::{Named, Norms, RunTensors, TensorsFile, Trajectory};
 use crate::tensors::{Dtype, TensorWriter, tensors_path};
 
 /// Where a run's tensors go.

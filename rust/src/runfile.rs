@@ -6,11 +6,11 @@
 //!
 //! JSON has no NaN or infinity, so non-finite floats are written as the strings "NaN",
 //! "Infinity" and "-Infinity" (read back by parity_io.py): the measured values, which a
-//! diverging run can take there, are [`F64`] and [`Floats`]. Configured values
+//! diverging run can take there, are `F64` and `Floats` (measured.rs). Configured values
 //! (hyperparameters, schedule, clipping, a fault's delta) are plain `f64`, as the spec gave
 //! them or as Burn holds them: serde_json would write a non-finite one as null, as before.
 
-use serde::ser::{SerializeMap, SerializeSeq};
+use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::io::Write;
@@ -18,6 +18,7 @@ use std::path::Path;
 
 use crate::config::{BurnFix, ClipGrad};
 use crate::fault::Fault;
+use crate::measured::{F64, Floats, LayerRecord};
 use crate::models::ModelSize;
 use crate::optimizers::Hyperparameters;
 use crate::provenance::Provenance;
@@ -133,26 +134,6 @@ pub struct Trajectory {
     pub grads: Named<Vec<Floats>>,
     /// Each buffer after each step; `{}` for a model without.
     pub buffers: Named<Vec<Floats>>,
-}
-
-/// One step's layer record (models/probe.rs): each layer's output and the gradient of the
-/// loss with respect to its input, flat, in the order of `names`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LayerRecord {
-    /// The step (1-based).
-    pub step: usize,
-    /// The model's layers in forward order (`ParityModel::layers`).
-    pub names: Vec<String>,
-    /// Inline only: in a tensors file, its `layers/{step}/…` tensors.
-    #[serde(flatten)]
-    pub values: Option<LayerValues>,
-}
-
-/// A layer record's values, one flat list per layer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LayerValues {
-    pub outputs: Vec<Floats>,
-    pub input_grads: Vec<Floats>,
 }
 
 /// `adam_factors`: per step (1-based t), the two f32 scalars of Burn's Adam update
@@ -277,39 +258,6 @@ pub struct ScheduleMeta {
     pub burn: Map<String, Value>,
 }
 
-/// A measured float: a number, or "NaN", "Infinity", "-Infinity" when not finite.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct F64(pub f64);
-
-impl Serialize for F64 {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let x = self.0;
-        if x.is_finite() {
-            serializer.serialize_f64(x)
-        } else if x.is_nan() {
-            serializer.serialize_str("NaN")
-        } else if x > 0.0 {
-            serializer.serialize_str("Infinity")
-        } else {
-            serializer.serialize_str("-Infinity")
-        }
-    }
-}
-
-/// A list of measured floats, each written as [`F64`].
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Floats(pub Vec<f64>);
-
-impl Serialize for Floats {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        for &x in &self.0 {
-            seq.serialize_element(&F64(x))?;
-        }
-        seq.end()
-    }
-}
-
 /// A JSON object keyed by name, written in the order it was built: the model's `params` or
 /// `buffers` order. (serde_json's own `Map` sorts its keys: this crate does not enable its
 /// `preserve_order` feature.)
@@ -335,17 +283,6 @@ impl<T: Serialize> Serialize for Named<T> {
 impl<T, K: Into<String>> FromIterator<(K, T)> for Named<T> {
     fn from_iter<I: IntoIterator<Item = (K, T)>>(iter: I) -> Self {
         Named(iter.into_iter().map(|(k, v)| (k.into(), v)).collect())
-    }
-}
-
-/// Reads a float written as [`F64`].
-pub fn read_float(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) if s == "NaN" => Some(f64::NAN),
-        Value::String(s) if s == "Infinity" => Some(f64::INFINITY),
-        Value::String(s) if s == "-Infinity" => Some(f64::NEG_INFINITY),
-        _ => None,
     }
 }
 

@@ -10,14 +10,14 @@ use crate::by_hand;
 use crate::config::LossKind;
 use crate::config::{BurnFix, ClipGrad, Spec};
 use crate::dataset::Dataset;
-use crate::failure::Failure;
 use crate::fault::Fault;
 use crate::groups::{Optimizers, burn_shapes};
 use crate::loss::{self, Loss};
+use crate::measured::{F64, Floats};
 use crate::models::{self, ModelInput, ParityModel, Probe};
 use crate::optimizers::{Built, Scalars, optimizer};
 use crate::record::{Kind, Output, Recorded, Recorder};
-use crate::runfile::{AdamFactors, BurnScalars, F64, Final, Floats, Meta, RunBlock};
+use crate::runfile::{AdamFactors, BurnScalars, Final, Meta, RunBlock};
 use crate::schedule;
 use crate::tensors::Dtype;
 use std::path::Path;
@@ -76,41 +76,6 @@ impl ScalarSeries {
             Scalars::Empty => (None, Some(BurnScalars::None {})),
         }
     }
-}
-
-/// Trains one experiment on `device` (an autodiff Flex or NdArray device, configured for the
-/// dtype), with the spec's model: the run block, without the meta fields the binary adds
-/// (`meta.provenance` is None).
-/// `fault`: a perturbation injected after one step (a parameter's) or in one step's forward
-/// (a layer output's), for tests only (see fault.rs).
-/// `out`: the run file to be. With it, the tensors go to the tensors file beside it as the
-/// steps go (record.rs, tensors.rs) and the block names that file (`tensors`); without it
-/// (tests), the block holds them inline (`params`, `buffers`, `trajectory`, layer values).
-pub fn train(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    out: Option<&Path>,
-) -> Result<RunBlock, String> {
-    train_into(spec, data, device, fault, out.into())
-}
-
-/// [`train`] into `output`: also [`Output::Bare`], a run that records nothing per step (no
-/// trajectory, no layer record, no norms): a block of `losses`, `lrs`, `final`, `layers`
-/// (`[]`) and `meta` only (no `adam_factors` or `burn_scalars` either).
-pub fn train_into(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    output: Output,
-) -> Result<RunBlock, String> {
-    // A port is not built in: it is trained by its own binary (src/port), as the model type
-    // it is.
-    let builtins = models::builtins();
-    let model = models::find(&builtins, spec)?;
-    (model.train)(spec, data, device, fault, output).map_err(Failure::into_message)
 }
 
 /// The final loss (unsmoothed), correct count and predictions on the whole dataset in eval

@@ -13,6 +13,7 @@ use parity_train::config::{self, Spec};
 use parity_train::dataset::Dataset;
 use parity_train::fault::Fault;
 use parity_train::models::{self, Cnn1d, CnnBn, ParityModel, Transformer};
+use parity_train::registry;
 use parity_train::runfile::{RunTensors, TensorsFile};
 use parity_train::train;
 use safetensors::SafeTensors;
@@ -169,7 +170,7 @@ fn a_run_failing_after_its_first_steps_leaves_no_tensors_file() {
     let data = common::dataset(common::cnn1d_arrays(common::CONV));
     // An index past fc.weight's elements: refused when it is applied, after step 2.
     let fault = Fault::parse("2:fc.weight:100000:0.25").unwrap();
-    let err = train::train(&spec(ADAM), &data, &device(), Some(&fault), Some(&out)).unwrap_err();
+    let err = registry::train(&spec(ADAM), &data, &device(), Some(&fault), Some(&out)).unwrap_err();
     assert!(err.contains("out of range"), "{err}");
     let dir = out.parent().unwrap();
     assert_eq!(listing(dir), Vec::<String>::new());

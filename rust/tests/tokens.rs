@@ -15,10 +15,10 @@ use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
 use burn::tensor::{Device, Int, Tensor};
 use parity_train::config;
 use parity_train::dataset::{Array, Dataset, Values};
+use parity_train::measured::Floats;
 use parity_train::models::{
     self, Act, Arrays, ConvSize, Entry, ModelInput, ModelSize, ParityModel, Probe, SizeKeys,
 };
-use parity_train::runfile::Floats;
 use parity_train::train;
 use safetensors::SafeTensors;
 use serde_json::{Value, json};

@@ -3,20 +3,20 @@
 //! layouts, is loaded from the dataset file (burn-store, [`build`], the packed arrays and by
 //! default the Linear weights from the arrays; or wholly from the arrays,
 //! [`build_from_arrays`]), and runs a forward that can record each layer, on its own input
-//! type ([`ModelInput`]: float samples of any rank, or token ids). A binary trains the models
-//! of its registry, by name ([`ModelEntry`], made by [`entry`] from the model's type):
-//! `parity-train` the built-in ones ([`builtins`]).
+//! type ([`ModelInput`]: float samples of any rank, or token ids). Each is known by its
+//! declarations ([`Declared`]); the built-in ones by name ([`builtins`]). A binary trains the
+//! models of its registry (registry.rs).
 
 mod act;
 mod arrays;
 mod cnn1d;
 mod cnn_bn;
+mod declared;
 mod gpt;
 mod input;
 mod lenet;
 mod probe;
 mod reader;
-mod registry;
 mod size;
 mod store;
 mod transformer;
@@ -25,6 +25,7 @@ pub use act::Act;
 pub use arrays::{Arrays, build_from_arrays};
 pub use cnn_bn::CnnBn;
 pub use cnn1d::Cnn1d;
+pub use declared::{Declared, builtin, builtins, declared};
 pub use gpt::Gpt;
 pub use input::{ModelInput, dtype_name, labels, labels_per_sample};
 pub use lenet::LeNet;
@@ -32,7 +33,6 @@ pub use probe::{Perturb, Probe};
 pub use reader::{
     add_to_param, buffer_values, grad_norms, grad_values, param_norms, param_values, set_params,
 };
-pub use registry::{LocalFn, ModelEntry, TrainFn, builtin, builtins, entry, find};
 pub use size::{ConvSize, GptSize, LeNetSize, ModelSize, SizeKeys, TransformerSize};
 pub(crate) use store::from_arrays;
 pub use store::{LinearWeights, load as build, load_with as build_with};
@@ -48,7 +48,7 @@ pub const LENGTH: usize = 16;
 /// The classes of the sine data (those models' output is [N, 3]).
 pub const CLASSES: usize = 3;
 
-/// The name of a port's entry ([`crate::port`]): a port's spec names its model by the port's
+/// The name of a port's entry (port/mod.rs): a port's spec names its model by the port's
 /// own name (`port.name`) or by this.
 pub const PORT: &str = "port";
 

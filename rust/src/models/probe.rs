@@ -9,7 +9,7 @@ use burn::tensor::Gradients;
 
 use super::Act;
 use super::act::InputGrad;
-use crate::runfile::{Floats, LayerRecord, LayerValues};
+use crate::measured::{Floats, LayerRecord, LayerValues};
 
 /// Records each layer's output and the gradient of the loss with respect to each layer's
 /// input, in a forward pass (when on). The input gradient comes from a zero leaf added to the

@@ -228,9 +228,9 @@ fn heads_divide(heads: usize, d_model: usize) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::{ModelEntry, builtin, builtins};
+    use crate::models::{Declared, builtin, builtins};
 
-    fn model(name: &str) -> ModelEntry {
+    fn model(name: &str) -> Declared {
         builtin(name).unwrap()
     }
 

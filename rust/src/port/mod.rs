@@ -58,15 +58,16 @@ use burn::tensor::{DType, Device, Tensor};
 use serde_json::Value;
 
 use crate::cli::{self, Runner};
-use crate::config::{PortDecl, Spec};
+use crate::config::Spec;
 use crate::dataset::Dataset;
 use crate::failure::Failure;
 use crate::fault::Fault;
 use crate::local::Written;
 use crate::models::{
-    self, Act, Arrays, Entry, ModelEntry, ModelInput, ModelSize, PORT, ParityModel, Probe, SizeKeys,
+    self, Act, Arrays, Entry, ModelInput, ModelSize, PORT, ParityModel, Probe, SizeKeys,
 };
 use crate::record::Output;
+use crate::registry::{self, ModelEntry};
 use crate::runfile::RunBlock;
 use crate::train;
 
@@ -166,29 +167,13 @@ fn declared<P: Port>() -> Arc<Declared> {
         })
 }
 
-/// The refusal of a port's spec by `parity-train`.
-pub(crate) fn not_built_in(spec: &Spec, port: &PortDecl) -> String {
-    format!(
-        "experiment {} trains your own port {}: run your crate's binary, not parity-train",
-        spec.name, port.name
-    )
-}
-
-/// The refusal of a built-in model's spec by a port's binary.
-pub(crate) fn built_in(spec: &Spec) -> String {
-    format!(
-        "experiment {} trains the built-in model {}: run parity-train, not a port's binary",
-        spec.name, spec.model
-    )
-}
-
 /// Matches the spec's port to `P` and declares it for training: the parameters against the
 /// Burn module ([`resolve`](resolve::resolve)), `x` against `P::Input`, and the layers one
 /// forward of the first batch records against `port.layers`. One line on the first
 /// mismatch; nothing is trained.
 pub fn prepare<P: Port>(spec: &Spec, data: &Dataset, device: &Device) -> Result<(), String> {
     let Some(port) = &spec.port else {
-        return Err(built_in(spec));
+        return Err(registry::built_in(spec));
     };
     let name = &port.name;
     let module = init::<P>(device);
@@ -258,14 +243,14 @@ fn local_port<P: Port>(
     )?)
 }
 
-/// Port `P`'s entry ([`PORT`]): the trainer's ([`models::entry`]), its modes after
+/// Port `P`'s entry ([`PORT`]): the trainer's ([`registry::entry`]), its modes after
 /// [`prepare`].
 pub fn entry<P: Port>() -> ModelEntry {
     ModelEntry {
         train: train_port::<P>,
         local: local_port::<P>,
         check: check_port::<P>,
-        ..models::entry::<P>()
+        ..registry::entry::<P>()
     }
 }
 

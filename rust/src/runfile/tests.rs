@@ -1,6 +1,7 @@
 //! The run file's JSON form: non-finite floats, names in order, the optional fields.
 
 use super::*;
+use crate::measured::{LayerValues, read_float};
 use crate::optimizers::SgdHeld;
 use serde_json::json;
 

@@ -349,7 +349,7 @@ pub fn encode(arrays: &[(String, Array)]) -> Vec<u8> {
 
 /// A float of a run file's list (a number, or a non-finite one as a string).
 pub fn float(v: &serde_json::Value) -> f64 {
-    parity_train::runfile::read_float(v).expect("a float")
+    parity_train::measured::read_float(v).expect("a float")
 }
 
 /// Checks a run block's `norms` (the block in the inline form, as [`attach`] reads it): for

@@ -6,8 +6,9 @@ use burn::tensor::Device;
 use parity_train::config::Spec;
 use parity_train::dataset::Dataset;
 use parity_train::fault::Fault;
-use parity_train::runfile::Floats;
-use parity_train::{tensors, train};
+use parity_train::measured::Floats;
+use parity_train::registry;
+use parity_train::tensors;
 use safetensors::{self as st, SafeTensors, tensor::TensorView};
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
@@ -37,7 +38,7 @@ pub fn trained(
 ) -> Result<Value, String> {
     let out = scratch_run();
     let dir = out.parent().unwrap().to_path_buf();
-    let block = train::train(spec, data, device, fault, Some(&out));
+    let block = registry::train(spec, data, device, fault, Some(&out));
     let left: Vec<_> = std::fs::read_dir(&dir)
         .map(|d| d.map(|e| e.unwrap().file_name()).collect())
         .unwrap_or_default();

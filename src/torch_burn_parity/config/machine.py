@@ -1,7 +1,7 @@
 """The machine a run ran on: the CPU model and SIMD flags, and the project's git commit.
 
 Recorded in each PyTorch run's `meta` (train_torch.py) and in results/provenance.json
-(provenance.py); the Burn trainer writes the same fields (rust/src/lib.rs).
+(provenance.py); the Burn trainer writes the same fields (rust/src/provenance.rs).
 """
 
 from __future__ import annotations
