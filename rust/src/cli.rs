@@ -19,15 +19,14 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use crate::config::{Backend, Spec};
-use crate::dataset::Dataset;
 use crate::failure::Failure;
-use crate::fault::Fault;
 use crate::local::Written;
 use crate::provenance::{
     BURN_VERSION, CpuPath, Provenance, RUSTC_VERSION, cpu, cpu_path, git_state, hex_sha256,
 };
 use crate::record::Output;
 use crate::registry::{self, ModelEntry};
+use crate::run::Run;
 use crate::runfile::{RunBlock, RunFile};
 use crate::{config, dataset, fault, runfile, tensors};
 
@@ -53,28 +52,13 @@ impl Runner {
 
     /// Trains one experiment with the spec's model: the run block without
     /// `meta.provenance`.
-    pub fn train(
-        &self,
-        spec: &Spec,
-        data: &Dataset,
-        device: &Device,
-        fault: Option<&Fault>,
-        output: Output<'_>,
-    ) -> Result<RunBlock, Failure> {
-        (self.model(spec)?.train)(spec, data, device, fault, output)
+    pub fn train(&self, run: Run, output: Output<'_>) -> Result<RunBlock, Failure> {
+        (self.model(run.spec)?.train)(run, output)
     }
 
     /// Runs the local mode of one experiment against a PyTorch run, writing `out`.
-    pub fn local(
-        &self,
-        spec: &Spec,
-        data: &Dataset,
-        device: &Device,
-        fault: Option<&Fault>,
-        torch_run: &Path,
-        out: &Path,
-    ) -> Result<Written, Failure> {
-        (self.model(spec)?.local)(spec, data, device, fault, torch_run, out)
+    pub fn local(&self, run: Run, torch_run: &Path, out: &Path) -> Result<Written, Failure> {
+        (self.model(run.spec)?.local)(run, torch_run, out)
     }
 }
 
@@ -179,7 +163,8 @@ fn run_check(runner: &Runner, args: CheckArgs) -> Result<(), Failure> {
     let data = dataset::read(&args.data)?;
     threads(spec.threads)?;
     let device = device(spec.backend, "f32")?;
-    let layers = (runner.model(&spec)?.check)(&spec, &data, &device).map_err(Failure::Refused)?;
+    let layers =
+        (runner.model(&spec)?.check)(Run::new(&spec, &data, &device)).map_err(Failure::Refused)?;
     println!("burn check {}: the model fits its spec and data", spec.name);
     // The recorded layers' names, one JSON line (training/check_port.py reads it).
     println!("layers: {}", serde_json::to_string(&layers).expect("JSON"));
@@ -195,10 +180,7 @@ fn run_local(runner: &Runner, args: LocalArgs) -> Result<(), Failure> {
     let device = device(spec.backend, &args.dtype)?;
     let started = Instant::now();
     let written = runner.local(
-        &spec,
-        &data,
-        &device,
-        fault.as_ref(),
+        Run::new(&spec, &data, &device).with_fault(fault.as_ref()),
         &args.torch_run,
         &args.out,
     )?;
@@ -233,7 +215,10 @@ fn run(runner: &Runner, args: Args) -> Result<(), Failure> {
     } else {
         Output::File(&out)
     };
-    let mut block = runner.train(&spec, &data, &device, fault.as_ref(), output)?;
+    let mut block = runner.train(
+        Run::new(&spec, &data, &device).with_fault(fault.as_ref()),
+        output,
+    )?;
     if args.bare {
         // An earlier run's tensors file would sit beside a run file that does not name it.
         let stale = tensors::tensors_path(&out);

@@ -17,6 +17,7 @@ pub mod port;
 pub mod provenance;
 pub mod record;
 pub mod registry;
+pub mod run;
 pub mod runfile;
 pub mod schedule;
 pub mod tensors;

@@ -31,8 +31,8 @@ use serde_json::Value;
 use crate::config::LossKind;
 use crate::config::Spec;
 use crate::dataset::Dataset;
-use crate::fault::Fault;
 use crate::models::{self, Act, ModelInput, ParityModel};
+use crate::run::Run;
 use crate::tensors::{Dtype, TensorReader, TensorWriter};
 use crate::train;
 
@@ -229,13 +229,16 @@ pub(crate) fn probe_steps(spec: &Spec) -> Vec<usize> {
 
 /// [`local`] for model `M`.
 pub(crate) fn local_for<M: ParityModel>(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
+    run: Run,
     torch_run: &Path,
     out: &Path,
 ) -> Result<Written, String> {
+    let Run {
+        spec,
+        data,
+        device,
+        fault,
+    } = run;
     // The last layer's input gradient is the cross-entropy's (mse: a port's only, and a
     // port has no stages to run here).
     if spec.loss != LossKind::CrossEntropy {

@@ -6,37 +6,26 @@
 
 use std::path::Path;
 
-use burn::tensor::Device;
-
 use crate::config::{PortDecl, Spec};
-use crate::dataset::Dataset;
 use crate::each_builtin_model;
 use crate::failure::Failure;
-use crate::fault::Fault;
 use crate::local::{self as local_mode, Written};
 use crate::models::{Declared, ParityModel, declared};
 use crate::record::Output;
+use crate::run::Run;
 use crate::runfile::RunBlock;
 use crate::train::run_into;
 
 /// Trains one experiment: the run block without `meta.provenance`.
-pub type TrainFn =
-    fn(&Spec, &Dataset, &Device, Option<&Fault>, Output<'_>) -> Result<RunBlock, Failure>;
+pub type TrainFn = fn(run: Run, output: Output<'_>) -> Result<RunBlock, Failure>;
 /// Runs the local mode of one experiment against a PyTorch run, writing `out`.
-pub type LocalFn = fn(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    torch_run: &Path,
-    out: &Path,
-) -> Result<Written, Failure>;
+pub type LocalFn = fn(run: Run, torch_run: &Path, out: &Path) -> Result<Written, Failure>;
 
 /// Checks that the spec's model can be trained on this dataset, without training (a
 /// port's declarations against its module: `BIN check`): the names of the layers it
 /// records (a port's, as its forward calls them; none listed for a built-in model), or one
 /// line when it cannot.
-pub type CheckFn = fn(spec: &Spec, data: &Dataset, device: &Device) -> Result<Vec<String>, String>;
+pub type CheckFn = fn(run: Run) -> Result<Vec<String>, String>;
 
 /// One model of a registry: its declarations and the trainer's modes on it.
 #[derive(Debug, Clone, Copy)]
@@ -56,31 +45,16 @@ pub fn entry<M: ParityModel>() -> ModelEntry {
         declared: declared::<M>(),
         train: train_model::<M>,
         local: local_model::<M>,
-        check: |_, _, _| Ok(Vec::new()),
+        check: |_| Ok(Vec::new()),
     }
 }
 
-fn train_model<M: ParityModel>(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    output: Output<'_>,
-) -> Result<RunBlock, Failure> {
-    Ok(run_into::<M>(spec, data, device, fault, output)?.0)
+fn train_model<M: ParityModel>(run: Run, output: Output<'_>) -> Result<RunBlock, Failure> {
+    Ok(run_into::<M>(run, output)?.0)
 }
 
-fn local_model<M: ParityModel>(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    torch_run: &Path,
-    out: &Path,
-) -> Result<Written, Failure> {
-    Ok(local_mode::local_for::<M>(
-        spec, data, device, fault, torch_run, out,
-    )?)
+fn local_model<M: ParityModel>(run: Run, torch_run: &Path, out: &Path) -> Result<Written, Failure> {
+    Ok(local_mode::local_for::<M>(run, torch_run, out)?)
 }
 
 /// The built-in models, in the order the error messages list them.
@@ -117,52 +91,30 @@ pub fn built_in(spec: &Spec) -> String {
     )
 }
 
-/// Trains one experiment of a built-in model on `device` (an autodiff Flex or NdArray
-/// device, configured for the dtype): the run block, without the meta fields the binary
-/// adds (`meta.provenance` is None). A port is not built in: its own binary trains it.
-/// `fault`: a perturbation injected after one step (a parameter's) or in one step's forward
-/// (a layer output's), for tests only (see fault.rs).
+/// Trains one experiment of a built-in model: the run block, without the meta fields the
+/// binary adds (`meta.provenance` is None). A port is not built in: its own binary trains it.
 /// `out`: the run file to be. With it, the tensors go to the tensors file beside it as the
 /// steps go (record.rs, tensors.rs) and the block names that file (`tensors`); without it
 /// (tests), the block holds them inline (`params`, `buffers`, `trajectory`, layer values).
-pub fn train(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    out: Option<&Path>,
-) -> Result<RunBlock, String> {
-    train_into(spec, data, device, fault, out.into())
+pub fn train(run: Run, out: Option<&Path>) -> Result<RunBlock, String> {
+    train_into(run, out.into())
 }
 
 /// [`train`] into `output`: also [`Output::Bare`], a run that records nothing per step (no
 /// trajectory, no layer record, no norms): a block of `losses`, `lrs`, `final`, `layers`
 /// (`[]`) and `meta` only (no `adam_factors` or `burn_scalars` either).
-pub fn train_into(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    output: Output,
-) -> Result<RunBlock, String> {
+pub fn train_into(run: Run, output: Output) -> Result<RunBlock, String> {
     let builtins = builtins();
-    let model = find(&builtins, spec)?;
-    (model.train)(spec, data, device, fault, output).map_err(Failure::into_message)
+    let model = find(&builtins, run.spec)?;
+    (model.train)(run, output).map_err(Failure::into_message)
 }
 
-/// Runs the local mode of a built-in model's `spec` on `data` against the PyTorch run file
-/// `torch_run` (its tensors file beside it), on `device` (autodiff, configured for the
-/// run's dtype), and writes `out`. `fault`: a layer fault (a parameter fault is checked,
-/// then ignored: the parameters here are the reference run's). One line on any refusal.
-pub fn local(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    torch_run: &Path,
-    out: &Path,
-) -> Result<Written, String> {
+/// Runs the local mode of a built-in model's experiment against the PyTorch run file
+/// `torch_run` (its tensors file beside it) and writes `out`. A layer fault is injected; a
+/// parameter fault is checked, then ignored (the parameters here are the reference run's).
+/// One line on any refusal.
+pub fn local(run: Run, torch_run: &Path, out: &Path) -> Result<Written, String> {
     let builtins = builtins();
-    let model = find(&builtins, spec)?;
-    (model.local)(spec, data, device, fault, torch_run, out).map_err(Failure::into_message)
+    let model = find(&builtins, run.spec)?;
+    (model.local)(run, torch_run, out).map_err(Failure::into_message)
 }

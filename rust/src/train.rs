@@ -8,15 +8,15 @@ use burn::tensor::{DType, Device, Int, Tensor};
 use crate::adam_factors::{burn_adam_factors, burn_adamw_bias_corrections};
 use crate::by_hand;
 use crate::config::LossKind;
-use crate::config::{BurnFix, ClipGrad, Spec};
+use crate::config::{BurnFix, ClipGrad};
 use crate::dataset::Dataset;
-use crate::fault::Fault;
 use crate::groups::{Optimizers, burn_shapes};
 use crate::loss::{self, Loss};
 use crate::measured::{F64, Floats};
 use crate::models::{self, ModelInput, ParityModel, Probe};
 use crate::optimizers::{Built, Scalars, optimizer};
 use crate::record::{Kind, Output, Recorded, Recorder};
+use crate::run::Run;
 use crate::runfile::{AdamFactors, BurnScalars, Final, Meta, RunBlock};
 use crate::schedule;
 use crate::tensors::Dtype;
@@ -169,25 +169,20 @@ pub fn chunked_mean(means: &[f64], rows: &[usize]) -> f64 {
     total / rows.iter().sum::<usize>() as f64
 }
 
-/// [`train`] for model `M`; also returns the trained model.
-pub fn run<M: ParityModel>(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    out: Option<&Path>,
-) -> Result<(RunBlock, M), String> {
-    run_into(spec, data, device, fault, out.into())
+/// Trains `run`'s experiment on model `M` (`registry::train` finds `M` by the spec's
+/// model): the run block and the trained model.
+pub fn run<M: ParityModel>(run: Run, out: Option<&Path>) -> Result<(RunBlock, M), String> {
+    run_into(run, out.into())
 }
 
-/// [`train_into`] for model `M`; also returns the trained model.
-pub fn run_into<M: ParityModel>(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    output: Output,
-) -> Result<(RunBlock, M), String> {
+/// [`run`] into `output` (`registry::train_into`).
+pub fn run_into<M: ParityModel>(run: Run, output: Output) -> Result<(RunBlock, M), String> {
+    let Run {
+        spec,
+        data,
+        device,
+        fault,
+    } = run;
     // The dataset's arrays must be the model's at the spec's size, before anything else.
     let size = &spec.model_size;
     let mut model: M = models::build(size, data, device)?;

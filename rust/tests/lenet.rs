@@ -13,6 +13,7 @@ use burn::tensor::{Device, Tensor};
 use parity_train::config::{self, Spec};
 use parity_train::dataset::{Array, Dataset, Values};
 use parity_train::models::{self, LeNet, LeNetSize, ModelSize, ParityModel, Probe};
+use parity_train::run::Run;
 use parity_train::train;
 use serde_json::{Value, json};
 use std::process::Command;
@@ -373,7 +374,7 @@ fn label_smoothing_is_burns_with_its_f32_alpha_in_training_and_evaluation() {
     let data = digits(common::LENET);
     let device = device();
     let spec = spec(&format!("{SGD}, model: lenet, label_smoothing: 0.1"));
-    let (block, model) = train::run::<LeNet>(&spec, &data, &device, None, None).unwrap();
+    let (block, model) = train::run::<LeNet>(Run::new(&spec, &data, &device), None).unwrap();
     let config = parity_train::loss::loss_config(spec.label_smoothing);
     assert_eq!(config.smoothing, Some(0.1f32));
     let (loss, correct, predictions) =

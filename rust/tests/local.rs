@@ -13,6 +13,7 @@ use parity_train::fault::Fault;
 use parity_train::local::FORMAT;
 use parity_train::models::{GptSize, TransformerSize};
 use parity_train::registry;
+use parity_train::run::Run;
 use parity_train::runfile::RunFile;
 use safetensors::SafeTensors;
 use std::collections::BTreeMap;
@@ -33,7 +34,11 @@ fn spec(experiment: &str, steps: usize, batch: usize) -> Spec {
 /// a PyTorch run would be); the run file's path.
 fn reference(spec: &Spec, data: &Dataset, fault: Option<&Fault>) -> PathBuf {
     let out = common::scratch_run();
-    let block = registry::train(spec, data, &device(), fault, Some(&out)).unwrap();
+    let block = registry::train(
+        Run::new(spec, data, &device()).with_fault(fault),
+        Some(&out),
+    )
+    .unwrap();
     let file = RunFile {
         experiment: spec.name.clone(),
         block,
@@ -67,7 +72,8 @@ fn run_local(
     steps: &[usize],
 ) -> BTreeMap<String, Vec<f64>> {
     let out = run.with_file_name("local.safetensors");
-    let written = registry::local(spec, data, &device(), fault, run, &out).unwrap();
+    let written =
+        registry::local(Run::new(spec, data, &device()).with_fault(fault), run, &out).unwrap();
     assert_eq!(written.steps, steps);
     assert_eq!(written.names, names);
     assert!(!out.with_file_name(".local.safetensors.tmp").exists());
@@ -300,13 +306,21 @@ fn a_layer_fault_out_of_range_or_of_another_model_is_refused_on_one_line() {
     let data = cnn1d();
     let spec = spec(SGD, 2, 16);
     let fault = Fault::parse("1:layer:fc:48:1e-6").unwrap();
-    let e = registry::train(&spec, &data, &device(), Some(&fault), None).unwrap_err();
+    let e = registry::train(
+        Run::new(&spec, &data, &device()).with_fault(Some(&fault)),
+        None,
+    )
+    .unwrap_err();
     assert!(
         e.contains("index 48 is out of range") && !e.contains('\n'),
         "{e}"
     );
     let fault = Fault::parse("1:layer:gelu:0:1e-6").unwrap();
-    let e = registry::train(&spec, &data, &device(), Some(&fault), None).unwrap_err();
+    let e = registry::train(
+        Run::new(&spec, &data, &device()).with_fault(Some(&fault)),
+        None,
+    )
+    .unwrap_err();
     assert_eq!(
         e,
         "PARITY_FAULT: model cnn1d has no layer gelu (it records conv, relu, fc)"
@@ -316,7 +330,8 @@ fn a_layer_fault_out_of_range_or_of_another_model_is_refused_on_one_line() {
 /// The local mode's refusal of `spec` against `run`: one line, no file left.
 fn refused(spec: &Spec, data: &Dataset, run: &Path, fault: Option<&Fault>) -> String {
     let out = run.with_file_name("refused.safetensors");
-    let e = registry::local(spec, data, &device(), fault, run, &out).unwrap_err();
+    let e =
+        registry::local(Run::new(spec, data, &device()).with_fault(fault), run, &out).unwrap_err();
     assert!(!e.contains('\n'), "one line: {e}");
     assert!(!out.exists());
     e

@@ -15,6 +15,7 @@ use parity_train::models::{
     self, Cnn1d, CnnBn, ConvSize, ModelSize, ParityModel, Probe, Transformer, TransformerSize,
 };
 use parity_train::registry;
+use parity_train::run::Run;
 use serde_json::{Value, json};
 use std::process::Command;
 
@@ -166,7 +167,11 @@ fn conv_models_of_another_size_read_back_their_arrays() {
 /// tensors file, and the block as its run file writes it (keys in order).
 fn run_text(spec: &Spec, data: &Dataset, fault: Option<&Fault>) -> (Value, String) {
     let out = common::scratch_run();
-    let block = registry::train(spec, data, &device(), fault, Some(&out)).unwrap();
+    let block = registry::train(
+        Run::new(spec, data, &device()).with_fault(fault),
+        Some(&out),
+    )
+    .unwrap();
     let text = serde_json::to_string(&block).unwrap();
     let block = common::attach(common::json(block), &out);
     std::fs::remove_dir_all(out.parent().unwrap()).unwrap();

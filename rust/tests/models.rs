@@ -12,6 +12,7 @@ use parity_train::config::{self, Spec};
 use parity_train::dataset::{Array, Dataset, Values};
 use parity_train::fault::Fault;
 use parity_train::models::{self, Cnn1d, CnnBn, ModelSize, ParityModel, Probe, Transformer};
+use parity_train::run::Run;
 use parity_train::train;
 use serde_json::{Value, json};
 use std::process::Command;
@@ -351,10 +352,7 @@ fn cnn_bn_final_is_in_eval_mode_with_the_running_statistics() {
     let data = cnn_bn();
     let device = device();
     let (block, model) = train::run::<CnnBn>(
-        &spec(&format!("{ADAM}, model: cnn_bn")),
-        &data,
-        &device,
-        None,
+        Run::new(&spec(&format!("{ADAM}, model: cnn_bn")), &data, &device),
         None,
     )
     .unwrap();

@@ -16,6 +16,7 @@ use parity_train::failure::Failure;
 use parity_train::models::{self, ModelSize, ParityModel};
 use parity_train::port::{self, Layers, Port};
 use parity_train::record::Output;
+use parity_train::run::Run;
 use parity_train::train;
 use std::process::Command;
 
@@ -306,7 +307,7 @@ fn trains_a_port_and_records_its_layers() {
     let spec = spec(&params(), &LAYERS);
     port::prepare::<TinyMlp>(&spec, &data, &device).unwrap();
     let (block, _) =
-        train::run_into::<TinyMlp>(&spec, &data, &device, None, Output::Inline).unwrap();
+        train::run_into::<TinyMlp>(Run::new(&spec, &data, &device), Output::Inline).unwrap();
     let block = common::json(block);
     let losses = common::list(&block["losses"]);
     assert_eq!(losses.len(), 4);
@@ -350,10 +351,10 @@ fn a_ports_binary_refuses_a_built_in_models_spec_on_one_line() {
         "experiment e trains the built-in model lenet: run parity-train, not a port's binary"
             .into(),
     );
-    let trained = runner.train(&spec, &data(), &device(), None, Output::Inline);
+    let trained = runner.train(Run::new(&spec, &data(), &device()), Output::Inline);
     assert_eq!(trained.unwrap_err(), want);
     let out = std::env::temp_dir().join("parity-port-never-written.safetensors");
-    let local = runner.local(&spec, &data(), &device(), None, &out, &out);
+    let local = runner.local(Run::new(&spec, &data(), &device()), &out, &out);
     assert_eq!(local.unwrap_err(), want);
     assert!(!out.exists());
 }
@@ -362,7 +363,7 @@ fn a_ports_binary_refuses_a_built_in_models_spec_on_one_line() {
 fn parity_train_refuses_a_port_spec_on_one_line() {
     let data = data();
     let spec = spec(&params(), &LAYERS);
-    let refused = cli::builtin().train(&spec, &data, &device(), None, Output::Inline);
+    let refused = cli::builtin().train(Run::new(&spec, &data, &device()), Output::Inline);
     assert_eq!(
         refused.unwrap_err(),
         Failure::Refused(
@@ -407,7 +408,11 @@ fn the_local_mode_of_a_port_reads_pytorchs_run_and_refuses_a_spec_its_forward_do
     let out = dir.join("local.safetensors");
     let runner = port::runner::<TinyMlp>();
     // Its layers run on PyTorch's recorded inputs: without PyTorch's run, one line naming it.
-    let missing = runner.local(&spec, &data, &device(), None, &dir.join("none.json"), &out);
+    let missing = runner.local(
+        Run::new(&spec, &data, &device()),
+        &dir.join("none.json"),
+        &out,
+    );
     assert!(
         matches!(&missing, Err(Failure::Failed(e)) if e.contains("none.json")),
         "{missing:?}"
@@ -416,10 +421,7 @@ fn the_local_mode_of_a_port_reads_pytorchs_run_and_refuses_a_spec_its_forward_do
     // A spec its forward does not fit is refused first, as in training.
     let wrong = spec_of(&params(), &["fc1", "fc2"]);
     let refused = runner.local(
-        &config::parse(&wrong).unwrap(),
-        &data,
-        &device(),
-        None,
+        Run::new(&config::parse(&wrong).unwrap(), &data, &device()),
         &dir.join("none.json"),
         &out,
     );
@@ -441,7 +443,7 @@ fn trains_a_port_on_float_targets_with_the_mean_squared_error() {
     spec.loss = LossKind::Mse;
     port::prepare::<TinyMlp>(&spec, &data, &device).unwrap();
     let (block, model) =
-        train::run_into::<TinyMlp>(&spec, &data, &device, None, Output::Inline).unwrap();
+        train::run_into::<TinyMlp>(Run::new(&spec, &data, &device), Output::Inline).unwrap();
     let block = common::json(block);
     let losses = common::list(&block["losses"]);
     assert!(losses[2] < losses[0], "{losses:?}");
@@ -469,7 +471,7 @@ fn trains_a_port_on_float_targets_with_the_mean_squared_error() {
     );
     // The cross-entropy refuses float targets, on one line, before any step.
     spec.loss = LossKind::CrossEntropy;
-    let refused = train::run_into::<TinyMlp>(&spec, &data, &device, None, Output::Inline).err();
+    let refused = train::run_into::<TinyMlp>(Run::new(&spec, &data, &device), Output::Inline).err();
     let want =
         "loss cross_entropy: y holds F32 values, not I64 class labels (mse takes float targets)";
     assert_eq!(refused.as_deref(), Some(want));

@@ -15,6 +15,7 @@ use parity_train::config;
 use parity_train::models::CnnBn;
 use parity_train::port::{self, Layers, Port};
 use parity_train::record::Output;
+use parity_train::run::Run;
 use parity_train::train;
 
 /// cnn_bn at the seed's sizes (C = 4, K = 5, P = 12), as a porter writes it; its BatchNorm
@@ -78,7 +79,7 @@ fn a_batchnorm_port_trains_exactly_as_the_built_in_cnn_bn() {
     .unwrap();
     port::prepare::<BnPort>(&spec, &data, &device).unwrap();
     let (ported, _) =
-        train::run_into::<BnPort>(&spec, &data, &device, None, Output::Inline).unwrap();
+        train::run_into::<BnPort>(Run::new(&spec, &data, &device), Output::Inline).unwrap();
     let built_in = config::parse(&common::resolved(
         &format!("{SGD}, model: cnn_bn, probe_steps: [1, 6]"),
         6,
@@ -86,7 +87,7 @@ fn a_batchnorm_port_trains_exactly_as_the_built_in_cnn_bn() {
     ))
     .unwrap();
     let (reference, _) =
-        train::run_into::<CnnBn>(&built_in, &data, &device, None, Output::Inline).unwrap();
+        train::run_into::<CnnBn>(Run::new(&built_in, &data, &device), Output::Inline).unwrap();
     let (ported, reference) = (common::json(ported), common::json(reference));
     // Compared whole, reported by name (the values run to thousands of numbers).
     for part in [

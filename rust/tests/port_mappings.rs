@@ -15,6 +15,7 @@ use parity_train::dataset::{Array, Dataset, Values};
 use parity_train::models::{self, ParityModel};
 use parity_train::port::{self, Layers, Mapping, Port};
 use parity_train::record::Output;
+use parity_train::run::Run;
 use parity_train::train;
 
 const N: usize = 16;
@@ -163,7 +164,7 @@ fn a_split_and_an_untransposed_weight_load_exactly_and_record_in_pytorchs_layout
     }
     // It trains, the packed array's gradient recorded whole.
     let (block, _) =
-        train::run_into::<Packed>(&spec, &data, &device, None, Output::Inline).unwrap();
+        train::run_into::<Packed>(Run::new(&spec, &data, &device), Output::Inline).unwrap();
     let block = common::json(block);
     let losses = common::list(&block["losses"]);
     assert!(losses[2] < losses[0], "{losses:?}");

@@ -8,6 +8,7 @@ use parity_train::dataset::Dataset;
 use parity_train::measured::Floats;
 use parity_train::record::Output;
 use parity_train::registry;
+use parity_train::run::Run;
 use parity_train::runfile::{RunBlock, RunTensors};
 use safetensors::SafeTensors;
 use serde_json::{Value, json};
@@ -69,7 +70,7 @@ fn rows(block: &RunBlock) -> Vec<(String, Vec<Vec<u64>>)> {
 /// A run into a tensors file beside a scratch run file: its block and the file's bytes.
 fn into_file(spec: &Spec, data: &Dataset) -> (RunBlock, Vec<u8>) {
     let out = common::scratch_run();
-    let block = registry::train(spec, data, &device(), None, Some(&out)).unwrap();
+    let block = registry::train(Run::new(spec, data, &device()), Some(&out)).unwrap();
     let bytes = std::fs::read(out.with_extension("safetensors")).unwrap();
     std::fs::remove_dir_all(out.parent().unwrap()).unwrap();
     (block, bytes)
@@ -84,8 +85,9 @@ fn record_steps_keep_those_rows_of_an_every_step_run_bit_for_bit() {
         assert_eq!(sparse.record_steps, SPARSE);
 
         // Inline: one list per recorded step, those of the every-step run.
-        let all = registry::train_into(&every, &data, &device(), None, Output::Inline).unwrap();
-        let some = registry::train_into(&sparse, &data, &device(), None, Output::Inline).unwrap();
+        let all = registry::train_into(Run::new(&every, &data, &device()), Output::Inline).unwrap();
+        let some =
+            registry::train_into(Run::new(&sparse, &data, &device()), Output::Inline).unwrap();
         let (all_rows, some_rows) = (rows(&all), rows(&some));
         assert_eq!(
             all_rows.iter().map(|(k, _)| k).collect::<Vec<_>>(),
@@ -193,7 +195,7 @@ fn record_steps_of_no_step_of_the_run_or_out_of_order_are_refused_naming_the_key
     let mut spec = spec(ADAM);
     spec.record_steps = vec![2, 1];
     let data = common::dataset(common::cnn1d_arrays(common::CONV));
-    let error = registry::train(&spec, &data, &device(), None, None).unwrap_err();
+    let error = registry::train(Run::new(&spec, &data, &device()), None).unwrap_err();
     assert!(error.starts_with("record_steps [2, 1]"), "{error}");
 }
 
@@ -201,7 +203,7 @@ fn record_steps_of_no_step_of_the_run_or_out_of_order_are_refused_naming_the_key
 fn norms_are_each_tensors_l2_norm_at_every_step() {
     for (experiment, data) in experiments() {
         let spec = spec(&experiment);
-        let block = common::json(registry::train(&spec, &data, &device(), None, None).unwrap());
+        let block = common::json(registry::train(Run::new(&spec, &data, &device()), None).unwrap());
         common::check_norms(&block, &spec.record_steps);
         // The gradients' norms are those before clipping: cnn_bn clips each tensor to 0.05.
         if experiment.contains("clip_grad") {
@@ -220,7 +222,8 @@ fn norms_are_each_tensors_l2_norm_at_every_step() {
             BATCH,
         ))
         .unwrap();
-        let sparse = common::json(registry::train(&sparse, &data, &device(), None, None).unwrap());
+        let sparse =
+            common::json(registry::train(Run::new(&sparse, &data, &device()), None).unwrap());
         assert_eq!(block["norms"], sparse["norms"]);
         common::check_norms(&sparse, &[3]);
     }
@@ -230,8 +233,8 @@ fn norms_are_each_tensors_l2_norm_at_every_step() {
 fn a_bare_run_records_nothing_per_step_and_trains_the_same() {
     for (experiment, data) in experiments() {
         let spec = spec(&experiment);
-        let recorded = registry::train(&spec, &data, &device(), None, None).unwrap();
-        let bare = registry::train_into(&spec, &data, &device(), None, Output::Bare).unwrap();
+        let recorded = registry::train(Run::new(&spec, &data, &device()), None).unwrap();
+        let bare = registry::train_into(Run::new(&spec, &data, &device()), Output::Bare).unwrap();
         assert_eq!(bare.tensors, RunTensors::Bare {});
         assert_eq!((bare.norms.as_ref(), bare.layers.len()), (None, 0));
         for (a, b) in [(&recorded.losses, &bare.losses), (&recorded.lrs, &bare.lrs)] {

@@ -14,6 +14,7 @@ use parity_train::dataset::Dataset;
 use parity_train::fault::Fault;
 use parity_train::models::{self, Cnn1d, CnnBn, ParityModel, Transformer};
 use parity_train::registry;
+use parity_train::run::Run;
 use parity_train::runfile::{RunTensors, TensorsFile};
 use parity_train::train;
 use safetensors::SafeTensors;
@@ -53,7 +54,7 @@ fn writes_what_it_held<M: ParityModel>(experiment: &str, data: &Dataset) {
     let spec = spec(experiment);
     let out = common::scratch_run();
     let dir = out.parent().unwrap();
-    let (block, model) = train::run::<M>(&spec, data, &device(), None, Some(&out)).unwrap();
+    let (block, model) = train::run::<M>(Run::new(&spec, data, &device()), Some(&out)).unwrap();
     // The tensors file only: no temporary file left (the run file is the binary's to write).
     assert_eq!(listing(dir), ["run.safetensors"]);
     let bytes = std::fs::read(dir.join("run.safetensors")).unwrap();
@@ -73,7 +74,7 @@ fn writes_what_it_held<M: ParityModel>(experiment: &str, data: &Dataset) {
     // The keys, in the data's order (the Python writer's), and each one's shape.
     let size = &spec.model_size;
     let (params, buffers) = (M::params(size), M::buffers(size));
-    let (inline, _) = train::run::<M>(&spec, data, &device(), None, None).unwrap();
+    let (inline, _) = train::run::<M>(Run::new(&spec, data, &device()), None).unwrap();
     let mut want: Vec<(String, Vec<usize>)> = Vec::new();
     for (prefix, entries) in [("params", &params), ("buffers", &buffers)] {
         want.extend(
@@ -170,7 +171,11 @@ fn a_run_failing_after_its_first_steps_leaves_no_tensors_file() {
     let data = common::dataset(common::cnn1d_arrays(common::CONV));
     // An index past fc.weight's elements: refused when it is applied, after step 2.
     let fault = Fault::parse("2:fc.weight:100000:0.25").unwrap();
-    let err = registry::train(&spec(ADAM), &data, &device(), Some(&fault), Some(&out)).unwrap_err();
+    let err = registry::train(
+        Run::new(&spec(ADAM), &data, &device()).with_fault(Some(&fault)),
+        Some(&out),
+    )
+    .unwrap_err();
     assert!(err.contains("out of range"), "{err}");
     let dir = out.parent().unwrap();
     assert_eq!(listing(dir), Vec::<String>::new());

@@ -19,6 +19,7 @@ use parity_train::measured::Floats;
 use parity_train::models::{
     self, Act, Arrays, ConvSize, Entry, ModelInput, ModelSize, ParityModel, Probe, SizeKeys,
 };
+use parity_train::run::Run;
 use parity_train::train;
 use safetensors::SafeTensors;
 use serde_json::{Value, json};
@@ -303,7 +304,8 @@ fn a_token_model_trains_on_a_label_per_position_and_writes_an_empty_input_gradie
     let spec = spec(3);
     assert_eq!(spec.data, config::Data::Text);
     let out = common::scratch_run();
-    let (block, _) = train::run::<TokenModel>(&spec, &data, &device(), None, Some(&out)).unwrap();
+    let (block, _) =
+        train::run::<TokenModel>(Run::new(&spec, &data, &device()), Some(&out)).unwrap();
     // The tensors file holds the token layer's input gradient as a tensor of shape [0].
     let bytes = std::fs::read(out.with_extension("safetensors")).unwrap();
     let file = SafeTensors::deserialize(&bytes).expect("a valid safetensors file");
@@ -357,7 +359,7 @@ fn labels_that_are_not_the_forwards_rows_are_refused_on_one_line() {
     // A label per sample for a model that predicts at every position.
     let data = common::dataset(token_arrays(false));
     let out = common::scratch_run();
-    let error = train::run::<TokenModel>(&spec(2), &data, &device(), None, Some(&out))
+    let error = train::run::<TokenModel>(Run::new(&spec(2), &data, &device()), Some(&out))
         .map(|_| ())
         .unwrap_err();
     let left = std::fs::read_dir(out.parent().unwrap()).map_or(0, |d| d.count());

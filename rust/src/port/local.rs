@@ -8,27 +8,28 @@
 
 use std::path::Path;
 
-use burn::tensor::{DType, Device};
+use burn::tensor::DType;
 
 use super::layers::{Layers, LocalRun};
 use super::{Port, declared};
-use crate::config::Spec;
-use crate::dataset::Dataset;
-use crate::fault::Fault;
 use crate::local::{self, Reference, Written};
 use crate::models::{ModelInput, ParityModel, Probe};
+use crate::run::Run;
 use crate::tensors::Dtype;
 
 /// The local file of port `P` (declared: [`super::prepare`] ran) against the PyTorch run
 /// `torch_run`, written to `out`. One line on any refusal.
 pub(super) fn local_port<P: Port>(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
+    run: Run,
     torch_run: &Path,
     out: &Path,
 ) -> Result<Written, String> {
+    let Run {
+        spec,
+        data,
+        device,
+        fault,
+    } = run;
     let declared = declared::<P>();
     let params = <P as ParityModel>::params(&spec.model_size);
     let names = declared.layers.clone();

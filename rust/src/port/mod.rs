@@ -61,13 +61,13 @@ use crate::cli::{self, Runner};
 use crate::config::Spec;
 use crate::dataset::Dataset;
 use crate::failure::Failure;
-use crate::fault::Fault;
 use crate::local::Written;
 use crate::models::{
     self, Act, Arrays, Entry, ModelInput, ModelSize, PORT, ParityModel, Probe, SizeKeys,
 };
 use crate::record::Output;
 use crate::registry::{self, ModelEntry};
+use crate::run::Run;
 use crate::runfile::RunBlock;
 use crate::train;
 
@@ -207,40 +207,21 @@ pub fn prepare<P: Port>(spec: &Spec, data: &Dataset, device: &Device) -> Result<
 }
 
 /// The port's check mode ([`prepare`]): the layers its forward records, by name.
-fn check_port<P: Port>(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-) -> Result<Vec<String>, String> {
-    prepare::<P>(spec, data, device)?;
+fn check_port<P: Port>(run: Run) -> Result<Vec<String>, String> {
+    prepare::<P>(run.spec, run.data, run.device)?;
     Ok(declared::<P>().layers.clone())
 }
 
 /// The port's run: [`prepare`] (a refusal, exit code 2), then the trainer's.
-fn train_port<P: Port>(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    output: Output<'_>,
-) -> Result<RunBlock, Failure> {
-    prepare::<P>(spec, data, device).map_err(Failure::Refused)?;
-    Ok(train::run_into::<P>(spec, data, device, fault, output)?.0)
+fn train_port<P: Port>(run: Run, output: Output<'_>) -> Result<RunBlock, Failure> {
+    prepare::<P>(run.spec, run.data, run.device).map_err(Failure::Refused)?;
+    Ok(train::run_into::<P>(run, output)?.0)
 }
 
 /// The port's local mode ([`local::local_port`]), after [`prepare`].
-fn local_port<P: Port>(
-    spec: &Spec,
-    data: &Dataset,
-    device: &Device,
-    fault: Option<&Fault>,
-    torch_run: &Path,
-    out: &Path,
-) -> Result<Written, Failure> {
-    prepare::<P>(spec, data, device)?;
-    Ok(local::local_port::<P>(
-        spec, data, device, fault, torch_run, out,
-    )?)
+fn local_port<P: Port>(run: Run, torch_run: &Path, out: &Path) -> Result<Written, Failure> {
+    prepare::<P>(run.spec, run.data, run.device)?;
+    Ok(local::local_port::<P>(run, torch_run, out)?)
 }
 
 /// Port `P`'s entry ([`PORT`]): the trainer's ([`registry::entry`]), its modes after

@@ -8,6 +8,7 @@ use parity_train::dataset::Dataset;
 use parity_train::fault::Fault;
 use parity_train::measured::Floats;
 use parity_train::registry;
+use parity_train::run::Run;
 use parity_train::tensors;
 use safetensors::{self as st, SafeTensors, tensor::TensorView};
 use serde_json::{Map, Value};
@@ -38,7 +39,7 @@ pub fn trained(
 ) -> Result<Value, String> {
     let out = scratch_run();
     let dir = out.parent().unwrap().to_path_buf();
-    let block = registry::train(spec, data, device, fault, Some(&out));
+    let block = registry::train(Run::new(spec, data, device).with_fault(fault), Some(&out));
     let left: Vec<_> = std::fs::read_dir(&dir)
         .map(|d| d.map(|e| e.unwrap().file_name()).collect())
         .unwrap_or_default();
