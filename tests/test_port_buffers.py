@@ -15,7 +15,7 @@ from safetensors.numpy import save_file as save_arrays
 from safetensors.torch import save_file
 
 from torch_burn_parity.models import models, port
-from torch_burn_parity.models.model_specs import ModelError, spec
+from torch_burn_parity.models.model_specs import ModelError, port_spec, spec
 from torch_burn_parity.models.port_torch import layer_settings, new
 
 MODULE = """
@@ -78,7 +78,7 @@ def test_running_statistics_are_buffers_and_the_batch_counter_is_left_out(bn_por
     # The file holds the I64 counter: accepted, not part of the state.
     assert port.header(found.init)["block.0.num_batches_tracked"]["dtype"] == "I64"
     assert files_problems(found) == []
-    model = port.port_spec(found)
+    model = port_spec(found)
     assert model.param_names == ("block.0.bias", "block.0.weight", "fc.bias", "fc.weight",
                                  "head.bias", "head.weight")  # fmt: skip
     assert model.buffer_names == ("block.0.running_mean", "block.0.running_var")

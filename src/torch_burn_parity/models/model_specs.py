@@ -20,6 +20,7 @@ when make_data.py packs them.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -401,12 +402,24 @@ def _spec(name: str, size: tuple[tuple[str, int], ...]) -> ModelSpec:
     return BUILDERS[name](**dict(size))
 
 
+_PORT_SPECS: dict[str, ModelSpec] = {}
+
+
+def port_spec(found: port.Port) -> ModelSpec:
+    """A port's ModelSpec (models/port.py), read from its files once per process and
+    settings."""
+    key = json.dumps(found.as_config(), sort_keys=True)
+    if key not in _PORT_SPECS:
+        _PORT_SPECS[key] = ModelSpec(**port.spec_fields(found))
+    return _PORT_SPECS[key]
+
+
 def spec(name: str, size: Mapping[str, Any] | None = None) -> ModelSpec:
     """Model ``name`` at ``size`` (its defaults for the keys not given), or the port
     registered as ``name`` (models/port.py); ModelError naming the known models or the
     wrong size otherwise."""
     if name not in SIZES and (found := port.registered().get(name)) is not None:
-        return port.cached_spec(found)
+        return port_spec(found)
     full = full_size(name, size)
     return _spec(name, tuple(full.items()))
 
@@ -428,7 +441,7 @@ def config_model(value: Any) -> tuple[str, dict[str, Any]]:
 def spec_of_config(value: Any) -> ModelSpec:
     """The model a config's `model` value names, at its size; a port's (models/port.py)."""
     if port.is_port(value):
-        return port.cached_spec(port.Port.of(value))
+        return port_spec(port.Port.of(value))
     return spec(*config_model(value))
 
 

@@ -236,12 +236,11 @@ _WHAT = {
 }
 
 
-def port_spec(port: Port):
-    """The ModelSpec of a port: its parameters, then its buffers (running statistics), each
-    in the weights file's order with PyTorch's shapes, its layers, the input its data gives;
-    initial values from the weights file (f32 widened exactly to f64)."""
-    from torch_burn_parity.models.model_specs import ModelSpec
-
+def spec_fields(port: Port) -> dict[str, Any]:
+    """The fields of a port's ModelSpec (model_specs.port_spec builds it): its parameters,
+    then its buffers (running statistics), each in the weights file's order with PyTorch's
+    shapes, its layers, the input its data gives; initial values from the weights file (f32
+    widened exactly to f64)."""
     init, data = header(port.init), header(port.data)
     shapes = {name: list(entry["shape"]) for name, entry in init.items() if not is_counter(name)}
     params = tuple(n for n in shapes if not is_buffer(n))
@@ -258,7 +257,7 @@ def port_spec(port: Port):
         arrays = read_arrays(port.init)
         return {n: arrays[n].astype(np.float64).reshape(-1) for n in shapes}
 
-    return ModelSpec(
+    return dict(
         name=port.name,
         size={},
         param_names=params,
@@ -271,17 +270,6 @@ def port_spec(port: Port):
         classes=classes,
         port=port,
     )
-
-
-_SPECS: dict[str, Any] = {}
-
-
-def cached_spec(port: Port):
-    """port_spec, read from the port's files once per process and settings."""
-    key = json.dumps(port.as_config(), sort_keys=True)
-    if key not in _SPECS:
-        _SPECS[key] = port_spec(port)
-    return _SPECS[key]
 
 
 def input_arrays(port: Port) -> dict[str, tuple[list[int], Any]]:

@@ -19,10 +19,10 @@ from torch_burn_parity.report.markdown import md_table, setting
 from torch_burn_parity.report.verdict_text import e
 
 if TYPE_CHECKING:
-    from torch_burn_parity.report.experiment import Experiment
+    from torch_burn_parity.report.experiment_files import ExperimentFiles
 
 
-def eval_reading(x: Experiment) -> str:
+def eval_reading(x: ExperimentFiles) -> str:
     """The last train-mode loss (`losses[-1]`, batch statistics) beside the final
     eval-mode loss and correct count (`final`, running statistics, whole dataset)."""
     n = len(x.steps)
@@ -66,7 +66,7 @@ def eval_reading(x: Experiment) -> str:
     )
 
 
-def probe_reading(x: Experiment) -> str:
+def probe_reading(x: ExperimentFiles) -> str:
     """What the step-1 probe shows, computed from its rows; names both frameworks.
 
     'update' is the parameter after step 1 minus its initial value. An f32 update is

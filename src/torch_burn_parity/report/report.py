@@ -31,7 +31,8 @@ from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelSpec, model
 from torch_burn_parity.report.actions import actions_section
 from torch_burn_parity.report.atlas import atlas_section
 from torch_burn_parity.report.cpu_section import cpu_section
-from torch_burn_parity.report.experiment import Experiment, dataset_shapes
+from torch_burn_parity.report.experiment import Experiment
+from torch_burn_parity.report.experiment_files import dataset_shapes
 from torch_burn_parity.report.headline import headline
 from torch_burn_parity.report.markdown import md_table
 from torch_burn_parity.report.summaries import FULL_SECTIONS_UP_TO, bias_section, sweep_section

@@ -12,7 +12,7 @@ from torch_burn_parity.report.actions import anchor, proof_text
 from torch_burn_parity.report.verdict_text import e
 
 if TYPE_CHECKING:
-    from torch_burn_parity.report.experiment import Experiment
+    from torch_burn_parity.report.experiment_files import ExperimentFiles
 
 # The chain's columns after the held values and Burn's layer settings, in its order.
 FURTHER = (
@@ -25,7 +25,7 @@ FURTHER = (
 )
 
 
-def arithmetic_remainder(x: Experiment) -> str:
+def arithmetic_remainder(x: ExperimentFiles) -> str:
     """What the share no variant measures is put down to."""
     if x.has_factors:
         return "the per-step factors Burn evaluated in f32."
@@ -36,7 +36,7 @@ def columns_from(c, prefix: str) -> list[str]:
     return [column for column in c.columns if column.startswith(prefix)]
 
 
-def values_at_step_one(x: Experiment, values: list[str]) -> str:
+def values_at_step_one(x: ExperimentFiles, values: list[str]) -> str:
     """Where the values one at a time stand at step 1, before a momentum or an average has
     carried anything over: a value that differs there alone shows it."""
     c, s = x.counterfactual, x.steps
@@ -53,7 +53,7 @@ def values_at_step_one(x: Experiment, values: list[str]) -> str:
     return f" At step 1, where the f64 gap is {e(gap)}: {stands} of it."
 
 
-def share_sentence(x: Experiment, held: float) -> str:
+def share_sentence(x: ExperimentFiles, held: float) -> str:
     """How the measured shares split the f64 gap (the verdict's causes, in words)."""
     gap, c = x.verdict.f64_gap, x.counterfactual
     values = columns_from(c, vd.VALUE_COLUMN)  # Burn's differing values one at a time
@@ -99,7 +99,7 @@ def share_sentence(x: Experiment, held: float) -> str:
     )
 
 
-def fix_sentence(x: Experiment) -> str:
+def fix_sentence(x: ExperimentFiles) -> str:
     """What to change in a port, per cause (judgement/fixes.py)."""
     parts = []
     for f in fixes(x.record, x.paired):
