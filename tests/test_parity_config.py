@@ -1495,7 +1495,7 @@ def test_new_hyperparameters_are_sweepable():
     ],
 )
 def test_a_bound_is_checked_on_both_sides_of_its_edge_and_named(value, low, high, message):
-    from torch_burn_parity.config.parity_config import _bound_problem
+    from torch_burn_parity.config.problems import bound_problem as _bound_problem
 
     problem = _bound_problem(("s",), "k", value, low, high)
     assert (None if problem is None else str(problem)) == (message and f"s.k: {message}")

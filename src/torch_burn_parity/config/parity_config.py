@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,16 @@ import yaml
 from torch_burn_parity.config import burn_fixes, cpu_path
 from torch_burn_parity.config.data_problems import batch_problems, data_problems
 from torch_burn_parity.config.param_groups import group_experiment, group_problems
+from torch_burn_parity.config.problems import (
+    ConfigError,
+    Problem,
+    bound_problem,
+    is_integer,
+    is_number,
+    show,
+    suggest,
+    unknown_keys,
+)
 from torch_burn_parity.config.record import record_problems
 from torch_burn_parity.io.parity_io import FRAMEWORKS
 from torch_burn_parity.models.model_specs import (
@@ -45,7 +54,6 @@ from torch_burn_parity.models.model_specs import (
 )
 from torch_burn_parity.models.port import is_port, port_problems
 from torch_burn_parity.optimizers import REGISTRY
-from torch_burn_parity.suggest import closest_key
 
 # Every hyperparameter each optimizer needs, in the order runs record them; those an
 # experiment may leave out (and the value the spec then carries); those that are true or
@@ -95,40 +103,6 @@ def parameter_shapes(model: str | ModelSpec) -> dict[str, list[int]]:
     """The shape of each parameter of ``model`` (a name: at its default size), by PyTorch
     name."""
     return (SPECS[model] if isinstance(model, str) else model).param_shapes()
-
-
-class ConfigError(ValueError):
-    """An experiment the trainers cannot run as written."""
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a config, at a key path such as ('experiments', 'adam', 'lr')."""
-
-    path: tuple[str | int, ...]
-    message: str
-
-    def __str__(self) -> str:
-        return f"{key_path(self.path)}: {self.message}"
-
-
-def key_path(path: tuple[str | int, ...]) -> str:
-    """('experiments', 'adam', 'betas', 1) -> 'experiments.adam.betas[1]'."""
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text or "(top level)"
-
-
-def _integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def run_problems(config: dict[str, Any]) -> list[Problem]:
@@ -209,7 +183,7 @@ def nesterov_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
         for key in ("momentum", "dampening", "nesterov")
     }
     momentum, dampening = held["momentum"], held["dampening"]
-    if held["nesterov"] is not True or not (_number(momentum) and _number(dampening)):
+    if held["nesterov"] is not True or not (is_number(momentum) and is_number(dampening)):
         return []
     why = []
     if momentum <= 0:
@@ -228,53 +202,7 @@ def nesterov_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
     ]
 
 
-def _suggest(key: Any, known: list[str]) -> str | None:
-    """The closest known key, as the config check suggests it."""
-    return closest_key(key, known) if isinstance(key, str) else None
-
-
-def _unknown_keys(at: tuple, keys: list, known: list[str], what: str) -> tuple[list, set]:
-    """A problem per key of `keys` not in `known`, with the closest known key; and the known
-    keys suggested (a missing key an unknown one suggests needs no line of its own)."""
-    problems, suggested = [], set()
-    for key in keys:
-        if key in known:
-            continue
-        close = _suggest(key, known)
-        suggested.add(close)
-        hint = f"; did you mean {close!r}?" if close else f" (known: {', '.join(known)})"
-        problems.append(Problem((*at, key), f"unknown key of {what}{hint}"))
-    return problems, suggested
-
-
-def _show(value: Any) -> str:
-    """A value as the config spells it."""
-    spelled = {True: "true", False: "false", None: "null"}
-    return spelled[value] if value is None or isinstance(value, bool) else repr(value)
-
-
-def _bound_problem(at: tuple, key: str, value: Any, low: str, high: str = "") -> Problem | None:
-    """The schema's line for a bound, for a value the trainer run by hand would crash on:
-    low is '>0', '>=0' or '>=1' (integers), high '' or '<=1'."""
-    integer = low == ">=1"
-    if not (_integer(value) if integer else _number(value)) or (
-        isinstance(value, float) and not math.isfinite(value)
-    ):
-        kind = "an integer" if integer else "a number"
-        return Problem((*at, key), f"expected {kind}, got {_show(value)}")
-    below = value <= 0 if low == ">0" else value < 0 if low == ">=0" else value < 1
-    above = high == "<=1" and value > 1
-    if not (below or above):
-        return None
-    shown = {">0": "0 < ", ">=0": "0 ≤ ", ">=1": "1 ≤ "}[low]
-    if high:
-        bounds = f"{shown}{key} ≤ 1"
-    else:
-        bounds = f"{key} {'>' if low == '>0' else '≥'} {shown.split()[0]}"
-    return Problem((*at, key), f"{_show(value)} is out of range ({bounds})")
-
-
-# Each schedule key's bounds: (low, high) as _bound_problem takes them.
+# Each schedule key's bounds: (low, high) as bound_problem takes them.
 SCHEDULE_BOUNDS = {
     "final_lr": (">=0", ""),
     "min_lr": (">=0", ""),
@@ -292,18 +220,18 @@ def schedule_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
     schedule, where = exp["schedule"], (*at, "schedule")
     example = "{kind: cosine, min_lr: 0.0, num_steps: 100}"
     if not isinstance(schedule, dict):
-        return [Problem(where, f"expected a mapping like {example}, got {_show(schedule)}")]
+        return [Problem(where, f"expected a mapping like {example}, got {show(schedule)}")]
     kinds = list(SCHEDULES)
     if "kind" not in schedule:
         return [Problem((*where, "kind"), f"missing (one of: {', '.join(kinds)})")]
     kind = schedule["kind"]
     if kind not in SCHEDULES:
-        close = _suggest(kind, kinds)
+        close = suggest(kind, kinds)
         hint = f"; did you mean {close!r}?" if close else ""
         return [
             Problem(
                 (*where, "kind"),
-                f"unknown schedule kind {_show(kind)} (known: {', '.join(kinds)}){hint}",
+                f"unknown schedule kind {show(kind)} (known: {', '.join(kinds)}){hint}",
             )
         ]
     needed = SCHEDULES[kind]
@@ -317,7 +245,7 @@ def schedule_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
             message = f"a key of kind {' and '.join(owners)}, not of {kind} ({takes})"
             problems.append(Problem((*where, key), message))
         else:
-            found, close = _unknown_keys(where, [key], ["kind", *needed], f"kind {kind}")
+            found, close = unknown_keys(where, [key], ["kind", *needed], f"kind {kind}")
             problems += found
             suggested |= close
     for key in needed:
@@ -325,7 +253,7 @@ def schedule_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
             if key not in suggested:
                 problems.append(Problem((*where, key), f"required for kind {kind}"))
             continue
-        problem = _bound_problem(where, key, schedule[key], *SCHEDULE_BOUNDS[key])
+        problem = bound_problem(where, key, schedule[key], *SCHEDULE_BOUNDS[key])
         if problem:
             problems.append(problem)
     if problems:
@@ -333,26 +261,26 @@ def schedule_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
     lr = exp.get("lr")
     if kind == "exponential" and schedule["gamma"] > 1:
         message = (
-            f"{_show(schedule['gamma'])} is out of range (0 < gamma ≤ 1):"
+            f"{show(schedule['gamma'])} is out of range (0 < gamma ≤ 1):"
             " Burn's exponential schedule refuses a gamma above 1"
         )
         problems.append(Problem((*where, "gamma"), message))
-    if kind in SCHEDULES_LR_AT_MOST_1 and _number(lr) and not 0 < lr <= 1:
+    if kind in SCHEDULES_LR_AT_MOST_1 and is_number(lr) and not 0 < lr <= 1:
         message = (
-            f"{_show(lr)} is out of range (0 < lr ≤ 1):"
+            f"{show(lr)} is out of range (0 < lr ≤ 1):"
             f" Burn's {kind} schedule refuses an initial lr outside (0, 1]"
         )
         problems.append(Problem((*at, "lr"), message))
-    elif _number(lr) and lr > 0:
+    elif is_number(lr) and lr > 0:
         if kind == "linear" and schedule["final_lr"] > lr:
             message = (
-                f"{_show(schedule['final_lr'])} is above lr ({_show(lr)}): PyTorch's LinearLR"
+                f"{show(schedule['final_lr'])} is above lr ({show(lr)}): PyTorch's LinearLR"
                 " refuses an end factor (final_lr / lr) above 1"
             )
             problems.append(Problem((*where, "final_lr"), message))
         if kind == "cosine" and schedule["min_lr"] > lr:
             message = (
-                f"{_show(schedule['min_lr'])} is above lr ({_show(lr)}):"
+                f"{show(schedule['min_lr'])} is above lr ({show(lr)}):"
                 " Burn's cosine schedule refuses a min_lr above the initial lr"
             )
             problems.append(Problem((*where, "min_lr"), message))
@@ -365,15 +293,15 @@ def clip_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
     if clip is None:
         return []
     if not isinstance(clip, dict):
-        return [Problem(where, f"expected null, {{norm: x}} or {{value: x}}, got {_show(clip)}")]
-    problems, suggested = _unknown_keys(where, list(clip), list(CLIP_MODES), "clip_grad")
+        return [Problem(where, f"expected null, {{norm: x}} or {{value: x}}, got {show(clip)}")]
+    problems, suggested = unknown_keys(where, list(clip), list(CLIP_MODES), "clip_grad")
     modes = [m for m in CLIP_MODES if m in clip]
     if len(modes) == 2:
         problems.append(Problem(where, "give exactly one of norm or value, not both"))
     elif not modes and not suggested & set(CLIP_MODES):
         problems.append(Problem(where, "give exactly one of norm or value (e.g. {norm: 1.0})"))
     for mode in modes:
-        problem = _bound_problem(where, mode, clip[mode], ">0")
+        problem = bound_problem(where, mode, clip[mode], ">0")
         if problem:
             problems.append(problem)
     return problems
@@ -382,10 +310,10 @@ def clip_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
 def accumulator_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
     """Burn's AdaGrad has no initial accumulator value: only PyTorch's default, 0, compares."""
     value = exp.get("initial_accumulator_value")
-    if not _number(value) or value == 0:
+    if not is_number(value) or value == 0:
         return []
     message = (
-        f"{_show(value)} is refused (only 0): Burn's AdaGrad has no initial accumulator value,"
+        f"{show(value)} is refused (only 0): Burn's AdaGrad has no initial accumulator value,"
         " its sum of squared gradients starts at 0"
     )
     return [Problem((*at, "initial_accumulator_value"), message)]
@@ -396,9 +324,9 @@ def choice_problems(at: tuple, exp: dict[str, Any], key: str, what: str, known) 
     if key not in exp or exp[key] in known:
         return []
     value, known = exp[key], list(known)
-    close = _suggest(value, known)
+    close = suggest(value, known)
     hint = f"; did you mean {close!r}?" if close else ""
-    message = f"unknown {what} {_show(value)} (known: {', '.join(known)}){hint}"
+    message = f"unknown {what} {show(value)} (known: {', '.join(known)}){hint}"
     return [Problem((*at, key), message)]
 
 
@@ -425,9 +353,9 @@ def model_problems(at: tuple, exp: dict[str, Any]) -> list[Problem]:
 def probe_steps_problems(at: tuple, exp: dict[str, Any], steps: Any) -> list[Problem]:
     """Probe steps after the last step would record nothing: refused."""
     probe_steps = exp.get("probe_steps")
-    if not isinstance(probe_steps, list) or not _integer(steps):
+    if not isinstance(probe_steps, list) or not is_integer(steps):
         return []
-    late = [s for s in probe_steps if _integer(s) and s > steps]
+    late = [s for s in probe_steps if is_integer(s) and s > steps]
     if not late:
         return []
     message = f"step {late[0]} is after the last step ({steps})"

@@ -33,10 +33,10 @@ from torch_burn_parity.config.parity_config import (
     SCHEDULES,
     ConfigError,
     experiment_problems,
-    key_path,
     load_config,
     run_problems,
 )
+from torch_burn_parity.config.problems import key_path
 from torch_burn_parity.config.record import DEFAULT_BUDGET_MB, record_steps
 from torch_burn_parity.io.parity_io import FRAMEWORKS, write_text_atomic
 from torch_burn_parity.models.losses import DEFAULT_LOSS
