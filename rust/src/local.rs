@@ -233,12 +233,7 @@ pub(crate) fn local_for<M: ParityModel>(
     torch_run: &Path,
     out: &Path,
 ) -> Result<Written, String> {
-    let Run {
-        spec,
-        data,
-        device,
-        fault,
-    } = run;
+    let (spec, data, device, fault) = run.parts();
     // The last layer's input gradient is the cross-entropy's (mse: a port's only, and a
     // port has no stages to run here).
     if spec.loss != LossKind::CrossEntropy {

@@ -30,6 +30,11 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Its spec, dataset, device and fault, for a body that reads them by name.
+    pub fn parts(self) -> (&'a Spec, &'a Dataset, &'a Device, Option<&'a Fault>) {
+        (self.spec, self.data, self.device, self.fault)
+    }
+
     /// The same run with `fault` injected.
     pub fn with_fault(self, fault: Option<&'a Fault>) -> Self {
         Run { fault, ..self }

@@ -177,12 +177,7 @@ pub fn run<M: ParityModel>(run: Run, out: Option<&Path>) -> Result<(RunBlock, M)
 
 /// [`run`] into `output` (`registry::train_into`).
 pub fn run_into<M: ParityModel>(run: Run, output: Output) -> Result<(RunBlock, M), String> {
-    let Run {
-        spec,
-        data,
-        device,
-        fault,
-    } = run;
+    let (spec, data, device, fault) = run.parts();
     // The dataset's arrays must be the model's at the spec's size, before anything else.
     let size = &spec.model_size;
     let mut model: M = models::build(size, data, device)?;

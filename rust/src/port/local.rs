@@ -24,12 +24,7 @@ pub(super) fn local_port<P: Port>(
     torch_run: &Path,
     out: &Path,
 ) -> Result<Written, String> {
-    let Run {
-        spec,
-        data,
-        device,
-        fault,
-    } = run;
+    let (spec, data, device, fault) = run.parts();
     let declared = declared::<P>();
     let params = <P as ParityModel>::params(&spec.model_size);
     let names = declared.layers.clone();
