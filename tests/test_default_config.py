@@ -101,14 +101,23 @@ def test_the_report_opens_with_the_atlas(default_run):
 
 
 def test_the_recipe_records_each_frameworks_lr_at_every_step(default_run):
+    report = (default_run / "results/report.md").read_text()
     lrs = pd.read_csv(default_run / "results/tables/lrs_adamw_recipe.csv")
     assert len(lrs) == 100 and lrs["lr_torch"].iloc[0] == 0.01
     assert 0 < lrs["rel_diff"].max() < 1e-14  # recursive vs closed-form cosine: ulps apart
     assert lrs["lr_burn"].iloc[-1] == pytest.approx(0.001, rel=1e-2)
+
+    # the probe's gradients are before clipping: by another scope in Burn's own run, by the
+    # same scope in its proving run (one global norm by hand)
+    def section(name: str) -> str:
+        start = report.index(f'<a id="experiment-{name}">')
+        return report[start : report.index('<a id="experiment-', start + 1)]
+
+    assert "the frameworks clip differently" in section("adamw_recipe")
+    assert "which both frameworks take by the same scope" in section("adamw_recipe__fix")
     # its proving run: PyTorch's recursion by hand for Burn, the same lr at every step
     fixed = pd.read_csv(default_run / "results/tables/lrs_adamw_recipe__fix.csv")
     assert (fixed["lr_burn"] == fixed["lr_torch"]).all()
-    report = (default_run / "results/report.md").read_text()
     assert (
         "Schedule: cosine (min_lr 0.001, num_steps 100), PyTorch's scheduler, and its recursion"
         " by hand for Burn (burn_fixes: pytorch_schedule). PyTorch and Burn use the same lr at"

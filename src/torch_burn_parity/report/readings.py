@@ -127,10 +127,19 @@ def probe_reading(x: ExperimentFiles) -> str:
     lr, g = hp["lr"], abs(float(row["torch", "f64"]["grad"]))
     clip = x.spec.get("clip_grad")
     if clip:
+        d = x.config_diff
+        scope = d[
+            d["hyperparameter"].str.startswith("clip_grad")
+            & d["hyperparameter"].str.endswith(" scope")
+        ]
+        alike = (
+            "and the frameworks clip differently"
+            if (scope["status"] == "differs").any()
+            else "which both frameworks take by the same scope"
+        )
         text.append(
             f"These are the gradients before clipping ({setting('clip_grad', clip)}); the"
-            " update uses the clipped ones, and the frameworks clip differently (the"
-            " config diff's clipping scope)."
+            f" update uses the clipped ones, {alike} (the config diff's clipping scope)."
         )
     if judged["full_step"]:
         decay = (
