@@ -5,12 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from torch_burn_parity.analysis.gaps import (
-    report_steps_of,
-)
-from torch_burn_parity.io.parity_io import (
-    DTYPES,
-)
+from torch_burn_parity.analysis.gaps import report_steps_of
+from torch_burn_parity.config import burn_fixes
+from torch_burn_parity.io.parity_io import DTYPES
 from torch_burn_parity.judgement import verdict as vd
 from torch_burn_parity.models.model_specs import DEFAULT_MODEL, model_of
 from torch_burn_parity.report import depth_plot, readings, shares
@@ -197,7 +194,7 @@ class Experiment(ExperimentFiles):
             own = (
                 "PyTorch's scheduler, and its recursion by hand for Burn (burn_fixes:"
                 " pytorch_schedule)"
-                if "pytorch_schedule" in self.spec.get("burn_fixes", [])
+                if burn_fixes.SCHEDULE in self.spec.get("burn_fixes", [])
                 else "each framework's own scheduler"
             )
             text = f"Schedule: {setting('schedule', schedule)}, {own}. "
