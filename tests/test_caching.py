@@ -37,6 +37,8 @@ PACKAGE = "torch_burn_parity"
 SRC = "src"
 CRATE = "rust"
 DOTTED = rf"\b{PACKAGE}(?:\.\w+)+"
+# A rule's script (workflow/scripts/): it runs what it imports from the package.
+SCRIPT = r"\bworkflow/scripts/[a-z_]+\.py\b"
 
 
 def crate_files(root: Path) -> list[str]:
@@ -55,8 +57,13 @@ def package_files(root: Path) -> list[str]:
     )
 
 
+def script_files(root: Path) -> list[str]:
+    """Every workflow script."""
+    return sorted(str(p.relative_to(root)) for p in (root / "workflow/scripts").glob("*.py"))
+
+
 # Collected from the project itself: a new module or source file gets its own test case.
-EDITABLE = package_files(ROOT) + crate_files(ROOT)
+EDITABLE = package_files(ROOT) + script_files(ROOT) + crate_files(ROOT)
 
 
 def file_of(root: Path, dotted: str) -> Path | None:
@@ -130,16 +137,28 @@ def code_of(job: Job, root: Path) -> set[str]:
     for module in set(re.findall(DOTTED, job.shell)) - {LAUNCHER}:
         assert file_of(root, module), f"{job.rule} runs {module}, which is not in the package"
         used |= imports_of(root, module)
+    for script in set(re.findall(SCRIPT, job.shell)):
+        assert (root / script).is_file(), f"{job.rule} runs {script}, which is not there"
+        used |= scripts_code(root, script)
     if re.search(r"\bcargo build\b", job.shell):
         used |= set(crate_files(root))
     return used
 
 
+def scripts_code(root: Path, script: str) -> set[str]:
+    """A workflow script's file and the files of every module it imports."""
+    modules = direct_imports(root, root / script)
+    return {script}.union(*(imports_of(root, m) for m in modules))
+
+
 def named_by_rules(root: Path) -> set[str]:
-    """Modules the rule files run, whether or not this config instantiates their rules."""
+    """Code the rule files run, whether or not this config instantiates their rules."""
     text = "\n".join(p.read_text() for p in (root / "workflow/rules").glob("*.smk"))
     modules = set(re.findall(DOTTED, text))
-    return set().union(*(imports_of(root, m) for m in modules))
+    scripts = set(re.findall(SCRIPT, text))
+    return set().union(
+        *(imports_of(root, m) for m in modules), *(scripts_code(root, s) for s in scripts)
+    )
 
 
 def workflow_imports(root: Path) -> set[str]:
@@ -188,9 +207,13 @@ def test_the_derivation_sees_every_script(pipeline, every_job):
     )
     # A module only a rule this small config does not instantiate runs (the sweep summary)
     # is named by the rule files; anything else would be covered by nothing.
-    unaccounted = set(package_files(pipeline)) - used - workflow_imports(pipeline)
+    unaccounted = set(package_files(pipeline) + script_files(pipeline))
+    unaccounted -= used | workflow_imports(pipeline)
     unaccounted -= named_by_rules(pipeline)
-    assert not unaccounted, f"no job runs or imports {sorted(unaccounted)}"
+    # The seed's own program, for a person (its main is a stage of the analyse job's script).
+    assert unaccounted <= {"workflow/scripts/compare.py"}, (
+        f"no job runs or imports {sorted(unaccounted)}"
+    )
     assert set(crate_files(pipeline)) <= used
 
 

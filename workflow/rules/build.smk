@@ -31,7 +31,7 @@ rule build_port:
     that does not build stops here, its first compiler error on screen.
     """
     input:
-        code=code("tooling.build_port"),
+        code=script_code("build_port"),
         sources=port_sources,
     output:
         "results/bin/ports/{port}",
@@ -41,7 +41,7 @@ rule build_port:
         crate=lambda w: PORTS[w.port].crate,
         bin=lambda w: PORTS[w.port].bin,
     shell:
-        "python -m torch_burn_parity.tooling.build_port --crate {params.crate}"
+        "python workflow/scripts/build_port.py --crate {params.crate}"
         " --bin {params.bin} --out {output} --log {log}"
 
 
@@ -51,7 +51,7 @@ rule check_port:
     your Burn module to the same file; every refusal of both sides on one line each
     (training/check_port.py)."""
     input:
-        code=code("training.check_port"),
+        code=script_code("check_port"),
         binary="results/bin/ports/{port}",
         spec=lambda w: f"results/specs/{port_experiment(w.port)}.json",
         data=lambda w: dataset(port_experiment(w.port)),
@@ -60,6 +60,6 @@ rule check_port:
     log:
         "results/logs/check_port/{port}.log",
     shell:
-        "python -m torch_burn_parity.tooling.warm torch_burn_parity.training.check_port"
+        "python -m torch_burn_parity.tooling.warm workflow/scripts/check_port.py"
         " --spec {input.spec} --data {input.data} --binary {input.binary} --out {output}"
         " > {log} 2>&1"

@@ -19,7 +19,7 @@ from torch_burn_parity.config.data_problems import experiment_data
 from torch_burn_parity.datasets.registry import dataset_stem
 from torch_burn_parity.models.port import register_ports
 from torch_burn_parity.models.model_specs import spec_of_config
-from torch_burn_parity.tooling.code import module_files
+from torch_burn_parity.tooling.code import module_files, script_files
 from torch_burn_parity.tooling.exit_timers import cancel_pending_timers
 from torch_burn_parity.tooling.slurm_cores import cap_cores
 from torch_burn_parity.tooling.stale_lock import clear_stale_locks
@@ -66,11 +66,57 @@ def code(*modules):
     return module_files(*modules)
 
 
-# Rules run the package's modules as `python -m torch_burn_parity.tooling.warm MODULE args`,
-# which does what `python -m MODULE args` does in a process forked from a warm interpreter
-# that has already imported PyTorch, pandas and matplotlib (see tooling/warm.py): 0.05 s to
-# start a job instead of 2-4 s. PARITY_WARM=0 runs every module cold; under SLURM cold is
+# Each rule that runs Python runs one thin script of workflow/scripts/ (its inputs list it
+# and the package's files it imports: script_code below), most of them as
+# `python -m torch_burn_parity.tooling.warm workflow/scripts/X.py args`, which does what
+# `python workflow/scripts/X.py args` does in a process forked from a warm interpreter that
+# has already imported PyTorch, pandas and matplotlib (see tooling/warm.py): 0.05 s to
+# start a job instead of 2-4 s. PARITY_WARM=0 runs every script cold; under SLURM cold is
 # the default.
+
+
+def script_code(name):
+    """A workflow script (workflow/scripts/NAME.py) and every file of the package it runs:
+    a rule's inputs, as code() gives a module's (tooling/code.py)."""
+    return script_files(f"workflow/scripts/{name}.py")
+
+
+def job_json(wildcards, input, output, log, **params):
+    """A workflow script's one argument: its rule's wildcards, input, output, log and
+    params by name, as JSON (tooling/stages.py reads it). The code's files are left out:
+    they are inputs for Snakemake's sake, not the script's."""
+    import json
+
+    return json.dumps(
+        {
+            "wildcards": dict(wildcards.items()),
+            "input": {name: v for name, v in input.items() if name != "code"},
+            "output": dict(output.items()),
+            "log": log,
+            "params": params,
+        }
+    )
+
+
+# The analyse job's logs: the job's own (one line per stage), and one per stage.
+ANALYSE_LOGS = {
+    name: f"results/logs/analyse/{{experiment}}/{name}.log"
+    for name in [
+        "job",
+        "compare",
+        "steps_table",
+        "config_diff",
+        "replay",
+        "probe",
+        "plots",
+        "lrs_table",
+        "layers_table",
+        "burn_local",
+        "render_html",
+        "judge",
+    ]
+}
+
 
 DEFAULT_TOLERANCE = {"f32": 1e-6, "f64": 1e-12}
 
@@ -231,9 +277,10 @@ def tensor_files(experiment):
 
 
 def probe_option(experiment):
-    """--parameter for the gradient probe, when the experiment names one."""
+    """--parameter for the gradient probe, when the experiment names one (a list of
+    arguments)."""
     parameter = settings(experiment).get("probe")
-    return f"--parameter '{parameter}'" if parameter else ""
+    return ["--parameter", parameter] if parameter else []
 
 
 def report_inputs(wildcards):

@@ -2,7 +2,7 @@ rule make_data:
     """One model's dataset file, shared by both trainers: inputs and initial weights
     (parameters and buffers), rounded to f32 once."""
     input:
-        code=code("training.make_data"),
+        code=script_code("make_data"),
         # a port's dataset file is its weights and data files (models/port.py)
         port=lambda w: port_files(w.model),
     output:
@@ -13,7 +13,7 @@ rule make_data:
     # (0.2 s), and every training waits for it, the Burn one included, which would
     # otherwise wait for the server's first start (3-4 s of imports).
     shell:
-        "python -m torch_burn_parity.training.make_data --model {wildcards.model}"
+        "python workflow/scripts/make_data.py --model {wildcards.model}"
         " --out {output} > {log} 2>&1"
 
 

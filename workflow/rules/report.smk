@@ -2,7 +2,7 @@ rule report:
     """results/report.md, assembled from the pipeline's outputs only."""
     input:
         unpack(report_inputs),
-        code=code("report.report"),
+        code=script_code("report"),
         data=datasets(),
     output:
         report(
@@ -13,7 +13,7 @@ rule report:
     log:
         "results/logs/report.log",
     shell:
-        "python -m torch_burn_parity.tooling.warm torch_burn_parity.report.report --config {input.config} --results results"
+        "python -m torch_burn_parity.tooling.warm workflow/scripts/report.py --config {input.config} --results results"
         " --data {input.data} --out {output}"
         " > {log} 2>&1"
 
@@ -47,7 +47,7 @@ rule html_report:
     landing page's verdicts (from verdicts.json), and the Adam bias-correction table's page
     (each experiment's table pages come from its analyse job)."""
     input:
-        code=code("report.render_html"),
+        code=script_code("html_report"),
         report="results/report.md",
         records="results/verdicts.json",
         bias=BIAS_PAGE[0],
@@ -68,6 +68,6 @@ rule html_report:
     log:
         "results/logs/html_report.log",
     shell:
-        "python -m torch_burn_parity.tooling.warm torch_burn_parity.report.render_html --report {input.report}"
+        "python -m torch_burn_parity.tooling.warm workflow/scripts/html_report.py --report {input.report}"
         " --out {output.html} --pages {output.pages} --records {input.records} --verdicts {output.verdicts}"
         " --tables {input.bias} --tables-out {output.bias} > {log} 2>&1"

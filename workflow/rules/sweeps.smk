@@ -16,7 +16,7 @@ rule sweep_spec:
 rule sweep_summary:
     """A row per experiment of one sweep, its verdict and cause, and the parity map."""
     input:
-        code=code("report.sweep_summary"),
+        code=script_code("sweep_summary"),
         spec="results/specs/sweeps/{sweep}.json",
         records=lambda w: sweep_records(w.sweep),
     output:
@@ -31,5 +31,5 @@ rule sweep_summary:
     log:
         "results/logs/sweeps/{sweep}.log",
     shell:
-        "python -m torch_burn_parity.tooling.warm torch_burn_parity.report.sweep_summary --spec {input.spec} --results results"
+        "python -m torch_burn_parity.tooling.warm workflow/scripts/sweep_summary.py --spec {input.spec} --results results"
         " --out-dir results/sweeps/{wildcards.sweep} > {log} 2>&1"

@@ -6,7 +6,7 @@
 rule train_torch:
     """PyTorch runs of one experiment, f32 and f64."""
     input:
-        code=code("training.train_torch"),
+        code=script_code("train_torch"),
         spec="results/specs/{experiment}.json",
         data=lambda w: dataset(w.experiment),
         checked=lambda w: port_check(w.experiment),
@@ -21,7 +21,7 @@ rule train_torch:
         "results/logs/train/{experiment}/torch.log",
     shell:
         "for dtype in f32 f64; do"
-        " python -m torch_burn_parity.tooling.warm torch_burn_parity.training.train_torch"
+        " python -m torch_burn_parity.tooling.warm workflow/scripts/train_torch.py"
         " --spec {input.spec} --dtype $dtype --data {input.data}"
         " --out results/runs/{wildcards.experiment}/torch-$dtype.json;"
         " done > {log} 2>&1"

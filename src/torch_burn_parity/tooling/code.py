@@ -105,3 +105,14 @@ def module_files(*modules: str, src: Path = SRC) -> list[str]:
     paths = {module_path(n, src) for n in seen}
     paths |= {f for path in list(paths) for f in data_files(path)}
     return sorted(str(p.relative_to(root)) for p in paths)
+
+
+def script_files(script: str, src: Path = SRC) -> list[str]:
+    """A workflow script (a path relative to the project, workflow/scripts/x.py) and every
+    file of the package it runs, as module_files gives them: its imports read the same way."""
+    path = src.parent / script
+    if not path.is_file():
+        raise ValueError(f"no workflow script {script} under {src.parent}")
+    prefix = f"{PACKAGE}."
+    modules = sorted(m.removeprefix(prefix) for m in imported_modules(path, src) if m != PACKAGE)
+    return [script, *module_files(*modules, src=src)]
