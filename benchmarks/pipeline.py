@@ -29,7 +29,8 @@ the environment and the Burn binary already built, and measures:
                 pinning the kernel paths costs (config/cpu_path.py)
 
 Prints a table with the median of --repeat runs and the ratio to the reference.
-`--only sweep` or `--only cpu-path` measures that alone.
+`--only sweep` or `--only cpu-path` measures that alone; `--only sweep` measures the sweep
+--repeat times (interleaved with --against's revision) and reports the medians.
 
 `--against REV` measures a git revision of this checkout too (its files from `git archive`,
 the same Python environment, Cargo's target folder shared), in the same run: each round
@@ -202,6 +203,25 @@ def measure_sweep(work: Path, env: dict, seed_config: dict, sizes: list[int]) ->
     }
 
 
+def median_sweep(runs: list[dict]) -> dict:
+    """The median of each figure over rounds of measure_sweep (peak memory: the largest);
+    every round's marginal seconds kept beside it."""
+    median = statistics.median
+    sizes = runs[0]["cold_s"]
+    return {
+        "cold_s": {n: median(r["cold_s"][n] for r in runs) for n in sizes},
+        "marginal_s_per_experiment": median(r["marginal_s_per_experiment"] for r in runs),
+        "marginal_s_per_round": [r["marginal_s_per_experiment"] for r in runs],
+        "peak_rss_mb_per_rule": {
+            rule: max(r["peak_rss_mb_per_rule"].get(rule, 0.0) for r in runs)
+            for rule in runs[-1]["peak_rss_mb_per_rule"]
+        },
+        "no_op_s": median(r["no_op_s"] for r in runs),
+        "startup_s": median(r["startup_s"] for r in runs),
+        "no_op_over_startup": median(r["no_op_over_startup"] for r in runs),
+    }
+
+
 def prepare(work: Path, env: dict) -> dict:
     """The Burn binary and the datasets built in the copy at ``work`` (not timed); the
     environment its runs take."""
@@ -274,15 +294,22 @@ def main(argv: list[str] | None = None) -> None:
         speed = measure_cpu_paths(work, env, args.repeat) if args.only != "sweep" else {}
         if args.only == "cpu-path":
             return
-        sweeps = {}
-        for label, work in copies.items():
-            seed_config = seed_of((work / "config.yaml").read_text())
-            default_config = (work / "config.yaml").read_text()
-            print(f"[{label}]", end=" ", flush=True)
-            sweeps[label] = measure_sweep(work, envs[label], seed_config, args.sweep_sizes)
-            (work / "config.yaml").write_text(default_config)
+        # Each round measures every copy in turn, so that all see the same machine; with
+        # --only sweep there are --repeat rounds and the medians are reported.
+        rounds = args.repeat if args.only == "sweep" else 1
+        measured: dict[str, list[dict]] = {label: [] for label in copies}
+        for i in range(rounds):
+            for label, work in copies.items():
+                seed_config = seed_of((work / "config.yaml").read_text())
+                default_config = (work / "config.yaml").read_text()
+                print(f"round {i + 1}/{rounds} [{label}]", end=" ", flush=True)
+                one = measure_sweep(work, envs[label], seed_config, args.sweep_sizes)
+                measured[label].append(one)
+                (work / "config.yaml").write_text(default_config)
+        sweeps = {label: median_sweep(runs) for label, runs in measured.items()}
+        for label, sweep in sweeps.items():
             print(f"[{label}]", end="")
-            print_sweep(sweeps[label])
+            print_sweep(sweep)
         if args.only == "sweep":
             args.json.parent.mkdir(parents=True, exist_ok=True)
             block = sweeps["now"] if len(copies) == 1 else sweeps
@@ -365,7 +392,9 @@ def measure_cpu_paths(work: Path, env: dict, repeat: int) -> dict[str, float]:
 def print_sweep(sweep: dict) -> None:
     cold = ", ".join(f"{n} points {t:.1f} s" for n, t in sweep["cold_s"].items())
     print(f"\nsweep (beside sgd): cold {cold}")
-    print(f"  marginal {sweep['marginal_s_per_experiment']:.2f} s per added experiment")
+    each = ", ".join(f"{m:.2f}" for m in sweep.get("marginal_s_per_round", []))
+    print(f"  marginal {sweep['marginal_s_per_experiment']:.2f} s per added experiment"
+          + (f" (median of rounds: {each})" if each else ""))  # fmt: skip
     peaks = ", ".join(f"{r} {m:.0f}" for r, m in sorted(sweep["peak_rss_mb_per_rule"].items()))
     print(f"  peak memory per job (MB): {peaks}")
     print(f"  no-op rerun {sweep['no_op_s']:.2f} s, snakemake --version {sweep['startup_s']:.2f} s"
