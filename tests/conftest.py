@@ -37,10 +37,32 @@ ADAM = {"optimizer": "adam", "lr": 0.01, "betas": [0.9, 0.999], "eps": 1e-8, "we
 REAL_RUN_FIXTURES = {"burn_binary", "dataset", "train", "pipeline"}
 
 
+# The longest test files, longest first (their serial times, `--durations`, 2026-12-04: the
+# ResNet-18 port 260 s, the default config 220 s, the port pipelines 170 s, cargo test 155 s,
+# …): collected first, so that pytest-xdist's workers start on them and the short files fill
+# in around them, instead of one long file running alone at the end.
+LONGEST_FIRST = [
+    "test_port_resnet18",
+    "test_default_config",
+    "test_port_pipeline",
+    "test_rust",
+    "test_port_architectures",
+    "test_cpu_path",
+    "test_faults",
+    "test_caching",
+    "test_warm",
+    "test_model_agreement",
+    "test_introduced",
+    "test_browser",
+]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if REAL_RUN_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.pipeline)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: files stay whole
 
 
 # Other hosts' /proc/cpuinfo, as Linux writes them (the fields the project reads): vendor

@@ -1,20 +1,18 @@
 """The architectures people port, as ports through the real pipeline: layers at depth named by
 globs (and the local mode naming an injected fault), BatchNorm's buffers, each layer's
-settings side by side, packed and re-laid-out parameters, and torchvision's ResNet-18 from
-examples/ports. Real PyTorch, real cargo builds of each port's crate, real Snakemake."""
+settings side by side, packed and re-laid-out parameters (torchvision's ResNet-18 from
+examples/ports: test_port_resnet18.py). Real PyTorch, real cargo builds of each port's
+crate, real Snakemake."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 from safetensors import safe_open
 
-from conftest import ROOT
 from pipeline_helpers import copy_project, snakemake
 from port_projects import verdicts, write_variant
 
@@ -25,49 +23,6 @@ pytestmark = pytest.mark.pipeline
 def project(tmp_path_factory, burn_binary) -> Path:
     """A copy of the project without the examples: nothing of the user's model in it."""
     return copy_project(tmp_path_factory.mktemp("project"), {"experiments": {}}, "unused.yaml")
-
-
-@pytest.fixture(scope="module")
-def resnet(tmp_path_factory, burn_binary) -> Path:
-    """A copy of the project with examples/ports, its files written and run as its config
-    says: torchvision's ResNet-18 and its Burn port."""
-    config = yaml.safe_load((ROOT / "examples/ports/config.yaml").read_text())
-    workdir = copy_project(tmp_path_factory.mktemp("ports"), config, "ports.yaml")
-    skipped = shutil.ignore_patterns("target", "__pycache__", "*.safetensors")  # written below
-    shutil.copytree(ROOT / "examples", workdir / "examples", ignore=skipped)
-    import subprocess
-    import sys
-
-    make = [sys.executable, "examples/ports/resnet18/make_files.py"]
-    subprocess.run(make, cwd=workdir, check=True, capture_output=True)
-    snakemake(workdir, "--cores", "2", "--configfile", "examples/ports/config.yaml")
-    return workdir
-
-
-def test_torchvisions_resnet18_is_judged_part_by_part_and_layer_by_layer(resnet):
-    """Training the same up to rounding with SGD (Adam's f32 factors with Adam); the running
-    statistics of its 20 BatchNorms explained by the variance estimator; no block introduces
-    a difference when run on PyTorch's input."""
-    found = verdicts(resnet)
-    parts = {name: [(p["part"], p["verdict"]) for p in r["parts"]] for name, r in found.items()}
-    explained, equivalent = "algorithmic difference, explained", "equivalent up to rounding"
-    assert parts == {
-        "resnet18_sgd": [("training", equivalent), ("evaluation state", explained)],
-        "resnet18_adam": [("training", explained), ("evaluation state", explained)],
-    }
-    adam = {c["cause"]: c["part"] for c in found["resnet18_adam"]["causes"]}
-    assert adam["Burn's f32 evaluation of its per-step Adam factors"] == "training"
-    estimator = "the running-variance estimator (Burn biased, PyTorch unbiased)"
-    assert adam[estimator] == "evaluation state"
-    layers = pd.read_csv(resnet / "results/tables/layers_resnet18_sgd.csv")
-    blocks = layers[layers["phase"].isin(["forward", "backward"])
-                    & layers["layer"].str.fullmatch(r"conv1|layer\d\.\d|fc")]  # fmt: skip
-    assert len(blocks) == 2 * 10 and blocks["local_f64"].notna().all()
-    assert (blocks["local_f64"] <= blocks["floor"]).all()
-    diff = pd.read_csv(resnet / "results/tables/config_diff_resnet18_sgd.csv")
-    rows = dict(zip(diff["hyperparameter"], diff["status"], strict=True))
-    assert rows["layer4.0.downsample.0.stride"] == "same"  # Burn's `downsample.conv`
-    assert sum(k.endswith(".running_var_estimator") for k in rows) == 20
 
 
 # --- a model whose layers sit at depth, named by globs -----------------------------------
