@@ -113,9 +113,7 @@ class Job:
                 status = 1
             finally:
                 sys.argv = saved_argv
-        if status != 0:
-            raise self.failed(name, log, f"failed (exit {status})")
-        self.say(f"{name} {time.perf_counter() - start:.2f} s ({log})")
+        self.ended(name, log, status, start)
 
     def program(
         self, name: str, argv: Sequence[Any], log: Path | str, append: bool = False
@@ -126,6 +124,10 @@ class Job:
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a" if append else "w") as out:
             status = subprocess.run(flat(argv), stdout=out, stderr=out).returncode
+        self.ended(name, log, status, start)
+
+    def ended(self, name: str, log: Path, status: int, start: float) -> None:
+        """A stage's line in the job's log, or the job's end if it failed."""
         if status != 0:
             raise self.failed(name, log, f"failed (exit {status})")
         self.say(f"{name} {time.perf_counter() - start:.2f} s ({log})")
