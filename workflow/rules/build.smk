@@ -1,6 +1,8 @@
 rule build_burn:
-    """The Burn trainer, built from the locked crate and copied out of cargo's target dir."""
+    """The Burn trainer, built from the locked crate and copied out of cargo's target dir;
+    a first build prints the crates compiled every 30 s (tooling/build_burn.py)."""
     input:
+        code=script_code("build_burn"),
         manifest="rust/Cargo.toml",
         lock="rust/Cargo.lock",
         build_script="rust/build.rs",
@@ -9,17 +11,11 @@ rule build_burn:
         "results/bin/parity-train",
     log:
         "results/logs/build_burn.log",
+    benchmark:
+        "results/benchmarks/build_burn.tsv"
     shell:
-        """
-        if ! command -v cargo >/dev/null; then
-            echo "build_burn: cargo not found on PATH; install a Rust toolchain (https://rustup.rs) and rerun" | tee {log} >&2
-            exit 1
-        fi
-        echo "build_burn: cargo build --release --locked (a first build takes minutes; log: {log})" >&2
-        cargo build --release --locked --manifest-path {input.manifest} >{log} 2>&1
-        target="${{CARGO_TARGET_DIR:-rust/target}}"
-        cp "$target/release/parity-train" {output}.tmp && mv {output}.tmp {output}
-        """
+        "python workflow/scripts/build_burn.py --manifest {input.manifest} --out {output}"
+        " --log {log}"
 
 
 rule build_port:

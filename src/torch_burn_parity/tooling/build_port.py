@@ -18,7 +18,8 @@ copy each other's binary. The rule runs only when the crate's sources or the tra
 changed, when the crate is compiled again in any case.
 
 A first build (no Burn compiled in the target folder yet) says so, and every build prints
-a progress line every 30 seconds: crates compiled so far, of the lock file's packages.
+a progress line every 30 seconds: crates compiled so far, of those the crate needs
+(tooling/cargo_build.py).
 """
 
 from __future__ import annotations
@@ -26,41 +27,22 @@ from __future__ import annotations
 import argparse
 import fcntl
 import json
-import os
-import re
 import shutil
 import subprocess
 import sys
-import threading
-import time
-import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-PROGRESS_EVERY_S = 30.0
-COMPILING = re.compile(r"^\s*Compiling (\S+) v")
+from torch_burn_parity.tooling.cargo_build import (
+    burn_compiled,
+    crates_to_compile,
+    first_error,
+    run_cargo,
+    target_dir,
+)
 
 
 class BuildError(Exception):
     """A build that failed: one line (and the compiler's first error, when there is one)."""
-
-
-def target_dir() -> Path:
-    return Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "rust" / "target").resolve()
-
-
-def burn_compiled(target: Path) -> bool:
-    """Whether the target folder holds a release build of Burn already."""
-    return any((target / "release" / ".fingerprint").glob("burn-core-*"))
-
-
-def lock_packages(lock: Path) -> int:
-    """The number of packages a Cargo.lock holds (those of every platform: an upper bound
-    on the crates a build compiles)."""
-    try:
-        return len(tomllib.loads(lock.read_text()).get("package", []))
-    except (OSError, tomllib.TOMLDecodeError):
-        return 0
 
 
 def package_of(crate: Path, bin_name: str) -> str:
@@ -79,52 +61,15 @@ def package_of(crate: Path, bin_name: str) -> str:
     raise BuildError(f"{crate}: no binary {bin_name!r} in the crate (burn.bin)")
 
 
-def cargo(args: list[str], log, label: str, total: int) -> int:
-    """Run cargo with its output appended to `log`, printing progress to stderr every
-    PROGRESS_EVERY_S seconds; cargo's exit code."""
-    start = time.monotonic()
-    compiled = 0
-    done = threading.Event()
-
-    def report() -> None:
-        while not done.wait(PROGRESS_EVERY_S):
-            minutes, seconds = divmod(int(time.monotonic() - start), 60)
-            of = f" of at most {total}" if total else ""
-            print(f"{label}: {compiled} crates compiled{of}, {minutes} min {seconds:02d} s",
-                  file=sys.stderr, flush=True)  # fmt: skip
-
-    reporter = threading.Thread(target=report, daemon=True)
-    reporter.start()
-    proc = subprocess.Popen(["cargo", *args], stdout=log, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        log.write(line)
-        log.flush()
-        if COMPILING.match(line):
-            compiled += 1
-    code = proc.wait()
-    done.set()
-    return code
-
-
-def first_error(log_path: Path) -> str:
-    """The compiler's first error and the 8 lines after it, else the log's last 20 lines."""
-    lines = log_path.read_text(errors="replace").splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("error"):
-            return "\n".join(lines[i : i + 9])
-    return "\n".join(lines[-20:])
-
-
 def build(crate: Path, bin_name: str, out: Path, log_path: Path) -> None:
     """Build `bin_name` of `crate` into the shared target folder and copy it to `out`."""
     crate = crate.resolve()
-    target = target_dir()
+    target = target_dir(Path("rust"))
     target.mkdir(parents=True, exist_ok=True)
     label = "build_port"
     build_args = ["build", "--release", "--locked", "--manifest-path", str(crate / "Cargo.toml"),
                   "--bin", bin_name, "--target-dir", str(target)]  # fmt: skip
-    total = lock_packages(crate / "Cargo.lock")
+    total = crates_to_compile(crate / "Cargo.toml")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(target / ".parity-port-build.lock", "w") as turn, open(log_path, "w") as log:
         fcntl.flock(turn, fcntl.LOCK_EX)
@@ -139,9 +84,9 @@ def build(crate: Path, bin_name: str, out: Path, log_path: Path) -> None:
         package = package_of(crate, bin_name)
         clean = ["clean", "--release", "--manifest-path", str(crate / "Cargo.toml"),
                  "-p", package, "--target-dir", str(target)]  # fmt: skip
-        if cargo(clean, log, label, 0) != 0:
+        if run_cargo(clean, log, label) != 0:
             raise BuildError(f"{crate}: cargo clean -p {package} failed (log: {log_path})")
-        if cargo(build_args, log, label, total) != 0:
+        if run_cargo(build_args, log, label, total) != 0:
             raise BuildError(f"{crate} does not build; its first error:\n{first_error(log_path)}")
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".tmp")
