@@ -5,6 +5,7 @@ crates to compile, the progress line, the one-line failures. Real cargo, on two 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,23 +39,34 @@ def test_the_crates_to_compile_are_the_packages_of_the_build(crate):
 
 
 def test_the_progress_line_counts_the_crates_compiled(crate, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cargo_build, "PROGRESS_EVERY_S", 0.001)
+    monkeypatch.setattr(cargo_build, "PROGRESS_EVERY_S", 0.05)
+    # The app's build script takes a second: the lines meanwhile name the crate compiling.
+    (crate / "build.rs").write_text("fn main() { std::thread::sleep(std::time::Duration::"
+                                    "from_millis(1000)); }\n")  # fmt: skip
     log = open(tmp_path / "cargo.log", "w+")  # noqa: SIM115 (read back below)
     args = ["build", "--release", "--locked", "--manifest-path", str(crate / "Cargo.toml"),
             "--target-dir", str(tmp_path / "target")]  # fmt: skip
     assert cargo_build.run_cargo(args, log, "build_burn", total=2) == 0
     lines = capsys.readouterr().err.splitlines()
-    assert lines, "no progress line"
     assert all(line.startswith("build_burn: ") for line in lines)
-    assert lines[-1].startswith("build_burn: 2 crates compiled (its dependency tree has 2), ")
+    tree = "(its dependency tree has 2)"
+    assert f"build_burn: 1 crate compiled {tree}, 0 s; compiling parity-train" in lines
+    assert re.fullmatch(rf"build_burn: 2 crates compiled {re.escape(tree)}, [12] s", lines[-1])
     log.seek(0)
     assert "Compiling dep v0.1.0" in log.read()  # cargo's output kept in the log
-    # fresh: nothing compiled, so no closing line
+    # fresh: nothing compiled (cargo's fresh artifacts are not counted), no closing line
     assert cargo_build.run_cargo(args, log, "build_burn", total=2) == 0
     assert all(
-        " 0 crates compiled (its dependency tree has 2), " in line
-        for line in capsys.readouterr().err.splitlines()
+        f" 0 crates compiled {tree}, " in line for line in capsys.readouterr().err.splitlines()
     )
+
+
+def test_a_package_id_names_the_package():
+    registry = "registry+https://github.com/rust-lang/crates.io-index#burn-flex@0.22.1"
+    assert cargo_build.package_of(registry) == ("burn-flex", "0.22.1")
+    assert cargo_build.package_of("path+file:///tmp/x/dep#0.1.0") == ("dep", "0.1.0")
+    assert cargo_build.package_of("path+file:///work/rust#parity-train@0.1.0") == (
+        "parity-train", "0.1.0")  # fmt: skip
 
 
 def test_a_count_without_a_total_says_crate_for_one(crate, tmp_path, capsys):
