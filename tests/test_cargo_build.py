@@ -52,6 +52,9 @@ def test_the_progress_line_counts_the_crates_compiled(crate, tmp_path, monkeypat
     tree = "(its dependency tree has 2)"
     assert f"build_burn: 1 crate compiled {tree}, 0 s; compiling parity-train" in lines
     assert re.fullmatch(rf"build_burn: 2 crates compiled {re.escape(tree)}, [12] s", lines[-1])
+    # the app is not compiled while its build script runs (its artifact is not the crate's);
+    # one line may fall between the binary's artifact and cargo's exit
+    assert sum(line.startswith("build_burn: 2 crates") for line in lines[:-1]) <= 1
     log.seek(0)
     assert "Compiling dep v0.1.0" in log.read()  # cargo's output kept in the log
     # fresh: nothing compiled (cargo's fresh artifacts are not counted), no closing line
@@ -107,6 +110,9 @@ def test_a_trainer_that_does_not_build_is_its_first_error(crate, tmp_path):
     proc, out, log = run_build_burn(crate, tmp_path)
     assert proc.returncode == 1
     assert "build_burn: the trainer does not build; its first error:\nerror[E0308]" in proc.stderr
+    # the closing count names no crate as compiling: the build is over
+    assert re.search(r"^build_burn: 1 crate compiled \(its dependency tree has 2\), \d s$",
+                     proc.stderr, flags=re.M)  # fmt: skip
     assert "Traceback" not in proc.stderr
     assert not out.exists()
 
