@@ -1,7 +1,7 @@
 """A fresh clone to its report, phase by phase: what a newcomer waits for.
 
-    uv run python benchmarks/fresh_clone.py [--rev HEAD] [--cold-caches] [--build-beside]
-        [--json results/benchmarks/fresh_clone.json]
+    uv run python benchmarks/fresh_clone.py [--rev HEAD] [--against REV] [--cold-caches]
+        [--build-beside] [--json results/benchmarks/fresh_clone.json]
 
 Clones this checkout's --rev (`git clone`, so committed files only) into a temporary
 folder and runs the README's pipeline command there, `uv run snakemake --cores 4`, as its
@@ -15,6 +15,9 @@ two parts, each timed:
     after build   from the trainer's binary landing to the end of the run: the Burn
                   trainings and everything after them
   total         clone to report
+
+--against REV measures that revision too, after --rev, in the same run (each a clone of its
+own), for a before-and-after on the same machine.
 
 --cold-caches gives uv and cargo empty caches of their own (UV_CACHE_DIR, CARGO_HOME in the
 temporary folder): every wheel and crate is downloaded, as on a fresh machine. Without it
@@ -120,9 +123,19 @@ def measure(rev: str, cold_caches: bool, build_beside: bool, keep: Path | None) 
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def short(rev: str) -> str:
+    """A revision's short hash (a bad one ends the benchmark in one line)."""
+    proc = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, capture_output=True,
+                          text=True)  # fmt: skip
+    if proc.returncode != 0:
+        sys.exit(f"fresh_clone: {rev}: not a revision of this checkout")
+    return proc.stdout.strip()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rev", default="HEAD", help="the revision to clone (default HEAD)")
+    parser.add_argument("--against", metavar="REV", help="measure this revision too")
     parser.add_argument("--cold-caches", action="store_true", help="empty uv and cargo caches")
     parser.add_argument("--build-beside", action="store_true",
                         help="start the Burn build beside `uv sync`")  # fmt: skip
@@ -132,22 +145,29 @@ def main(argv: list[str] | None = None) -> None:
     for tool in ("git", "uv", "cargo"):
         if shutil.which(tool) is None:
             parser.error(f"{tool} not found on PATH")
-    rev = subprocess.run(["git", "rev-parse", "--short", args.rev], cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout.strip()  # fmt: skip
-    times = measure(rev, args.cold_caches, args.build_beside, args.keep_logs)
-    print(f"\nfresh clone of {rev} to its report, {os.cpu_count()} cores"
+    revs = [short(args.rev)] + ([short(args.against)] if args.against else [])
+    record = {"cpu_count": os.cpu_count(), "cold_caches": args.cold_caches,
+              "build_beside": args.build_beside, "seconds": {}}  # fmt: skip
+    for rev in revs:
+        print(f"[{rev}]", flush=True)
+        keep = args.keep_logs / rev if args.keep_logs else None
+        record["seconds"][rev] = measure(rev, args.cold_caches, args.build_beside, keep)
+    print(f"\nfresh clone to its report, {os.cpu_count()} cores"
           f"{', cold caches' if args.cold_caches else ''}"
           f"{', Burn built beside the environment' if args.build_beside else ''}")  # fmt: skip
+    print(f"  {'phase':<12} " + " ".join(f"{rev:>22}" for rev in revs))
     for phase in ("clone", "environment", "pipeline", "binary at", "burn build", "after build",
                   "total"):  # fmt: skip
-        if times[phase] is None:
-            print(f"  {phase:<12} (not recorded by this revision)")
-            continue
-        minutes, seconds = divmod(times[phase], 60)
-        print(f"  {phase:<12} {times[phase]:7.1f} s  ({int(minutes)} min {seconds:04.1f} s)")
+        cells = []
+        for rev in revs:
+            value = record["seconds"][rev][phase]
+            if value is None:
+                cells.append(f"{'(not recorded)':>22}")
+            else:
+                minutes, seconds = divmod(value, 60)
+                cells.append(f"{value:7.1f} s ({int(minutes)} min {seconds:04.1f})")
+        print(f"  {phase:<12} " + " ".join(f"{c:>22}" for c in cells))
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    record = {"rev": rev, "cpu_count": os.cpu_count(), "cold_caches": args.cold_caches,
-              "build_beside": args.build_beside, "seconds": times}  # fmt: skip
     args.json.write_text(json.dumps(record, indent=2) + "\n")
     print(f"written to {args.json}")
 

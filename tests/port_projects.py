@@ -63,6 +63,9 @@ burn = {{ version = "=0.22.1", default-features = false, features = [
 
 [profile.release]
 debug = false
+
+[profile.release.package.burn-ndarray]
+opt-level = 0
 """
 
 # The Burn field `hidden` is PyTorch's `embed`: the key remapping says so.

@@ -103,7 +103,7 @@ def test_a_port_without_its_keys_names_each(tmp_path):
 
 
 def test_a_crate_without_its_lock_file_is_refused(tmp_path):
-    (tmp_path / "Cargo.toml").write_text("[package]\n")
+    (tmp_path / "Cargo.toml").write_text((ROOT / "examples/byo/burn/Cargo.toml").read_text())
     found = with_port(lambda m, e: m["burn"].update(crate=str(tmp_path)))
     assert found == [
         f"experiments.tiny_mlp_sgd.model.burn.crate: {tmp_path}: no Cargo.lock (built with"

@@ -6,16 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import ROOT
-from torch_burn_parity.models.port_crate import TRAINER_LOCK, crate_problems, locked_versions
+from torch_burn_parity.models.port_crate import (
+    TRAINER_LOCK,
+    TRAINER_MANIFEST,
+    crate_problems,
+    locked_versions,
+)
 
 EXAMPLE_LOCK = ROOT / "examples/byo/burn/Cargo.lock"
+EXAMPLE_MANIFEST = EXAMPLE_LOCK.with_name("Cargo.toml")
 
 
 def crate_with(tmp_path: Path, lock: str | None, manifest: bool = True) -> str:
     crate = tmp_path / "burn"
     crate.mkdir()
     if manifest:
-        (crate / "Cargo.toml").write_text('[package]\nname = "p"\nversion = "0.1.0"\n')
+        (crate / "Cargo.toml").write_text(EXAMPLE_MANIFEST.read_text())
     if lock is not None:
         (crate / "Cargo.lock").write_text(lock)
     return str(crate)
@@ -67,3 +73,39 @@ def test_missing_and_malformed_files_are_named(tmp_path):
     ]
     (problem,) = crate_problems(crate_with(c, "[[package]\nname ="))
     assert problem.startswith(f"{c}/burn/Cargo.lock: not a Cargo.lock (")
+
+
+def test_the_examples_crates_have_the_trainers_release_profile():
+    for crate in ("examples/byo/burn", *map(str, ROOT.glob("examples/ports/*/burn"))):
+        assert crate_problems(str(ROOT / crate)) == [], crate
+
+
+def profile_of(tmp_path: Path, profile: str) -> list[str]:
+    manifest = EXAMPLE_MANIFEST.read_text()
+    manifest = manifest[: manifest.index("[profile.release]")] + profile
+    crate = crate_with(tmp_path, EXAMPLE_LOCK.read_text())
+    (Path(crate) / "Cargo.toml").write_text(manifest)
+    return crate_problems(crate)
+
+
+def test_a_release_profile_other_than_the_trainers_is_refused_with_the_fix(tmp_path):
+    """Cargo takes the profile from the port's manifest: another one compiles Burn again."""
+    (a, b, c) = (tmp_path / "a", tmp_path / "b", tmp_path / "c")
+    for folder in (a, b, c):
+        folder.mkdir()
+    (problem,) = profile_of(a, "")  # cargo's defaults: burn-ndarray at opt-level 3
+    assert problem == (
+        f"{a}/burn/Cargo.toml: its [profile.release] has no debug (the trainer's false); no"
+        " package.burn-ndarray.opt-level (the trainer's 0): its build would compile a second"
+        " Burn instead of reusing the trainer's; copy the [profile.release] tables of"
+        f" {TRAINER_MANIFEST} into it"
+    )
+    other = '[profile.release]\ndebug = false\nlto = "thin"\n'
+    other += "[profile.release.package.burn-ndarray]\nopt-level = 3\n"
+    (problem,) = profile_of(b, other)
+    assert problem.startswith(
+        f'{b}/burn/Cargo.toml: its [profile.release] has lto = "thin" (the trainer has none);'
+        " package.burn-ndarray.opt-level = 3 (the trainer's 0): "
+    )
+    (problem,) = profile_of(c, "[profile.release\n")
+    assert problem.startswith(f"{c}/burn/Cargo.toml: not TOML (")
