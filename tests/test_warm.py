@@ -166,26 +166,6 @@ def test_parity_warm_0_runs_cold_without_a_server(tmp_path, env):
     assert not server_pids(env)
 
 
-def test_parity_niceness_makes_the_script_nicer_warm_and_cold(tmp_path, env):
-    """The PyTorch trainings' lower priority: the script's own, whoever started the server."""
-    job = script(tmp_path, "import os; print(os.nice(0))")
-    base = os.nice(0)
-    first = run([job], env, tmp_path)  # starts the server, not niced
-    env["PARITY_NICENESS"] = "5"
-    warm = run([job], env, tmp_path)
-    env["PARITY_WARM"] = "0"
-    cold = run([job], env, tmp_path)
-    assert [first.stdout, warm.stdout, cold.stdout] == [
-        f"{base}\n",
-        f"{base + 5}\n",
-        f"{base + 5}\n",
-    ]
-    assert "warm: job.py exit 0" in warm.stderr  # through the server
-    env.pop("PARITY_NICENESS")
-    env.pop("PARITY_WARM")
-    assert run([job], env, tmp_path).stdout == f"{base}\n"  # the server itself not niced
-
-
 def test_the_server_leaves_when_idle(tmp_path, env):
     run([script(tmp_path, "pass")], env, tmp_path)
     assert server_pids(env)

@@ -19,12 +19,9 @@ rule train_torch:
         ),
     log:
         "results/logs/train/{experiment}/torch.log",
-    # At a lower CPU priority: on a first run the Burn build, which every later job waits
-    # for, runs beside them and gets the CPU first (tooling/warm.py, PARITY_NICENESS).
     shell:
         "for dtype in f32 f64; do"
-        " PARITY_NICENESS=10 python -m torch_burn_parity.tooling.warm"
-        " workflow/scripts/train_torch.py"
+        " python -m torch_burn_parity.tooling.warm workflow/scripts/train_torch.py"
         " --spec {input.spec} --dtype $dtype --data {input.data}"
         " --out results/runs/{wildcards.experiment}/torch-$dtype.json;"
         " done > {log} 2>&1"

@@ -17,11 +17,6 @@ packages) and one version of this file: the socket's name hashes them. The first
 starts it; it exits after PARITY_WARM_IDLE_SECONDS (default 60) without work. A job whose
 client goes away (a killed Snakemake, a failed group) has its child killed with it.
 
-PARITY_NICENESS=N runs the script N steps nicer (`os.nice`), warm or cold: the PyTorch
-trainings set it, so that beside a first build of the Burn trainer, which every later job
-waits for, they take only the CPU the build leaves (a server started by a niced client would
-pass its niceness to every child; set here, it is the script's own).
-
 PARITY_WARM=0 runs the script cold, in this process, as does a server that cannot be
 started. Under SLURM (SLURM_JOB_ID set) the default is cold: a server started by one job
 would outlive its allocation and run other jobs outside theirs.
@@ -157,10 +152,7 @@ def module_exists(name: str) -> bool:
 
 
 def run_cold(argv: list[str]) -> None:
-    """`python -m MODULE ARG ...` or `python SCRIPT ARG ...` in this process, PARITY_NICENESS
-    steps nicer when it is set."""
-    if niceness := os.environ.get("PARITY_NICENESS"):
-        os.nice(int(niceness))
+    """`python -m MODULE ARG ...` or `python SCRIPT ARG ...` in this process."""
     sys.argv = list(argv)
     if is_script(argv[0]):
         sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
