@@ -66,9 +66,9 @@ def test_the_progress_line_counts_the_crates_compiled(crate, tmp_path, monkeypat
 
 def test_a_package_id_names_the_package():
     registry = "registry+https://github.com/rust-lang/crates.io-index#burn-flex@0.22.1"
-    assert cargo_build.package_of(registry) == ("burn-flex", "0.22.1")
-    assert cargo_build.package_of("path+file:///tmp/x/dep#0.1.0") == ("dep", "0.1.0")
-    assert cargo_build.package_of("path+file:///work/rust#parity-train@0.1.0") == (
+    assert cargo_build.package_name_version(registry) == ("burn-flex", "0.22.1")
+    assert cargo_build.package_name_version("path+file:///tmp/x/dep#0.1.0") == ("dep", "0.1.0")
+    assert cargo_build.package_name_version("path+file:///work/rust#parity-train@0.1.0") == (
         "parity-train", "0.1.0")  # fmt: skip
 
 

@@ -64,7 +64,7 @@ def minutes(seconds: float) -> str:
     return f"{m} min {s:02d} s" if m else f"{s} s"
 
 
-def package_of(package_id: str) -> tuple[str, str]:
+def package_name_version(package_id: str) -> tuple[str, str]:
     """(name, version) of a cargo package ID spec: `registry+https://…#burn-flex@0.22.1`, or
     `path+file:///…/dep#0.1.0` where the name is the folder's."""
     url, _, fragment = package_id.partition("#")
@@ -98,7 +98,7 @@ class Progress:
         if (message.get("reason") == "compiler-artifact" and not message.get("fresh")
                 and "custom-build" not in kinds):  # fmt: skip
             with self.lock:
-                self.finished.add(package_of(message["package_id"]))
+                self.finished.add(package_name_version(message["package_id"]))
 
     def line(self, final: bool = False) -> str:
         with self.lock:
