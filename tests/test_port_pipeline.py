@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from pipeline_helpers import copy_project, snakemake
+from pipeline_helpers import copy_project, dry_run, edited, snakemake
 from port_projects import verdicts, write_user_project
 
 pytestmark = pytest.mark.pipeline
@@ -46,6 +46,18 @@ def test_the_example_port_gets_a_verdict_and_a_layer_record(example):
     assert (example / "results/bin/ports/tiny_mlp").is_file()
     report = (example / "results/report.md").read_text()
     assert "tiny_mlp_sgd" in report and "tiny_mlp_adam" in report
+
+
+def test_an_edit_to_the_ports_pytorch_module_reruns_its_check_and_trainings(example):
+    module = example / "examples/byo/torch/tiny_mlp.py"
+    assert dry_run(example, "--configfile", "examples/byo/config.yaml") == []
+    with edited(module, lambda text: text + "\n# edited\n"):
+        jobs = dry_run(example, "--configfile", "examples/byo/config.yaml")
+    rules = {job.rule for job in jobs}
+    assert {"check_port", "train_torch", "train_burn", "analyse"} <= rules
+    assert "build_port" not in rules  # the Burn crate is not the module
+    check = next(job for job in jobs if job.rule == "check_port")
+    assert "examples/byo/torch/tiny_mlp.py" in check.inputs
 
 
 # --- a second model, outside the repository ---------------------------------------------

@@ -49,6 +49,7 @@ rule check_port:
     input:
         code=script_code("check_port"),
         binary="results/bin/ports/{port}",
+        module=port_module,
         spec=lambda w: f"results/specs/{port_experiment(w.port)}.json",
         data=lambda w: dataset(port_experiment(w.port)),
     output:

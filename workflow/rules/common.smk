@@ -219,6 +219,18 @@ def port_sources(wildcards):
     return [str(p) for p in own] + library
 
 
+def port_module(wildcards):
+    """A port's own PyTorch module: the Python files under its `torch.path` folder (none
+    for a library's model, which the environment's lock file pins): an edit to one reruns
+    the port's check, and through it every training and analysis of the port."""
+    folder = PORTS[wildcards.port].path
+    if folder is None:
+        return []
+    return sorted(
+        str(p) for p in Path(folder).rglob("*.py") if "__pycache__" not in p.parts
+    )
+
+
 def datasets():
     """The dataset file of every model the experiments train."""
     return sorted({dataset(e) for e in EXPERIMENTS})
