@@ -44,6 +44,7 @@ REAL_RUN_FIXTURES = {"burn_binary", "dataset", "train", "pipeline"}
 LONGEST_FIRST = [
     "test_port_resnet18",
     "test_default_config",
+    "test_port_language_models",
     "test_port_pipeline",
     "test_rust",
     "test_port_architectures",

@@ -23,15 +23,17 @@ pytestmark = pytest.mark.pipeline
 
 @pytest.fixture(scope="module")
 def resnet(tmp_path_factory, burn_binary) -> Path:
-    """A copy of the project with examples/ports, its files written and run as its config
-    says: torchvision's ResNet-18 and its Burn port."""
+    """A copy of the project with examples/ports, its files written and its config's two
+    ResNet-18 experiments run: torchvision's ResNet-18 and its Burn port (the language
+    models: test_port_language_models.py)."""
     config = yaml.safe_load((ROOT / "examples/ports/config.yaml").read_text())
+    config["experiments"] = {k: v for k, v in config["experiments"].items() if "resnet18" in k}
     workdir = copy_project(tmp_path_factory.mktemp("ports"), config, "ports.yaml")
     skipped = shutil.ignore_patterns("target", "__pycache__", "*.safetensors")  # written below
     shutil.copytree(ROOT / "examples", workdir / "examples", ignore=skipped)
     make = [sys.executable, "examples/ports/resnet18/make_files.py"]
     subprocess.run(make, cwd=workdir, check=True, capture_output=True)
-    snakemake(workdir, "--cores", "2", "--configfile", "examples/ports/config.yaml")
+    snakemake(workdir, "--cores", "2", "--configfile", "ports.yaml")
     return workdir
 
 

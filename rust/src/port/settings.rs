@@ -126,7 +126,7 @@ fn split_top(text: &str) -> Vec<&str> {
 pub(crate) fn layer_settings(shown: &[Shown]) -> Vec<(String, Vec<(String, Value)>)> {
     shown
         .iter()
-        .filter_map(|m| {
+        .flat_map(|m| {
             let get = |name: &str| m.settings.get(name).map(String::as_str);
             let number = |name: &str| {
                 get(name)
@@ -165,14 +165,26 @@ pub(crate) fn layer_settings(shown: &[Shown]) -> Vec<(String, Vec<(String, Value
                     get("approximate").map(|v| json!(if v == "true" { "tanh" } else { "none" })),
                 )],
                 "Dropout" => vec![("p", number("prob"))],
-                _ => return None,
+                // two Linears its display does not print (burn-nn activation/swiglu.rs): its
+                // `bias` is both's
+                "SwiGlu" => {
+                    let found = vec![("bias", flag("bias"))];
+                    return ["linear_inner", "linear_outer"]
+                        .map(|linear| (format!("{}.{linear}", m.path), known(found.clone())))
+                        .to_vec();
+                }
+                _ => return Vec::new(),
             };
-            let found = found
-                .into_iter()
-                .filter_map(|(k, v)| Some((k.to_string(), v?)))
-                .collect();
-            Some((m.path.clone(), found))
+            vec![(m.path.clone(), known(found))]
         })
+        .collect()
+}
+
+/// The settings a module's display prints, by name.
+fn known(found: Vec<(&str, Option<Value>)>) -> Vec<(String, Value)> {
+    found
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_string(), v?)))
         .collect()
 }
 
@@ -287,5 +299,18 @@ mod tests {
         assert_eq!(of("side")["padding"], json!("Explicit(0, 1)"));
         assert_eq!(of("act"), json!({"approximate": "tanh"}));
         assert_eq!(of("ln"), json!({"eps": 0.001, "bias": false}));
+    }
+
+    #[test]
+    fn gives_a_swiglus_bias_to_each_of_its_two_linears() {
+        let display = "Net {
+  mlp: SwiGlu {d_input: 4, d_output: 8, bias: false, params: 64}
+}";
+        let settings = layer_settings(&modules(display));
+        let paths: Vec<&str> = settings.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["mlp.linear_inner", "mlp.linear_outer"]);
+        for (_, found) in &settings {
+            assert_eq!(found, &[("bias".to_string(), json!(false))]);
+        }
     }
 }

@@ -42,12 +42,20 @@ def differing(torch_held: dict[str, Any], burn_held: dict[str, Any]) -> dict[str
 def apply(module: nn.Module, settings: dict[str, Any]) -> None:
     """Give the module's layers these settings ({`layer.setting`: value}), in place: an
     epsilon as the layer holds it (`eps`, or `variance_epsilon` for Hugging Face's
-    RMSNorms), a momentum, GELU's `approximate`."""
+    RMSNorms), a momentum, GELU's `approximate` (a library's own GELU module replaced by
+    nn.GELU of that form)."""
     for key, value in settings.items():
         name, _, setting = key.rpartition(".")
         layer = module.get_submodule(name)
         if setting == "eps" and hasattr(layer, "variance_epsilon"):
             layer.variance_epsilon = value
+        elif setting == "approximate" and not hasattr(layer, setting):
+            # a library's own GELU module (transformers' NewGELUActivation): in its place,
+            # PyTorch's GELU of that form
+            from torch import nn
+
+            parent, _, child = name.rpartition(".")
+            setattr(module.get_submodule(parent), child, nn.GELU(approximate=value))
         elif hasattr(layer, setting):
             setattr(layer, setting, value)
         else:

@@ -4,6 +4,9 @@ your initial weights and your data — an experiment's `model` given as a mappin
     model:
       name: tiny_mlp                                   # the model's name in the report
       torch: {module: "tiny_mlp:TinyMlp", path: examples/byo/torch, kwargs: {hidden: 32}}
+      # or a library's model built from its config class: module(config(**kwargs))
+      # torch: {module: "transformers:GPT2LMHeadModel", config: "transformers:GPT2Config",
+      #         kwargs: {n_layer: 2}}
       burn: {crate: examples/byo/burn, bin: byo-parity}
       init: examples/byo/weights.safetensors           # PyTorch names, F32
       data: examples/byo/data.safetensors              # x [N, ...] F32 (or I64 ids), y [N] I64
@@ -42,7 +45,7 @@ from torch_burn_parity.suggest import closest_key
 
 ENV = "PARITY_PORTS"
 KEYS = ("name", "torch", "burn", "init", "data", "layers")
-TORCH_KEYS = ("module", "path", "kwargs")
+TORCH_KEYS = ("module", "config", "path", "kwargs")
 BURN_KEYS = ("crate", "bin")
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 MODULE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
@@ -61,12 +64,13 @@ class Port:
     name: str
     module: str  # "package.module:Class"
     path: str | None  # a folder put first on sys.path to import it (relative: to the project)
-    kwargs: dict[str, Any]
+    kwargs: dict[str, Any]  # the module's keyword arguments, or its config class's
     crate: str  # the Burn crate's folder (its Cargo.toml)
     bin: str  # the crate's binary that calls parity_train::port::main
     init: str
     data: str
     layers: tuple[str, ...]
+    config: str | None = None  # "package.module:Config": the module is module(Config(**kwargs))
 
     @staticmethod
     def of(value: Mapping[str, Any]) -> Port:
@@ -81,12 +85,14 @@ class Port:
             init=value["init"],
             data=value["data"],
             layers=tuple(value["layers"]),
+            config=torch.get("config"),
         )
 
     def as_config(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "torch": {"module": self.module, "path": self.path, "kwargs": self.kwargs},
+            "torch": {"module": self.module, "path": self.path, "kwargs": self.kwargs}
+            | ({"config": self.config} if self.config is not None else {}),
             "burn": {"crate": self.crate, "bin": self.bin},
             "init": self.init,
             "data": self.data,
@@ -198,6 +204,10 @@ def port_problems(at: tuple, value: Mapping[str, Any], builtin: tuple[str, ...])
         if not (isinstance(module, str) and MODULE.fullmatch(module)):
             problems.append(((*at, "torch", "module"), f"{module!r}: not an import path"
                              " and a class, e.g. 'mypkg.net:Net'"))  # fmt: skip
+        config = torch.get("config")
+        if config is not None and not (isinstance(config, str) and MODULE.fullmatch(config)):
+            problems.append(((*at, "torch", "config"), f"{config!r}: not an import path and a"
+                             " config class, e.g. 'transformers:GPT2Config'"))  # fmt: skip
         path = torch.get("path")
         if path is not None and not Path(str(path)).is_dir():
             problems.append(((*at, "torch", "path"), f"{path}: no such folder"))
@@ -228,7 +238,7 @@ def port_problems(at: tuple, value: Mapping[str, Any], builtin: tuple[str, ...])
 
 _WHAT = {
     "name": "the model's name in the report",
-    "torch": "{module: 'pkg.mod:Class', path: folder, kwargs: {...}}",
+    "torch": "{module: 'pkg.mod:Class', config: 'pkg:Config', path: folder, kwargs: {...}}",
     "burn": "{crate: folder, bin: binary}",
     "init": "a safetensors file of the initial weights, PyTorch's names",
     "data": "a safetensors file of x and y",

@@ -11,6 +11,7 @@ is the unrecorded step's.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.machinery
 import importlib.util
@@ -76,12 +77,13 @@ def new(spec: ModelSpec) -> nn.Module:
     port = spec.port
     cls = import_class(port.module, port.path)
     try:
-        module = cls(**port.kwargs)
+        module = cls(_config(port)) if port.config is not None else cls(**port.kwargs)
     except TypeError as exc:
         raise ModelError(f"torch.module {port.module}: {exc}") from None
     if not isinstance(module, nn.Module):
         raise ModelError(f"torch.module {port.module}: built a {type(module).__name__}, not a"
                          " torch.nn.Module")  # fmt: skip
+    module.register_forward_hook(_logits)
     _check_state(module, spec)
     names = [n for n, _ in module.named_modules() if n]
     layers, unmatched = expand(port.layers, names)
@@ -92,6 +94,46 @@ def new(spec: ModelSpec) -> nn.Module:
                          f" {port.module} at any depth (nearest: {close})")  # fmt: skip
     module.parity_layers = tuple(layers)
     return module
+
+
+def _config(port: Any) -> Any:
+    """The config object `torch.config` names, built with the port's kwargs (a library's
+    model class takes one: transformers' `GPT2LMHeadModel(GPT2Config(...))`). A keyword its
+    default instance does not hold is refused: transformers' configs keep any keyword as an
+    attribute, so a misspelt one would be silently ignored."""
+    where, _, name = port.config.partition(":")
+    try:
+        cls = getattr(importlib.import_module(where), name)
+    except ImportError as exc:
+        raise ModelError(f"torch.config {port.config}: cannot import {where} ({exc})") from None
+    except AttributeError:
+        raise ModelError(f"torch.config {port.config}: {where} has no {name}") from None
+    try:
+        known = vars(cls())
+        config = cls(**port.kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"torch.config {port.config}: {exc}") from None
+    for key in port.kwargs:
+        if key not in known:
+            close = difflib.get_close_matches(key, list(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ModelError(f"torch.kwargs.{key}: not a setting of {port.config}{hint}")
+    return config
+
+
+def _logits(_module: nn.Module, _args: tuple, out: Any) -> torch.Tensor:
+    """The module's output as the trainers take it, [rows, classes]: a library's output
+    object's `logits` (transformers' `CausalLMOutput…`) or a tuple's first element, and a
+    prediction at each position, [samples, positions, classes], as one row per position
+    (the order of the labels y [samples, positions] flattened). A forward hook: the
+    module's own forward runs unchanged, and a copy of the module keeps it."""
+    if not isinstance(out, torch.Tensor):
+        out = getattr(out, "logits", None) if hasattr(out, "logits") else out
+        if isinstance(out, tuple) and out:
+            out = out[0]
+    if isinstance(out, torch.Tensor) and out.dim() == 3:
+        out = out.reshape(-1, out.shape[-1])
+    return out
 
 
 def _check_state(module: nn.Module, spec: ModelSpec) -> None:
@@ -124,13 +166,32 @@ def _check_state(module: nn.Module, spec: ModelSpec) -> None:
             raise ModelError(f"init: {port.init} has no {name!r}, a {what} of {port.module}"
                              " (save the module's state_dict(), which holds its running"
                              " statistics too)")  # fmt: skip
+    aliases = _tied(module)
     for name in spec.state_names:
+        if name in aliases:
+            raise ModelError(f"init: {port.init} holds {name!r}, which {port.module} ties to"
+                             f" {aliases[name]!r} (one parameter, two names): save it once, as"
+                             " named_parameters() names it")  # fmt: skip
         if name not in module_names:
             raise ModelError(f"init: {port.init} holds {name!r}, which {port.module} does not"
                              " have")  # fmt: skip
 
 
 _NORM = nn.modules.batchnorm._BatchNorm
+# transformers/activations.py's GELU modules, by class name, as nn.GELU's `approximate`:
+# NewGELUActivation (GPT-2's `gelu_new`) and GELUTanh compute the tanh approximation,
+# GELUActivation calls nn.functional.gelu (erf).
+GELU_FORMS = {"NewGELUActivation": "tanh", "GELUTanh": "tanh", "PytorchGELUTanh": "tanh",
+              "GELUActivation": "none"}  # fmt: skip
+
+
+def _tied(module: nn.Module) -> dict[str, str]:
+    """Each second name of a parameter the module holds under two (a language model's
+    output layer tied to its embedding: GPT-2's lm_head.weight), to the name
+    named_parameters() gives it."""
+    first = {id(p): n for n, p in module.named_parameters()}
+    return {n: first[id(p)] for n, p in module.named_parameters(remove_duplicate=False)
+            if first[id(p)] != n}  # fmt: skip
 
 
 def layer_settings(model: nn.Module) -> dict[str, Any]:
@@ -169,6 +230,8 @@ def _settings_of(layer: nn.Module) -> dict[str, Any]:
         return {"eps": eps}
     if isinstance(layer, nn.GELU):
         return {"approximate": layer.approximate}
+    if type(layer).__name__ in GELU_FORMS:  # a library's own GELU module (transformers')
+        return {"approximate": GELU_FORMS[type(layer).__name__]}
     if isinstance(layer, nn.Dropout):
         return {"p": layer.p}
     return {}
