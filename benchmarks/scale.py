@@ -1,6 +1,7 @@
-"""The pipeline's cost against the model's size: the transformer from ~10^3 to ~10^6 parameters.
+"""The pipeline's cost against the model's size: the transformer from ~10^3 to ~10^6 parameters,
+and torchvision's ResNet-18 at its full 11 M (the port of examples/ports).
 
-    uv run python benchmarks/scale.py [--sizes 1e3 1e4 1e5 1e6] [--steps 100]
+    uv run python benchmarks/scale.py [--sizes 1e3 1e4 1e5 1e6 resnet18] [--steps 100]
         [--json results/benchmarks/scale.json] [--plot results/benchmarks/scale.png]
 
 Works in a temporary copy of the project (the checkout's results/ are left alone), with the
@@ -16,7 +17,13 @@ Adam lr 0.001), one experiment of --steps steps (probe steps 1 and the last), me
                 the values they record (the tensors' data: 4 or 8 bytes a value)
   memory        the peak RSS of each job (pipeline.peak_memory; the warm server's own
                 ~0.4 GB of imported PyTorch included, as the job sees it)
-  recorded      how many of the steps the runs recorded (config/record.py's budget)
+  recorded      how many of the steps the runs recorded (config/record.py's budget; the
+                ResNet-18's `record: {steps: [last]}` keeps step 1, the last and the one
+                before it, as a user of a model that size would choose)
+
+The ResNet-18 runs as its config in examples/ports runs it (its crate, its weights and data
+written by its make_files.py in the copy); its port's binary is built before the timing, as
+the trainer's is, and its bare trainings are that binary's.
 
 Prints a table, writes the figures as JSON and a log-log plot of each against the parameter
 count.
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -49,6 +57,8 @@ SIZES = {
     "1e6": {"name": "transformer", "d_model": 256, "heads": 4, "layers": 1, "d_ff": 1024},
     "1e7": {"name": "transformer", "d_model": 512, "heads": 8, "layers": 3, "d_ff": 2048},
 }
+# A port at its size: its model mapping from examples/ports/config.yaml, by the port's name.
+PORTS = {"resnet18": "examples/ports/resnet18"}
 OPTIMIZERS = {
     "sgd": {"optimizer": "sgd", "lr": 0.01, "momentum": 0.0, "dampening": 0.0,
             "weight_decay": 0.0, "nesterov": False},
@@ -65,10 +75,9 @@ def run(cmd: list, cwd: Path, env: dict) -> str:
     return proc.stdout + proc.stderr
 
 
-def bare_seconds(work: Path, env: dict, name: str, data: str) -> dict[str, float]:
+def bare_seconds(work: Path, env: dict, name: str, data: str, binary: Path) -> dict[str, float]:
     """Each framework's training alone at each precision, nothing recorded."""
     spec, times = f"results/specs/{name}.json", {}
-    binary = work / "results/bin/parity-train"
     for dtype in ("f32", "f64"):
         out = f"bare/{name}-{dtype}"
         torch = [
@@ -106,9 +115,27 @@ def disk(work: Path, name: str) -> dict[str, int]:
     return {"bytes": sum(p.stat().st_size for p in files), "raw_bytes": raw}
 
 
+def port_model(size: str) -> dict:
+    """A port's model mapping as examples/ports/config.yaml gives it."""
+    config = yaml.safe_load((ROOT / "examples/ports/config.yaml").read_text())
+    return next(e["model"] for e in config["experiments"].values() if e["model"]["name"] == size)
+
+
+def copy_port(work: Path, size: str) -> None:
+    """The port's folder into the copy, its weights and data written there."""
+    folder = PORTS[size]
+    shutil.copytree(ROOT / folder, work / folder,
+                    ignore=shutil.ignore_patterns("target", "*.safetensors"))  # fmt: skip
+    run([sys.executable, f"{folder}/make_files.py"], work, dict(os.environ))
+
+
 def measure(work: Path, env: dict, size: str, optimizer: str, steps: int) -> dict:
     name = f"scale_{size}_{optimizer}"
-    experiment = {"model": SIZES[size], **OPTIMIZERS[optimizer], "probe_steps": [1, steps]}
+    port = size in PORTS
+    experiment = {"model": port_model(size) if port else SIZES[size], **OPTIMIZERS[optimizer],
+                  "probe_steps": [1, steps]}  # fmt: skip
+    if port:
+        experiment["record"] = {"steps": [steps]}
     config = {"steps": steps, "batch_size": 16, "experiments": {name: experiment}}
     (work / "scale.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     for path in (work / "results").iterdir():
@@ -118,22 +145,35 @@ def measure(work: Path, env: dict, size: str, optimizer: str, steps: int) -> dic
     shutil.rmtree(work / "bare", ignore_errors=True)
     (work / "bare").mkdir()
     args = ("--cores", "2", "--configfile", "scale.yaml")
+    binary = work / "results/bin/parity-train"
+    if port:  # its binary built before the timing, as the trainer's is
+        binary = work / f"results/bin/ports/{size}"
+        run(snakemake(str(binary.relative_to(work)), *args), work, env)
     env = cold(env)
     start = time.perf_counter()
     run(snakemake(*args), work, env)
     pipeline = time.perf_counter() - start
     spec = json.loads((work / f"results/specs/{name}.json").read_text())
     data = next(str(p.relative_to(work)) for p in (work / "results/data").iterdir())
-    bare = bare_seconds(work, env, name, data)
-    block = json.loads((work / f"results/runs/{name}/torch-f64.json").read_text())[name]
-    from torch_burn_parity.models.model_specs import spec as model_spec
+    if port:  # the bare trainings find the port by name, as the pipeline's jobs do
+        from torch_burn_parity.models import port as ports
 
-    model = model_spec(spec["model"], spec["model_size"])
+        env = dict(env, **{ports.ENV: json.dumps({size: experiment["model"]})})
+    bare = bare_seconds(work, env, name, data, binary)
+    block = json.loads((work / f"results/runs/{name}/torch-f64.json").read_text())[name]
+    if port:
+        tag = spec["model"]
+        parameters = sum(math.prod(p["shape"]) for p in spec["port"]["params"])
+    else:
+        from torch_burn_parity.models.model_specs import spec as model_spec
+
+        model = model_spec(spec["model"], spec["model_size"])
+        tag, parameters = model.tag, model.param_count
     return {
         "size": size,
         "optimizer": optimizer,
-        "model": model.tag,
-        "parameters": model.param_count,
+        "model": tag,
+        "parameters": parameters,
         "recorded_steps": len(block["tensors"]["steps"]),
         "steps": steps,
         "bare_s": bare,
@@ -177,7 +217,7 @@ def plot(rows: list[dict], path: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", default=["1e3", "1e4", "1e5", "1e6"],
-                        choices=list(SIZES))  # fmt: skip
+                        choices=[*SIZES, *PORTS])  # fmt: skip
     parser.add_argument("--optimizers", nargs="+", default=list(OPTIMIZERS), choices=OPTIMIZERS)
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--json", type=Path, default=ROOT / "results/benchmarks/scale.json")
@@ -194,6 +234,9 @@ def main(argv: list[str] | None = None) -> None:
         env["PYTHONPATH"] = str(work / "src")
         print("building the Burn trainer …", flush=True)
         run(snakemake("--cores", "2", "results/bin/parity-train"), work, env)
+        for size in set(args.sizes) & set(PORTS):
+            print(f"writing the {size} port's files …", flush=True)
+            copy_port(work, size)
         for size in args.sizes:
             for optimizer in args.optimizers:
                 print(f"{size} {optimizer} …", flush=True)

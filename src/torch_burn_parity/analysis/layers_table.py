@@ -137,9 +137,11 @@ def in_order(names: list[str], model_order: tuple[str, ...]) -> list[str]:
 def quantities(
     blocks: dict[str, dict], paths: dict[str, Path], local: dict[str, LocalLayers] | None = None
 ) -> list[dict]:
-    """Every row's identity and its four arrays: {step, phase, layer, what, arrays}; with
-    ``local`` (Burn's local layers per dtype, `local_f32`/`local_f64`), a layer's output and
-    input-gradient rows also hold Burn's local values under those keys.
+    """Every row's identity and its numbers: {step, phase, layer, what, numbers}, the
+    numbers (`numbers`) taken from its four arrays as each row is read, so that no more
+    than one row's arrays are held at a time (a ResNet-18's gradients are 89 MB a run in
+    f64); with ``local`` (Burn's local layers per dtype, `local_f32`/`local_f64`), a layer's
+    output and input-gradient rows are also measured against Burn's local values.
 
     Refuses (FormatError naming the file) runs whose probe steps, layer names, parameter
     or buffer names, or quantity sizes differ from PyTorch's f64 run's.
@@ -230,7 +232,7 @@ def quantities(
                 found |= {key: local[key].values(step, what, k) for key in LOCAL}
             label = f"{labels[what].format(name)} at step {step}"
             rows.append({"step": step, "phase": phase, "layer": name, "what": what,
-                         "arrays": arrays(found.get, label)})  # fmt: skip
+                         "numbers": numbers(arrays(found.get, label))})  # fmt: skip
     return rows
 
 
@@ -271,36 +273,41 @@ def floor_of(arrays: dict[str, np.ndarray]) -> float:
     return float(max(noise * EPS_RATIO * SAFETY, ABSOLUTE_FLOOR * size))
 
 
+def numbers(arrays: dict[str, np.ndarray]) -> dict[str, float]:
+    """One row's numbers from its arrays: each precision's max |torch − burn|, the floor,
+    and (NaN where not measured: the loss, parameters, buffers, or no local file) what
+    each layer introduces, PyTorch's value against Burn's layer run on PyTorch's input."""
+    found = {
+        "max_abs_diff_f32": max_abs_diff(arrays["torch_f32"], arrays["burn_f32"]),
+        "max_abs_diff_f64": max_abs_diff(arrays["torch_f64"], arrays["burn_f64"]),
+        "floor": floor_of(arrays),
+    }
+    for column, ref in LOCAL.items():
+        found[column] = (
+            max_abs_diff(arrays[ref], arrays[column]) if column in arrays else float("nan")
+        )
+    return found
+
+
 def layers_frame(rows: list[dict]) -> pd.DataFrame:
     """The table: COLUMNS, the CSV's, `what` (output, loss, input gradient, gradient,
     value) last."""
     frame = pd.DataFrame(
         [
-            {
-                "step": r["step"],
-                "phase": r["phase"],
-                "layer": r["layer"],
-                "max_abs_diff_f32": max_abs_diff(r["arrays"]["torch_f32"], r["arrays"]["burn_f32"]),
-                "max_abs_diff_f64": max_abs_diff(r["arrays"]["torch_f64"], r["arrays"]["burn_f64"]),
-                "floor": floor_of(r["arrays"]),
-                "what": r["what"],
-            }
+            {"step": r["step"], "phase": r["phase"], "layer": r["layer"],
+             **{k: r["numbers"][k] for k in ("max_abs_diff_f32", "max_abs_diff_f64", "floor")},
+             "what": r["what"]}
             for r in rows
         ]
-    )
+    )  # fmt: skip
     # A NaN difference counts as above the floor, as in verdict.first_step_above.
     above = ~(frame["max_abs_diff_f64"] <= frame["floor"])
     frame["first_above_floor"] = False
     if above.any():
         frame.loc[above.idxmax(), "first_above_floor"] = True
-    # What each layer introduces: PyTorch's value against Burn's layer run on PyTorch's
-    # input (NaN where not measured: the loss, parameters, buffers, or no local file).
-    for column, ref in LOCAL.items():
-        frame[column] = [
-            max_abs_diff(r["arrays"][ref], r["arrays"][column]) if column in r["arrays"]
-            else np.nan
-            for r in rows
-        ]  # fmt: skip
+    # What each layer introduces (NaN where not measured).
+    for column in LOCAL:
+        frame[column] = [r["numbers"][column] for r in rows]
     measured = frame["local_f64"].notna()
     introduced = measured & ~(frame["local_f64"] <= frame["floor"])
     frame["introduced_first"] = False

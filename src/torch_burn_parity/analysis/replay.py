@@ -441,6 +441,10 @@ def main(argv: list[str] | None = None) -> None:
         arrays, sha256 = read_dataset(args.data)
     except (FormatError, FileNotFoundError) as exc:
         sys.exit(f"replay: {exc}")
+    # The model's arrays held as f32 numpy arrays (exact: the dataset's are F32), not Python
+    # floats: an 11 M-parameter model's weights take 45 MB so, 360 MB as a list.
+    arrays = {n: (shape, values if n in ("x", "y") else np.asarray(values, dtype=np.float32))
+              for n, (shape, values) in arrays.items()}  # fmt: skip
     torch_run, burn_run = blocks["torch_f64"], blocks["burn_f64"]
     if burn_run["meta"]["input_sha256"] != sha256:
         sys.exit(f"replay: {args.burn_f64} was trained on other inputs than {args.data}")
@@ -452,11 +456,13 @@ def main(argv: list[str] | None = None) -> None:
     except (FormatError, KeyError, IndexError) as exc:
         sys.exit(f"replay: {args.burn_f64}: cannot replay this run ({exc!r})")
     shapes = {name: arrays[name][0] for name in model.state_names if name in arrays}
+    frames = {}
     try:  # the dataset's arrays are refused here unless they are the model's
-        frames = {
-            key: gap_frame(replayed(arrays, v, steps, batch, model=model), ref, shapes)
-            for key, (v, ref) in chosen.items()
-        }
+        for key, (v, ref) in chosen.items():
+            frames[key] = gap_frame(replayed(arrays, v, steps, batch, model=model), ref, shapes)
+            # done with its optimizer state: each variant's would otherwise stay alive to the
+            # end (an 11 M-parameter model's Adam moments are 180 MB a variant in f64)
+            v.update.state.clear()
     except ModelError as exc:
         sys.exit(f"replay: {exc}")
     replay_frame, counter_frame = frames["replay"], frames["counterfactual"]

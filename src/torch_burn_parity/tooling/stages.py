@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -130,7 +131,11 @@ class Job:
         """A stage's line in the job's log, or the job's end if it failed."""
         if status != 0:
             raise self.failed(name, log, f"failed (exit {status})")
-        self.say(f"{name} {time.perf_counter() - start:.2f} s ({log})")
+        # the process's peak resident memory so far (KiB on Linux): a stage that raises it
+        # is the one a large model makes heavy
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        self.say(f"{name} {time.perf_counter() - start:.2f} s, peak RSS {peak:,.0f} MB so far"
+                 f" ({log})")  # fmt: skip
 
     def beside(self, name: str, module: ModuleType, argv: Sequence[Any], log: Path | str) -> None:
         """Start `python -m module argv` beside the next stages (through the warm server,
