@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -23,6 +25,23 @@ def verdicts(workdir: Path) -> dict[str, dict]:
     document = json.loads((workdir / "results/verdicts.json").read_text())
     assert document_problems(document) == []
     return {r["experiment"]: r for r in document["experiments"]}
+
+
+def examples_run(dest: Path, keep, make: list[str]) -> Path:
+    """A copy of the project in ``dest`` with examples/, the experiments of
+    examples/ports/config.yaml that ``keep(name)`` chooses as its `ports.yaml`, the files
+    written by the ``make`` scripts (as a user runs them) and that config run."""
+    from pipeline_helpers import copy_project, snakemake
+
+    config = yaml.safe_load((ROOT / "examples/ports/config.yaml").read_text())
+    config["experiments"] = {k: v for k, v in config["experiments"].items() if keep(k)}
+    workdir = copy_project(dest, config, "ports.yaml")
+    skipped = shutil.ignore_patterns("target", "__pycache__", "*.safetensors")  # written below
+    shutil.copytree(ROOT / "examples", workdir / "examples", ignore=skipped)
+    for script in make:
+        subprocess.run([sys.executable, script], cwd=workdir, check=True, capture_output=True)
+    snakemake(workdir, "--cores", "2", "--configfile", "ports.yaml")
+    return workdir
 
 
 TORCH_MODULE = '''

@@ -510,6 +510,13 @@ def test_a_layer_value_held_in_f32_or_missing_is_told_apart():
     assert found["bn.momentum"]["note"].startswith("burn records no value; ")
 
 
+def test_a_dropout_of_p_0_that_one_side_leaves_out_is_the_same():
+    found = {r["hyperparameter"]: r for r in cd.layer_rows({"drop.p": 0.0, "head.p": 0.1}, {})}
+    assert found["drop.p"] == row("drop.p", "0.0", "—", "same",
+                                  "burn has no such layer; p 0 is the identity")  # fmt: skip
+    assert found["head.p"]["status"] == "differs"  # a dropout that drops: not the identity
+
+
 def test_layer_rows_come_after_the_clipping_and_before_the_backend():
     layered = spec(ADAM, clip_grad={"norm": 1.0}, model="cnn_bn")
     names = [r["hyperparameter"] for r in cd.diff_rows(layered, (TORCH_LAYERS, BURN_LAYERS))]

@@ -4,18 +4,12 @@ crate. Real transformers, real cargo builds, real Snakemake."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
-from conftest import ROOT
-from pipeline_helpers import copy_project, snakemake
-from port_projects import verdicts
+from port_projects import examples_run, verdicts
 
 pytestmark = pytest.mark.pipeline
 
@@ -26,15 +20,8 @@ EXPERIMENTS = ("gpt2_adamw", "llama_adamw")
 def language_models(tmp_path_factory, burn_binary) -> Path:
     """A copy of the project with examples/ports, its language models' files written and
     their two experiments of examples/ports/config.yaml run."""
-    config = yaml.safe_load((ROOT / "examples/ports/config.yaml").read_text())
-    config["experiments"] = {k: v for k, v in config["experiments"].items() if k in EXPERIMENTS}
-    workdir = copy_project(tmp_path_factory.mktemp("ports"), config, "language_models.yaml")
-    skipped = shutil.ignore_patterns("target", "__pycache__", "*.safetensors")  # written below
-    shutil.copytree(ROOT / "examples", workdir / "examples", ignore=skipped)
-    make = [sys.executable, "examples/ports/make_language_model_files.py"]
-    subprocess.run(make, cwd=workdir, check=True, capture_output=True)
-    snakemake(workdir, "--cores", "2", "--configfile", "language_models.yaml")
-    return workdir
+    make = ["examples/ports/make_language_model_files.py"]
+    return examples_run(tmp_path_factory.mktemp("ports"), lambda k: k in EXPERIMENTS, make)
 
 
 def settings(workdir: Path, experiment: str) -> dict[str, tuple[str, str, str]]:

@@ -112,6 +112,7 @@ def test_a_libraries_own_gelu_is_read_and_given_burns_form(tmp_path):
     model, arrays = built(experiment(tmp_path))
     settings = settings_of(model)
     assert settings["transformer.h.0.mlp.act.approximate"] == "tanh"  # GPT-2's gelu_new
+    assert settings["transformer.h.0.attn.c_attn.bias"] is True  # a Conv1D, read as a Linear
     x, _ = models.inputs(arrays, torch.float64)
     before = model(x[:2]).detach()
     layer_settings.apply(model, {"transformer.h.1.mlp.act.approximate": "none"})

@@ -5,18 +5,12 @@ pytest-xdist runs it beside the others)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
-from conftest import ROOT
-from pipeline_helpers import copy_project, snakemake
-from port_projects import verdicts
+from port_projects import examples_run, verdicts
 
 pytestmark = pytest.mark.pipeline
 
@@ -26,15 +20,8 @@ def resnet(tmp_path_factory, burn_binary) -> Path:
     """A copy of the project with examples/ports, its files written and its config's two
     ResNet-18 experiments run: torchvision's ResNet-18 and its Burn port (the language
     models: test_port_language_models.py)."""
-    config = yaml.safe_load((ROOT / "examples/ports/config.yaml").read_text())
-    config["experiments"] = {k: v for k, v in config["experiments"].items() if "resnet18" in k}
-    workdir = copy_project(tmp_path_factory.mktemp("ports"), config, "ports.yaml")
-    skipped = shutil.ignore_patterns("target", "__pycache__", "*.safetensors")  # written below
-    shutil.copytree(ROOT / "examples", workdir / "examples", ignore=skipped)
-    make = [sys.executable, "examples/ports/resnet18/make_files.py"]
-    subprocess.run(make, cwd=workdir, check=True, capture_output=True)
-    snakemake(workdir, "--cores", "2", "--configfile", "ports.yaml")
-    return workdir
+    make = ["examples/ports/resnet18/make_files.py"]
+    return examples_run(tmp_path_factory.mktemp("ports"), lambda k: "resnet18" in k, make)
 
 
 def test_torchvisions_resnet18_is_judged_part_by_part_and_layer_by_layer(resnet):

@@ -293,7 +293,8 @@ def layer_rows(torch_layers: dict, burn_layers: dict) -> list[dict]:
     Numbers compare as value_row does (Burn holding the f32 rounding of PyTorch's value is
     `f32 storage`); anything else is `same` or `differs`; a value one framework does not
     record differs, except a Burn-only option (BURN_ONLY), which is `same` when Burn's value
-    is what PyTorch always does.
+    is what PyTorch always does, and a dropout of p 0 (the identity) that one side leaves
+    out.
     """
     rows = []
     for name in dict.fromkeys([*torch_layers, *burn_layers]):
@@ -306,7 +307,11 @@ def layer_rows(torch_layers: dict, burn_layers: dict) -> list[dict]:
         notes = [note] if note else []
         missing = [fw for fw, v in (("torch", t), ("burn", b)) if v is None]
         numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (t, b))
-        if missing:
+        if missing and name.endswith(".p") and 0 in (t, b):
+            # a dropout of p 0 is the identity: a port leaves such a layer out
+            status = "same"
+            notes.insert(0, f"{' and '.join(missing)} has no such layer; p 0 is the identity")
+        elif missing:
             status = "differs"
             notes.insert(0, " and ".join(missing) + " records no value")
         elif t == b:

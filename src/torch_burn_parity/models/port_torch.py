@@ -209,8 +209,9 @@ def layer_settings(model: nn.Module) -> dict[str, Any]:
 
 
 def _settings_of(layer: nn.Module) -> dict[str, Any]:
-    if isinstance(layer, nn.Linear):
-        return {"bias": layer.bias is not None}
+    if isinstance(layer, nn.Linear) or type(layer).__name__ == "Conv1D":
+        # transformers' Conv1D (GPT-2's projections) is a Linear holding its weight [in, out]
+        return {"bias": getattr(layer, "bias", None) is not None}
     if isinstance(layer, nn.Conv1d | nn.Conv2d):
         dims = 1 if isinstance(layer, nn.Conv1d) else 2
         padding = layer.padding
