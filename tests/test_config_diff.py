@@ -510,6 +510,17 @@ def test_a_layer_value_held_in_f32_or_missing_is_told_apart():
     assert found["bn.momentum"]["note"].startswith("burn records no value; ")
 
 
+def test_an_exact_gelus_backward_is_shown_where_both_record_it():
+    torch_held = {"act.approximate": "none", "act.backward": "none"}
+    found = cd.layer_rows(torch_held, {"act.approximate": "none", "act.backward": "tanh"})
+    backward = found[1]
+    assert (backward["hyperparameter"], backward["status"]) == ("act.backward", "differs")
+    assert "src/backend/ops/activation.rs lines 98–128" in backward["note"]
+    # Burn's GELU is the tanh approximation: its `approximate` row says it, no backward row
+    found = cd.layer_rows(torch_held, {"act.approximate": "tanh"})
+    assert [r["hyperparameter"] for r in found] == ["act.approximate"]
+
+
 def test_a_dropout_of_p_0_that_one_side_leaves_out_is_the_same():
     found = {r["hyperparameter"]: r for r in cd.layer_rows({"drop.p": 0.0, "head.p": 0.1}, {})}
     assert found["drop.p"] == row("drop.p", "0.0", "—", "same",

@@ -72,3 +72,52 @@ def test_each_layer_setting_gets_its_burn_line():
     assert layer_fix(layer_settings.cause("bn.momentum", 0.01, 0.1)).endswith(
         "`BatchNormConfig::new(…).with_momentum(0.01)`"
     )
+
+
+# --- the GELU a backend differentiates (analysis/burn_gelu.py) ---------------------------
+
+
+def test_ndarrays_gelu_backward_is_the_tanh_approximations_derivative():
+    """burn-backend's default gelu_backward (src/backend/ops/activation.rs lines 98–128),
+    written out here from Burn's source with its 6-digit constants: the stand-in's
+    gradient is that, in f64, while its forward stays the exact GELU."""
+    from torch_burn_parity.analysis.burn_gelu import BurnGelu
+
+    x = torch.linspace(-4, 4, 81, dtype=torch.float64, requires_grad=True)
+    out = BurnGelu("tanh")(x)
+    assert torch.equal(out, nn.functional.gelu(x))
+    out.sum().backward()
+    inner1 = 0.0356774 * x.detach() ** 3 + 0.797885 * x.detach()
+    inner2 = 0.0535161 * x.detach() ** 3 + 0.398942 * x.detach()
+    t = torch.tanh(inner1)
+    burn = 0.5 * t + (inner2 * (1 - t**2) + 0.5)
+    assert torch.allclose(x.grad, burn, rtol=0, atol=1e-15)
+    exact = torch.autograd.grad(nn.functional.gelu(x).sum(), x)[0]
+    assert 1e-4 < (x.grad - exact).abs().max() < 1e-2  # the approximation's, not rounding's
+    x.grad = None
+    BurnGelu("none")(x).sum().backward()
+    assert torch.equal(x.grad, exact)
+
+
+def test_an_exact_gelus_backward_is_recorded_and_given_to_each_block():
+    from torch_burn_parity.models import models
+
+    class Block(nn.Module):
+        def __init__(self, approximate: str):
+            super().__init__()
+            self.fc, self.act = nn.Linear(2, 2), nn.GELU(approximate=approximate)
+
+    class Blocks(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([Block("none"), Block("tanh"), Block("none")])
+            self.parity_layers = ("blocks.0", "blocks.1", "blocks.2")  # a port's
+
+    model = Blocks()
+    held = models.layer_hyperparameters("port", model)
+    assert held["blocks.0.act.backward"] == "none" and "blocks.1.act.backward" not in held
+    layer_settings.apply(model, {"blocks.0.act.backward": "tanh"})
+    assert [type(b.act).__name__ for b in model.blocks] == ["BurnGelu", "GELU", "GELU"]
+    # a built-in model's one key for each block's layer (gpt's `gelu`): every such layer
+    layer_settings.apply(model, {"act.backward": "tanh"})
+    assert [type(b.act).__name__ for b in model.blocks] == ["BurnGelu"] * 3

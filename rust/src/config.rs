@@ -122,6 +122,39 @@ impl Backend {
             Backend::NdArray => "ndarray",
         }
     }
+
+    /// The derivative the backend's exact (erf) GELU is differentiated with, in the terms
+    /// of PyTorch's `approximate`: burn-flex overrides `gelu_backward` with the erf
+    /// derivative (src/ops/activation.rs lines 81–103); burn-ndarray keeps burn-backend's
+    /// default, the derivative of the tanh approximation with 6-digit constants
+    /// (src/backend/ops/activation.rs lines 98–128), whatever the forward computed.
+    pub fn gelu_backward(self) -> &'static str {
+        match self {
+            Backend::Flex => "none",
+            Backend::NdArray => "tanh",
+        }
+    }
+}
+
+/// The layer settings a model records (`{layer}.approximate`, …) with, for each exact GELU,
+/// `{layer}.backward`: the form of GELU its backward differentiates on `backend`
+/// ([`Backend::gelu_backward`]), which no setting of the layer reaches.
+pub fn with_gelu_backward(settings: serde_json::Value, backend: Backend) -> serde_json::Value {
+    let serde_json::Value::Object(map) = settings else {
+        return settings;
+    };
+    let mut found = serde_json::Map::new();
+    for (key, value) in map {
+        let exact = key
+            .strip_suffix(".approximate")
+            .filter(|_| value == "none")
+            .map(|layer| format!("{layer}.backward"));
+        found.insert(key, value);
+        if let Some(backward) = exact {
+            found.insert(backward, backend.gelu_backward().into());
+        }
+    }
+    serde_json::Value::Object(found)
 }
 
 /// The hyperparameters each framework leaves at its own defaults.

@@ -7,7 +7,7 @@ use burn::tensor::{DType, Device, Int, Tensor};
 
 use crate::adam_factors::{burn_adam_factors, burn_adamw_bias_corrections};
 use crate::by_hand;
-use crate::config::LossKind;
+use crate::config::{self, LossKind};
 use crate::config::{BurnFix, ClipGrad};
 use crate::dataset::Dataset;
 use crate::groups::{Optimizers, burn_shapes};
@@ -335,7 +335,10 @@ pub fn run_into<M: ParityModel>(run: Run, output: Output) -> Result<(RunBlock, M
                 .map_or_else(|| M::NAME.to_string(), |p| p.name.clone()),
             model_size: model.size(),
             data: spec.data.name().to_string(),
-            layer_hyperparameters: model.layer_hyperparameters(),
+            layer_hyperparameters: config::with_gelu_backward(
+                model.layer_hyperparameters(),
+                spec.backend,
+            ),
             loss: criterion.meta(),
             optimizer: spec.optimizer.name().to_string(),
             hyperparameters: held,

@@ -325,3 +325,16 @@ fn reads_record_steps_and_refuses_any_not_sorted_distinct_steps_of_the_run() {
             .starts_with("missing field `record_steps`")
     );
 }
+
+#[test]
+fn an_exact_gelus_backward_is_recorded_as_its_backend_computes_it() {
+    let settings =
+        serde_json::json!({"gelu.approximate": "none", "act.approximate": "tanh", "bn.eps": 1e-5});
+    let flex = super::with_gelu_backward(settings.clone(), Backend::Flex);
+    let ndarray = super::with_gelu_backward(settings, Backend::NdArray);
+    assert_eq!(flex["gelu.backward"], "none");
+    assert_eq!(ndarray["gelu.backward"], "tanh");
+    // a tanh GELU is differentiated as what it computes: no backward of its own
+    assert!(ndarray.get("act.backward").is_none());
+    assert_eq!(ndarray["bn.eps"], 1e-5);
+}

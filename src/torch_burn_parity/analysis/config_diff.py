@@ -259,6 +259,12 @@ def backend_rows(spec: dict) -> list[dict]:
 # Notes on the layer hyperparameters (PyTorch's torch.nn BatchNorm1d, LayerNorm, GELU docs;
 # burn-nn 0.22.1 src/modules/norm/batch.rs, layer.rs, src/activation/gelu.rs).
 LAYER_NOTES = {
+    "gelu.backward": (
+        "the GELU whose derivative the backward takes (the forward is the exact one): Burn's"
+        " NdArray backend keeps burn-backend's default gelu_backward, the tanh"
+        " approximation's (src/backend/ops/activation.rs lines 98–128), which no setting"
+        " reaches; Flex and PyTorch differentiate the erf GELU"
+    ),
     "bn.momentum": "running stat ← (1 − momentum)·running stat + momentum·batch stat, in both",
     "bn.running_var_estimator": (
         "the batch variance the running variance is updated with: over n − 1 (unbiased) or"
@@ -299,6 +305,13 @@ def layer_rows(torch_layers: dict, burn_layers: dict) -> list[dict]:
     rows = []
     for name in dict.fromkeys([*torch_layers, *burn_layers]):
         t, b = torch_layers.get(name), burn_layers.get(name)
+        if name.endswith(".backward") and None in (t, b):
+            continue  # one side's GELU is not exact: its `approximate` row says so
+        if name.endswith(".backward"):
+            notes = [LAYER_NOTES["gelu.backward"]]
+            status = "same" if t == b else "differs"
+            rows.append(fact(name, t, b, status, notes[0]))
+            continue
         if (row := burn_only(name, t, b)) is not None:
             rows.append(row)
             continue

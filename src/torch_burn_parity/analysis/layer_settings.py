@@ -6,7 +6,9 @@ Both runs record each layer's settings in PyTorch's terms under PyTorch's layer 
 read from the module by models/port_torch.py `layer_settings` or a built-in model's module,
 Burn's from its module's display by rust/src/port/settings.rs or a built-in model's code).
 Those a module reads at every forward, and which can be set on it without changing its
-shapes — a norm's epsilon, BatchNorm's momentum, GELU's form — are *applicable*: replay.py
+shapes — a norm's epsilon, BatchNorm's momentum, GELU's form, and the form a backend's GELU
+backward differentiates (burn_gelu.py: NdArray's, which no setting reaches) — are
+*applicable*: replay.py
 runs PyTorch's model with Burn's value of each, one at a time, and the distance each adds
 to PyTorch's run is that setting's share. A setting that changes the shapes (a bias, a
 stride, a padding) is shown in the config diff and not measured.
@@ -20,7 +22,7 @@ if TYPE_CHECKING:  # torch-free: the verdict reads the keys, only the replay app
     from torch import nn
 
 # The applicable settings, by the last segment of their key.
-APPLICABLE = ("eps", "momentum", "approximate")
+APPLICABLE = ("eps", "momentum", "approximate", "backward")
 
 
 def applicable(key: str) -> bool:
@@ -43,23 +45,45 @@ def apply(module: nn.Module, settings: dict[str, Any]) -> None:
     """Give the module's layers these settings ({`layer.setting`: value}), in place: an
     epsilon as the layer holds it (`eps`, or `variance_epsilon` for Hugging Face's
     RMSNorms), a momentum, GELU's `approximate` (a library's own GELU module replaced by
-    nn.GELU of that form)."""
+    nn.GELU of that form), an exact GELU's `backward` (the form its derivative is of: the
+    module replaced by burn_gelu.BurnGelu). Both runs record `backward` for an exact GELU
+    only, so it differs only where `approximate` does not."""
     for key, value in settings.items():
         name, _, setting = key.rpartition(".")
-        layer = module.get_submodule(name)
-        if setting == "eps" and hasattr(layer, "variance_epsilon"):
-            layer.variance_epsilon = value
-        elif setting == "approximate" and not hasattr(layer, setting):
-            # a library's own GELU module (transformers' NewGELUActivation): in its place,
-            # PyTorch's GELU of that form
-            from torch import nn
+        for layer_name in _named(module, name):
+            _apply_one(module, layer_name, setting, value)
 
-            parent, _, child = name.rpartition(".")
-            setattr(module.get_submodule(parent), child, nn.GELU(approximate=value))
-        elif hasattr(layer, setting):
-            setattr(layer, setting, value)
-        else:
-            raise AttributeError(f"{type(layer).__name__} {name} has no setting {setting!r}")
+
+def _named(module: nn.Module, name: str) -> list[str]:
+    """The submodule `name`, or (a built-in model's key for each block's layer: gpt's
+    `gelu`) every submodule whose last name it is."""
+    names = [n for n, _ in module.named_modules()]
+    if name in names:
+        return [name]
+    return [n for n in names if n.endswith("." + name)] or [name]
+
+
+def _apply_one(module: nn.Module, name: str, setting: str, value: Any) -> None:
+    layer = module.get_submodule(name)
+    if setting == "backward":  # the backend's GELU derivative (burn_gelu.py), in its place
+        from torch_burn_parity.analysis.burn_gelu import BurnGelu
+
+        parent, _, child = name.rpartition(".")
+        setattr(module.get_submodule(parent), child, BurnGelu(value))
+        return
+    if setting == "eps" and hasattr(layer, "variance_epsilon"):
+        layer.variance_epsilon = value
+    elif setting == "approximate" and not hasattr(layer, setting):
+        # a library's own GELU module (transformers' NewGELUActivation): in its place,
+        # PyTorch's GELU of that form
+        from torch import nn
+
+        parent, _, child = name.rpartition(".")
+        setattr(module.get_submodule(parent), child, nn.GELU(approximate=value))
+    elif hasattr(layer, setting):
+        setattr(layer, setting, value)
+    else:
+        raise AttributeError(f"{type(layer).__name__} {name} has no setting {setting!r}")
 
 
 def cause(key: str, torch_value: Any, burn_value: Any) -> str:

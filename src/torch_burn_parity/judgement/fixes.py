@@ -145,6 +145,13 @@ def layer_fix(cause: str) -> str | None:
     if setting == "momentum":
         setter = f"BatchNormConfig::new(…).with_momentum({value})"
         return f"build Burn's `{layer}` with PyTorch's momentum: `{setter}`"
+    if setting == "backward":
+        return (
+            f"run on Burn's Flex backend (`burn_backend: flex`): NdArray differentiates"
+            f" `{layer}`'s exact GELU as its tanh approximation (burn-backend"
+            " src/backend/ops/activation.rs lines 98–128), which no setting of the layer"
+            " reaches"
+        )
     if setting == "approximate":
         gelu = "Gelu::new_approximate()" if value == "tanh" else "Gelu::new()"
         return f"build Burn's `{layer}` as PyTorch's GELU ({value}): `{gelu}`"

@@ -127,10 +127,19 @@ def model_size(name: str, model: nn.Module) -> dict[str, int]:
 
 def layer_hyperparameters(name: str, model: nn.Module) -> dict[str, Any]:
     """The model's layer hyperparameters as the module holds them ({} for cnn1d); for a
-    port, every known layer's settings (port_torch.layer_settings)."""
+    port, every known layer's settings (port_torch.layer_settings). Each exact GELU's
+    `{layer}.backward` follows its `approximate`: autograd differentiates the erf GELU
+    exactly (the Burn run records its backend's, rust/src/config.rs `gelu_backward`)."""
     if port_torch.is_port_module(model):
-        return port_torch.layer_settings(model)
-    return module_of(name).layer_hyperparameters(model)
+        found = port_torch.layer_settings(model)
+    else:
+        found = module_of(name).layer_hyperparameters(model)
+    settings: dict[str, Any] = {}
+    for key, value in found.items():
+        settings[key] = value
+        if key.endswith(".approximate") and value == "none":
+            settings[key.removesuffix("approximate") + "backward"] = "none"
+    return settings
 
 
 def flat(t: torch.Tensor) -> list[float]:
