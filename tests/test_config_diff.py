@@ -521,6 +521,18 @@ def test_an_exact_gelus_backward_is_shown_where_both_record_it():
     assert [r["hyperparameter"] for r in found] == ["act.approximate"]
 
 
+def test_attentions_square_root_held_in_f32_is_told_apart_and_sourced():
+    torch_held, burn_held = (
+        {"attn.sqrt_d_k": 24**0.5},
+        {"attn.sqrt_d_k": float(np.float32(24**0.5))},
+    )
+    (row_,) = cd.layer_rows(torch_held, burn_held)
+    assert row_["status"] == "f32 storage"
+    assert "burn-nn src/modules/attention/mha.rs line 290" in row_["note"]
+    (same,) = cd.layer_rows({"enc.self_attn.sqrt_d_k": 4.0}, {"enc.self_attn.sqrt_d_k": 4.0})
+    assert same["status"] == "same" and "mha.rs line 290" in same["note"]
+
+
 def test_a_dropout_of_p_0_that_one_side_leaves_out_is_the_same():
     found = {r["hyperparameter"]: r for r in cd.layer_rows({"drop.p": 0.0, "head.p": 0.1}, {})}
     assert found["drop.p"] == row("drop.p", "0.0", "—", "same",

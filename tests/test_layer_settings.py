@@ -121,3 +121,37 @@ def test_an_exact_gelus_backward_is_recorded_and_given_to_each_block():
     # a built-in model's one key for each block's layer (gpt's `gelu`): every such layer
     layer_settings.apply(model, {"act.backward": "tanh"})
     assert [type(b.act).__name__ for b in model.blocks] == ["BurnGelu"] * 3
+
+
+# --- the square root Burn's attention divides by (analysis/burn_attention.py) ------------
+
+
+def test_burns_attention_divides_the_scores_by_its_held_square_root():
+    """burn-nn's MultiHeadAttention: q·kᵀ / (d_k as f32).sqrt(), masked, softmax, times v
+    (mha.rs lines 287–323); given to one nn.MultiheadAttention by hooks, the others kept."""
+    import math
+
+    import numpy as np
+
+    from torch_burn_parity.analysis.burn_attention import divide_scores_by
+
+    torch.manual_seed(0)
+    attention, other = (nn.MultiheadAttention(96, 4, batch_first=True).double() for _ in "ab")
+    x = torch.randn(2, 5, 96, dtype=torch.float64)
+    mask = torch.ones(5, 5, dtype=torch.bool).triu(1)
+    before = attention(x, x, x, attn_mask=mask, need_weights=False)[0]
+    other_before = other(x, x, x, need_weights=False)[0]
+    held = float(np.float32(math.sqrt(24)))  # d_k 24: √24 is not exact in f32
+    divide_scores_by(attention, held)
+    after = attention(x, x, x, attn_mask=mask, need_weights=False)[0]
+    q, k, v = nn.functional.linear(x, attention.in_proj_weight, attention.in_proj_bias).chunk(3, -1)
+    heads = [t.reshape(2, 5, 4, 24).transpose(1, 2) for t in (q, k, v)]
+    scores = heads[0] @ heads[1].transpose(-2, -1) / held
+    weights = torch.softmax(scores.masked_fill(mask, float("-inf")), -1)
+    by_hand = attention.out_proj((weights @ heads[2]).transpose(1, 2).reshape(2, 5, 96))
+    assert torch.allclose(after, by_hand, rtol=0, atol=1e-14)
+    assert 1e-10 < (after - before).abs().max() < 1e-6  # the f32 rounding of √24, no more
+    # after it ran, the other attention keeps PyTorch's own scaling
+    assert torch.equal(other(x, x, x, need_weights=False)[0], other_before)
+    with pytest.raises(AttributeError, match="Linear has no setting 'sqrt_d_k'"):
+        divide_scores_by(nn.Linear(2, 2), held)

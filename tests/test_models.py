@@ -109,7 +109,7 @@ def test_layer_hyperparameters_are_passed_and_read_back():
     assert model.gelu.approximate == "none" and model.ln.elementwise_affine
     assert models.layer_hyperparameters("cnn_bn", model) == {
         "bn.momentum": 0.1, "bn.eps": 1e-05, "ln.eps": 1e-05, "gelu.approximate": "none",
-        "bn.running_var_estimator": "unbiased",
+        "gelu.backward": "none", "bn.running_var_estimator": "unbiased",
     }  # fmt: skip
     model.bn.momentum = 0.25  # read back from the module, not from the spec
     assert models.layer_hyperparameters("cnn_bn", model)["bn.momentum"] == 0.25
@@ -381,4 +381,6 @@ def test_the_transformer_declares_pytorchs_packed_in_projection():
     # The query, key and value blocks start apart.
     assert min(np.abs(rows[a] - rows[b]).max() for a, b in ((0, 1), (0, 2), (1, 2))) > 0.01
     model = models.build("transformer", arrays_of("transformer"), torch.float64)
-    assert models.layer_hyperparameters("transformer", model) == spec.hyperparameters
+    # and the square root its attention scales by, which no hyperparameter sets (d_k 4)
+    held = spec.hyperparameters | {"enc.self_attn.sqrt_d_k": 2.0}
+    assert models.layer_hyperparameters("transformer", model) == held

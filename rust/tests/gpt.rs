@@ -199,6 +199,8 @@ fn gpt_reads_back_its_arrays_sizes_and_settings() {
             json!({
                 "attn.heads": s.heads, "attn.dropout": 0.0, "attn.causal": true,
                 "ln.eps": 1e-5, "gelu.approximate": "none",
+                // the f32 square root Burn divides the scores by (mha.rs line 290)
+                "attn.sqrt_d_k": ((s.d_model / s.heads) as f32).sqrt() as f64,
             })
         );
         assert!(!attn.quiet_softmax);
@@ -430,7 +432,9 @@ fn gpt_trains_and_records_its_layers_and_meta() {
         meta["layer_hyperparameters"],
         json!({
             "attn.heads": 3, "attn.dropout": 0.0, "attn.causal": true, "ln.eps": 1e-5,
-            "gelu.approximate": "none",
+            "gelu.approximate": "none", "attn.sqrt_d_k": 2.0,
+            // Flex differentiates the exact GELU (config.rs `gelu_backward`)
+            "gelu.backward": "none",
         })
     );
     assert_eq!(

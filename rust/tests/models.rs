@@ -379,7 +379,7 @@ fn meta_names_the_model_and_its_layer_hyperparameters_as_burn_holds_them() {
     assert_eq!(
         bn["meta"]["layer_hyperparameters"],
         json!({"bn.momentum": 0.1, "bn.eps": 1e-5, "ln.eps": 1e-5, "gelu.approximate": "none",
-            "bn.running_var_estimator": "biased"})
+            "gelu.backward": "none", "bn.running_var_estimator": "biased"})
     );
     let names: Vec<&String> = bn["params"].as_object().unwrap().keys().collect();
     assert_eq!(names.len(), CnnBn::params(&conv_size()).len());

@@ -222,6 +222,7 @@ fn block_settings(block: &Block) -> Value {
         "attn.causal": true,
         "ln.eps": eps,
         "gelu.approximate": if block.gelu.approximate { "tanh" } else { "none" },
+        "attn.sqrt_d_k": super::transformer::attention_sqrt_d_k(block.attn.d_k),
     })
 }
 

@@ -172,6 +172,14 @@ fn layer_size(layer: &TransformerEncoderLayer) -> (usize, usize, usize) {
 }
 
 /// One encoder layer's settings, under today's keys (`enc.…`).
+/// The square root Burn's `MultiHeadAttention` divides the scores by, as it holds it:
+/// `(self.d_k as f32).sqrt()` (burn-nn 0.22.1 src/modules/attention/mha.rs line 290), f32
+/// also in an f64 run; PyTorch scales by 1/√d_k in the run's dtype. Recorded widened
+/// exactly, so that the config diff tells an f32 rounding of PyTorch's value apart.
+pub(super) fn attention_sqrt_d_k(d_k: usize) -> f64 {
+    (d_k as f32).sqrt() as f64
+}
+
 fn layer_settings(layer: &TransformerEncoderLayer) -> Value {
     let mha = &layer.mha;
     let (d_model, heads, d_ff) = layer_size(layer);
@@ -189,6 +197,7 @@ fn layer_settings(layer: &TransformerEncoderLayer) -> Value {
         "enc.layer_norm_eps": eps,
         // Burn only: softmax + 1 in the denominator when true.
         "enc.quiet_softmax": mha.quiet_softmax,
+        "enc.self_attn.sqrt_d_k": attention_sqrt_d_k(mha.d_k),
     })
 }
 

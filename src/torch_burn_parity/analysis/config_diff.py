@@ -259,6 +259,12 @@ def backend_rows(spec: dict) -> list[dict]:
 # Notes on the layer hyperparameters (PyTorch's torch.nn BatchNorm1d, LayerNorm, GELU docs;
 # burn-nn 0.22.1 src/modules/norm/batch.rs, layer.rs, src/activation/gelu.rs).
 LAYER_NOTES = {
+    "attn.sqrt_d_k": (
+        "the square root attention's scores are divided by: PyTorch scales by 1/√d_k in the"
+        " run's dtype, Burn's MultiHeadAttention divides by (d_k as f32).sqrt(), f32 also in"
+        " f64 runs (burn-nn src/modules/attention/mha.rs line 290); the same where √d_k is"
+        " exact in f32 (d_k 4, 16, 64)"
+    ),
     "gelu.backward": (
         "the GELU whose derivative the backward takes (the forward is the exact one): Burn's"
         " NdArray backend keeps burn-backend's default gelu_backward, the tanh"
@@ -316,7 +322,10 @@ def layer_rows(torch_layers: dict, burn_layers: dict) -> list[dict]:
             rows.append(row)
             continue
         # a note by the setting's name, at any layer's (a port's BatchNorms have their own)
-        note = LAYER_NOTES.get(name) or LAYER_NOTES.get("bn." + name.rsplit(".", 1)[-1])
+        last = name.rsplit(".", 1)[-1]
+        note = next(
+            (v for k, v in LAYER_NOTES.items() if k == name or k.endswith("." + last)), None
+        )
         notes = [note] if note else []
         missing = [fw for fw, v in (("torch", t), ("burn", b)) if v is None]
         numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (t, b))

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # torch-free: the verdict reads the keys, only the replay app
     from torch import nn
 
 # The applicable settings, by the last segment of their key.
-APPLICABLE = ("eps", "momentum", "approximate", "backward")
+APPLICABLE = ("eps", "momentum", "approximate", "backward", "sqrt_d_k")
 
 
 def applicable(key: str) -> bool:
@@ -46,8 +46,9 @@ def apply(module: nn.Module, settings: dict[str, Any]) -> None:
     epsilon as the layer holds it (`eps`, or `variance_epsilon` for Hugging Face's
     RMSNorms), a momentum, GELU's `approximate` (a library's own GELU module replaced by
     nn.GELU of that form), an exact GELU's `backward` (the form its derivative is of: the
-    module replaced by burn_gelu.BurnGelu). Both runs record `backward` for an exact GELU
-    only, so it differs only where `approximate` does not."""
+    module replaced by burn_gelu.BurnGelu; both runs record `backward` for an exact GELU
+    only, so it differs only where `approximate` does not), attention's `sqrt_d_k` (the
+    square root its scores are divided by: burn_attention.py)."""
     for key, value in settings.items():
         name, _, setting = key.rpartition(".")
         for layer_name in _named(module, name):
@@ -60,7 +61,8 @@ def _named(module: nn.Module, name: str) -> list[str]:
     names = [n for n, _ in module.named_modules()]
     if name in names:
         return [name]
-    return [n for n in names if n.endswith("." + name)] or [name]
+    last = "." + name.rpartition(".")[2]  # transformer's `enc.self_attn`: each layer's
+    return [n for n in names if n.endswith("." + name) or n.endswith(last)] or [name]
 
 
 def _apply_one(module: nn.Module, name: str, setting: str, value: Any) -> None:
@@ -71,7 +73,11 @@ def _apply_one(module: nn.Module, name: str, setting: str, value: Any) -> None:
         parent, _, child = name.rpartition(".")
         setattr(module.get_submodule(parent), child, BurnGelu(value))
         return
-    if setting == "eps" and hasattr(layer, "variance_epsilon"):
+    if setting == "sqrt_d_k":  # Burn's f32 square root (burn_attention.py), by hooks
+        from torch_burn_parity.analysis.burn_attention import divide_scores_by
+
+        divide_scores_by(layer, value)
+    elif setting == "eps" and hasattr(layer, "variance_epsilon"):
         layer.variance_epsilon = value
     elif setting == "approximate" and not hasattr(layer, setting):
         # a library's own GELU module (transformers' NewGELUActivation): in its place,

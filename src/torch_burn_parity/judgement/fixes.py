@@ -145,6 +145,13 @@ def layer_fix(cause: str) -> str | None:
     if setting == "momentum":
         setter = f"BatchNormConfig::new(…).with_momentum({value})"
         return f"build Burn's `{layer}` with PyTorch's momentum: `{setter}`"
+    if setting == "sqrt_d_k":
+        return (
+            f"no setting of Burn's `{layer}` reaches it: its MultiHeadAttention divides the"
+            " scores by the f32 square root of d_k (burn-nn src/modules/attention/mha.rs line"
+            " 290); a head width whose square root is exact in f32 (4, 16, 64, 256) makes the"
+            " two the same"
+        )
     if setting == "backward":
         return (
             f"run on Burn's Flex backend (`burn_backend: flex`): NdArray differentiates"

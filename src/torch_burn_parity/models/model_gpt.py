@@ -14,6 +14,7 @@ input gradient), attn.i and ff.i per block (each with its residual), ln_f, head.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -125,4 +126,6 @@ def layer_hyperparameters(module: Gpt) -> dict:
         "attn.causal": True,  # the mask each block builds (Block.attend)
         "ln.eps": block.ln1.eps,
         "gelu.approximate": block.gelu.approximate,
+        # the square root the scores are scaled by (nn.MultiheadAttention: 1/√d_k)
+        "attn.sqrt_d_k": math.sqrt(block.attn.head_dim),
     }

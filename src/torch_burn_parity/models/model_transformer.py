@@ -26,6 +26,7 @@ what a training step's forward computes, as Burn's does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -170,4 +171,6 @@ def layer_hyperparameters(module: Transformer) -> dict:
         "enc.norm_first": enc.norm_first,
         "enc.activation": name,
         "enc.layer_norm_eps": enc.norm1.eps,
+        # the square root the scores are scaled by (nn.MultiheadAttention: 1/√d_k)
+        "enc.self_attn.sqrt_d_k": math.sqrt(enc.self_attn.head_dim),
     }
