@@ -122,7 +122,8 @@ fn a_batchnorm_port_trains_exactly_as_the_built_in_cnn_bn() {
         &serde_json::json!({
             "conv.stride": [1], "conv.dilation": [1], "conv.groups": 1, "conv.padding": [0],
             "bn.momentum": 0.1, "bn.eps": 1e-5, "bn.running_var_estimator": "biased",
-            "gelu.approximate": "none", "ln.eps": 1e-5, "ln.bias": true, "fc.bias": true,
+            "gelu.approximate": "none", "gelu.backward": "none", "ln.eps": 1e-5, "ln.bias": true,
+            "fc.bias": true,
         })
     );
     let reference_held = reference["meta"]["layer_hyperparameters"]
