@@ -120,3 +120,10 @@ def test_a_libraries_own_gelu_is_read_and_given_burns_form(tmp_path):
     assert isinstance(act, nn.GELU) and act.approximate == "none"
     assert settings_of(model)["transformer.h.0.mlp.act.approximate"] == "tanh"
     assert not torch.equal(model(x[:2]).detach(), before)
+
+
+def test_an_output_without_logits_is_refused_in_one_line(tmp_path, monkeypatch):
+    exp = experiment(tmp_path)
+    monkeypatch.setattr(transformers.GPT2LMHeadModel, "forward", lambda self, x: {"no": x})
+    with pytest.raises(ModelError, match=r"^GPT2LMHeadModel's output is a dict, with no logits"):
+        built(exp)

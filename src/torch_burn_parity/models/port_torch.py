@@ -252,6 +252,10 @@ def check_input(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None = None
                          f" input ({reason})") from None  # fmt: skip
     finally:
         model.train(mode)
+    if not isinstance(out, torch.Tensor):
+        raise ModelError(f"{type(model).__name__}'s output is a {type(out).__name__}, with no"
+                         " logits: the trainers take a tensor [rows, classes], an output"
+                         " object's `logits` or a tuple's first element")  # fmt: skip
     if out.dim() != 2:
         raise ModelError(f"{type(model).__name__}'s output is {list(out.shape)} on one sample;"
                          " the trainers take [rows, classes] (logits)")  # fmt: skip
