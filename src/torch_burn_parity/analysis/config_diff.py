@@ -313,11 +313,6 @@ def layer_rows(torch_layers: dict, burn_layers: dict) -> list[dict]:
         t, b = torch_layers.get(name), burn_layers.get(name)
         if name.endswith(".backward") and None in (t, b):
             continue  # one side's GELU is not exact: its `approximate` row says so
-        if name.endswith(".backward"):
-            notes = [LAYER_NOTES["gelu.backward"]]
-            status = "same" if t == b else "differs"
-            rows.append(fact(name, t, b, status, notes[0]))
-            continue
         if (row := burn_only(name, t, b)) is not None:
             rows.append(row)
             continue
