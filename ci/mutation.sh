@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Mutation testing of the judgement core, not part of every CI run (it takes a while):
 #   mutmut        over the package's judgement/{verdict,judge,step_one,effect,fixes}.py,
-#                 analysis/{gaps,compare,config_diff}.py and config/{parity_config,resolve,
-#                 param_groups}.py
+#                 analysis/{gaps,compare,config_diff,layer_settings,layers_table}.py and
+#                 config/{parity_config,resolve,param_groups}.py
 #                 against the fast unit tests ([tool.mutmut] in pyproject.toml);
 #   cargo-mutants over rust/src/config.rs and rust/src/adam_factors.rs against the crate's
 #                 lib tests, rust/tests/adam_factors.rs and rust/tests/burn_scalars.rs.
-# Prints each tool's score (killed / total) and its survivors; exits 1 if either score is
-# below 95 %.
+# Prints each tool's score (killed / total), mutmut's per file, and the survivors; exits 1
+# if either score, or any one file's, is below 95 %. Weekly in .github/workflows/mutation.yml.
 #
 #   bash ci/mutation.sh                       # both
 #   MUTATION_ONLY=python bash ci/mutation.sh  # or rust
@@ -141,14 +141,21 @@ def score(c: Counter) -> tuple[int, int, float]:
     return caught, total, 100 * caught / max(total, 1)
 
 
+threshold = float(sys.argv[1])
 print("\n".join(lines))
+below = []
 for name, c in by_file.items():
-    print("  %-18s %d / %d killed (%.1f %%)" % (name, *score(c)))
+    caught, total, percent = score(c)
+    mark = "" if percent >= threshold else f"   below {threshold:g} %"
+    below += [name] if mark else []
+    print("  %-18s %d / %d killed (%.1f %%)%s" % (name, caught, total, percent, mark))
 caught, total, percent = score(counts)
 print(f"mutmut: {counts['killed']} killed, {counts['timeout']} timeout, {counts['survived']}"
       f" survived, {counts['no tests']} no tests of {total} (left out: {counts['equivalent']}"
       f" equivalent, {counts['help text']} help text): score {percent:.1f} %")
-sys.exit(0 if percent >= float(sys.argv[1]) else 1)
+if below:
+    print(f"mutmut: under {threshold:g} %: {', '.join(below)}")
+sys.exit(0 if percent >= threshold and not below else 1)
 EOF
 }
 

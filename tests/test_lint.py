@@ -15,6 +15,7 @@ from conftest import ROOT
 ACTIONLINT_VERSION = "v1.7.12"
 TOOLS = ROOT / ".ci-tools"
 WORKFLOW = ROOT / ".github" / "workflows" / "pipeline.yml"
+MUTATION_WORKFLOW = ROOT / ".github" / "workflows" / "mutation.yml"
 # The one lint the project accepts, and why: software comes from uv.lock and
 # rust/Cargo.lock, not from per-rule conda or container directives (see the Snakefile).
 ACCEPTED_LINTS = {"Specify a conda environment or container for each rule."}
@@ -49,8 +50,9 @@ def actionlint() -> str:
     return str(TOOLS / "actionlint")
 
 
-def test_github_workflow_passes_actionlint(actionlint):
-    proc = subprocess.run([actionlint, str(WORKFLOW)], capture_output=True, text=True)
+@pytest.mark.parametrize("workflow", [WORKFLOW, MUTATION_WORKFLOW], ids=lambda p: p.name)
+def test_github_workflow_passes_actionlint(actionlint, workflow):
+    proc = subprocess.run([actionlint, str(workflow)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -59,6 +61,12 @@ def test_actionlint_catches_a_broken_workflow(actionlint, tmp_path):
     broken.write_text(WORKFLOW.read_text().replace("runs-on: ubuntu-latest", "runs-on: [}"))
     proc = subprocess.run([actionlint, str(broken)], capture_output=True, text=True)
     assert proc.returncode != 0
+
+
+def test_mutation_workflow_runs_the_mutation_script_on_a_schedule():
+    text = MUTATION_WORKFLOW.read_text()
+    assert re.search(r"^  schedule:\n    - cron: ", text, re.M)
+    assert "bash ci/mutation.sh" in text and "workflow_dispatch:" in text
 
 
 def test_workflow_publishes_what_ci_collects():
