@@ -326,6 +326,39 @@ def test_main_writes_the_csv_the_markdown_and_the_plot(tmp_path, capsys):
     )
 
 
+def test_the_markdown_marks_each_row_above_its_floor_and_each_layer_that_introduces():
+    """render_md on four rows with the local mode's column: above and introduced, the first
+    of each, a row not measured locally (blank), and one within its floor on both."""
+    frame = table(blocks(shift={("buffers", "bn.running_var"): 2e-3})).head(4).copy()
+    frame["max_abs_diff_f64"] = [0.0, 1e-3, 2e-3, 5e-17]
+    frame["floor"] = 1e-16
+    frame["first_above_floor"] = [False, True, False, False]
+    frame["local_f64"] = [0.0, 1e-3, math.nan, 5e-16]
+    frame["introduced_first"] = [False, True, False, False]
+    md = lt.render_md(frame, "T")
+    assert md.startswith(
+        "### T\n\nf64: the difference enters at the output of `bn` in the forward pass of step 1"
+        " (max|Δ| 1.00e-03 against a rounding floor of 1.00e-16); 1 more forward row of step 1"
+        " leaves its floor: `bn.running_mean` (max|Δ| 2.00e-03 each). The largest"
+    )
+    assert md.endswith(
+        " (its floor 1.00e-16).\n\n```text\n"
+        "step  phase     layer             f32 max|Δ|  f64 max|Δ|  floor     f64"
+        "        local f64  introduced\n"
+        "   1  forward   conv              2.38e-07    0.00e+00    1.00e-16                 0.00e+00\n"
+        "   1  forward   bn                2.38e-07    1.00e-03    1.00e-16  above ← first"
+        "  1.00e-03   yes ← first\n"
+        "   1  forward   bn.running_mean   5.96e-08    2.00e-03    1.00e-16  above\n"
+        "   1  forward   bn.running_var    2.00e-03    5.00e-17    1.00e-16                 5.00e-16"
+        "   yes\n```\n"
+    )
+    # Without the local mode: no local columns, the header ends at "f64".
+    plain = lt.render_md(frame.assign(local_f64=math.nan, introduced_first=False), "T")
+    assert "\nstep  phase     layer             f32 max|Δ|  f64 max|Δ|  floor     f64\n" in plain
+    assert "\n   1  forward   bn.running_mean   5.96e-08    2.00e-03    1.00e-16  above\n" in plain
+    assert "yes" not in plain and "local f64" not in plain
+
+
 def test_the_plot_is_byte_deterministic_and_follows_the_data(tmp_path):
     shifted = blocks(shift={("buffers", "bn.running_var"): 2e-3})
     a = run_main(tmp_path / "a", shifted)["png"].read_bytes()

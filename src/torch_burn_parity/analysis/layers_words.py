@@ -94,9 +94,13 @@ def sentence(frame: pd.DataFrame) -> str:
         )
         if len(more) <= NAMED_UP_TO:
             names = ", ".join(f"`{name}`" for name in more["layer"])
+            leave = (
+                "rows of step {} leave their floors"
+                if len(more) > 1
+                else "row of step {} leaves its floor"
+            )
             text += (
-                f"; {len(more)} more {row['phase']} row{'s' if len(more) > 1 else ''} of step"
-                f" {row['step']} leave their floors: {names} ({span})"
+                f"; {len(more)} more {row['phase']} {leave.format(row['step'])}: {names} ({span})"
             )
         else:
             text += (
