@@ -155,3 +155,58 @@ def test_burns_attention_divides_the_scores_by_its_held_square_root():
     assert torch.equal(other(x, x, x, need_weights=False)[0], other_before)
     with pytest.raises(AttributeError, match="Linear has no setting 'sqrt_d_k'"):
         divide_scores_by(nn.Linear(2, 2), held)
+
+
+def test_a_librarys_own_layers_take_burns_settings_in_their_own_terms():
+    """Hugging Face's RMSNorm holds its epsilon as `variance_epsilon`; a library's GELU
+    module has no `approximate` and is replaced by nn.GELU of Burn's form; attention's
+    square root goes in through apply like any other setting."""
+
+    class HubRMSNorm(nn.Module):  # transformers' LlamaRMSNorm keeps `variance_epsilon`
+        def __init__(self):
+            super().__init__()
+            self.weight, self.variance_epsilon = nn.Parameter(torch.ones(4)), 1e-6
+
+    class NewGELUActivation(nn.Module):  # transformers' gelu_new: no `approximate`
+        def forward(self, x):
+            return nn.functional.gelu(x, approximate="tanh")
+
+    class Hub(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm, self.act = HubRMSNorm(), NewGELUActivation()
+            self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    model = Hub().double()
+    x = torch.randn(1, 3, 8, dtype=torch.float64)
+    before = model.attn(x, x, x, need_weights=False)[0]
+    layer_settings.apply(model, {"norm.eps": 1e-5, "act.approximate": "none", "attn.sqrt_d_k": 1.5})
+    assert model.norm.variance_epsilon == 1e-5 and not hasattr(model.norm, "eps")
+    assert type(model.act) is nn.GELU and model.act.approximate == "none"
+    after = model.attn(x, x, x, need_weights=False)[0]
+    assert (after - before).abs().max() > 1e-3  # scores divided by 1.5, not √4 = 2
+
+
+def test_a_key_names_its_layer_by_full_name_or_by_each_blocks_last_name():
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(2)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([Block(), Block()])
+            self.ln = nn.LayerNorm(2)
+
+    model = Net()
+    layer_settings.apply(model, {"blocks.1.ln.eps": 1e-3})  # the one named
+    assert [b.ln.eps for b in model.blocks] + [model.ln.eps] == [1e-5, 1e-3, 1e-5]
+    layer_settings.apply(model, {"ln.eps": 1e-2})  # a top-level layer of that name: it alone
+    assert [b.ln.eps for b in model.blocks] + [model.ln.eps] == [1e-5, 1e-3, 1e-2]
+    other = Net()
+    del other.ln
+    layer_settings.apply(other, {"block.ln.eps": 1e-4})  # no such path: each block's `ln`
+    assert [b.ln.eps for b in other.blocks] == [1e-4, 1e-4]
+    with pytest.raises(AttributeError, match="has no attribute `nowhere`"):
+        layer_settings.apply(other, {"nowhere.eps": 1e-4})

@@ -345,12 +345,13 @@ def test_the_markdown_marks_each_row_above_its_floor_and_each_layer_that_introdu
         " (its floor 1.00e-16).\n\n```text\n"
         "step  phase     layer             f32 max|Δ|  f64 max|Δ|  floor     f64"
         "        local f64  introduced\n"
-        "   1  forward   conv              2.38e-07    0.00e+00    1.00e-16                 0.00e+00\n"
+        "   1  forward   conv              2.38e-07    0.00e+00    1.00e-16"
+        "                 0.00e+00\n"
         "   1  forward   bn                2.38e-07    1.00e-03    1.00e-16  above ← first"
         "  1.00e-03   yes ← first\n"
         "   1  forward   bn.running_mean   5.96e-08    2.00e-03    1.00e-16  above\n"
-        "   1  forward   bn.running_var    2.00e-03    5.00e-17    1.00e-16                 5.00e-16"
-        "   yes\n```\n"
+        "   1  forward   bn.running_var    2.00e-03    5.00e-17    1.00e-16"
+        "                 5.00e-16   yes\n```\n"
     )
     # Without the local mode: no local columns, the header ends at "f64".
     plain = lt.render_md(frame.assign(local_f64=math.nan, introduced_first=False), "T")

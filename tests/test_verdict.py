@@ -283,6 +283,27 @@ def test_further_causes_come_from_the_counterfactual_tables_columns():
     assert math.isnan(nan[0][1])
 
 
+def test_each_layer_setting_column_is_a_cause_named_from_both_runs_settings_first():
+    torch_run = run_block([0.5, 0.5])
+    burn_run = run_block([0.5, 0.5])
+    torch_run["meta"]["layer_hyperparameters"] = {"norm.eps": 0.001, "act.approximate": "tanh"}
+    burn_run["meta"]["layer_hyperparameters"] = {"norm.eps": 1e-05, "act.approximate": "none"}
+    table = {"dparam_held_f64": [0.0, 0.0], "dparam_burn_value[eps]": [5.0, 5.0],
+             "dparam_burn_layer[norm.eps]": [1e-9, 3e-9],
+             "dparam_burn_layer[act.approximate]": [2e-9, 1e-9],
+             "dparam_burn_clipping": [0.0, 0.0]}  # fmt: skip
+    assert v.further_causes(table, torch_run, burn_run) == [
+        ("the layer setting norm.eps (torch 0.001, burn 1e-05)", 3e-9),
+        ("the layer setting act.approximate (torch tanh, burn none)", 2e-9),
+        ("the clipping: both clamp each gradient element", 0.0),  # the chain after them
+    ]
+    # a run that records no layer settings names the value as unknown
+    del burn_run["meta"]["layer_hyperparameters"]
+    assert v.further_causes({"dparam_burn_layer[norm.eps]": [1e-9]}, torch_run, burn_run) == [
+        ("the layer setting norm.eps (torch 0.001, burn None)", 1e-9)
+    ]
+
+
 # --------------------------------------------------------------- parameters and buffers
 
 FLOOR = np.full(STEPS, 1e-14)
