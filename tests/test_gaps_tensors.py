@@ -84,3 +84,21 @@ def test_the_column_blocks_put_together_are_the_whole_matrix(run, monkeypatch, k
     else:
         assert [w for n, _, w in parts if n == "conv.weight"] == [5, 5, 5, 5]
         assert [w for n, _, w in parts if n == "fc.weight"] == [48] * 3  # 3 classes × 48
+
+
+def test_the_step_max_over_blocks_keeps_each_steps_largest_and_its_column():
+    """Two blocks of two columns: a tie keeps the earlier column, a NaN makes its step NaN
+    (its column the NaN's until a larger number comes), an infinity is the largest."""
+    nan, inf = float("nan"), float("inf")
+    step_max = gaps.StepMax(3)
+    assert step_max.column.tolist() == [-1, -1, -1]
+    step_max.add(np.array([[1.0, 3.0], [nan, 2.0], [0.0, 0.0]]), np.zeros((3, 2)), 0)
+    assert step_max.column.tolist() == [1, 0, -1]  # step 3: nothing above 0 yet
+    step_max.add(np.zeros((3, 0)), np.zeros((3, 0)), 2)  # an empty block changes nothing
+    step_max.add(np.array([[2.0, 6.0], [5.0, inf], [0.0, 1e-9]]), np.array([[-1.0, 3.0],
+                 [0.0, 0.0], [0.0, 0.0]]), 2)  # fmt: skip
+    result = step_max.result()
+    assert result[0] == 3.0 and np.isnan(result[1]) and result[2] == 1e-9
+    assert step_max.column.tolist() == [1, 3, 3]  # 3 = 3 at column 3 is a tie: column 1 kept
+    assert step_max.finite.tolist() == [True, False, True]
+    assert step_max.gaps[1] == inf  # the largest number, NaN set only in the result
