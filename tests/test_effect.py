@@ -238,6 +238,37 @@ def test_a_diverged_run_is_named_not_measured():
     assert both["severity"] == ef.BOTH_DIVERGED and not both["changes_outcome"]
 
 
+def test_a_regression_predicts_no_classes_and_is_judged_by_its_loss():
+    mse = lambda loss: {"loss": loss, "correct": 0, "predictions": None}  # noqa: E731
+    found = ef.final_effect(mse(0.5), mse(0.5 * (1 + 2e-3)))
+    assert (found["samples"], found["predictions_differ"]) == (0, 0)
+    assert found["torch"]["accuracy"] is None and found["burn"]["accuracy"] is None
+    assert found["severity"] == "changes the loss in the 3rd digit"
+    # one side with classes, the other without: still no comparison of predictions
+    assert ef.final_effect(final(0.5, [0, 1]), mse(0.5))["samples"] == 0
+
+
+def test_a_prediction_is_of_a_position_on_text_and_of_a_sample_otherwise():
+    runs = {(fw, dt): {"final": final(0.5, [0, 0]), "meta": {"data": "text"}}
+            for fw in ("torch", "burn") for dt in ("f32", "f64")}  # fmt: skip
+    assert ef.effect(runs)["unit"] == "positions"
+    runs["torch", "f32"]["meta"]["data"] = "digits"
+    assert ef.effect(runs)["unit"] == "samples"
+    del runs["torch", "f32"]["meta"]
+    assert ef.effect(runs)["unit"] == "samples"
+
+
+def test_a_diverged_f32_run_changes_the_outcome_whatever_rounding_does():
+    nan = float("nan")
+    runs = {("torch", "f32"): {"final": final(0.5, [0, 0])},
+            ("burn", "f32"): {"final": final(nan, [0, 0])},
+            ("torch", "f64"): {"final": final(0.5, [0, 0])},
+            ("burn", "f64"): {"final": final(0.5, [0, 0])}}  # fmt: skip
+    found = ef.effect(runs)
+    assert found["severity"] == ef.DIVERGED and not found["beyond_rounding"]
+    assert found["changes_outcome"]
+
+
 def test_an_effect_no_larger_than_rounding_alone_does_not_change_the_outcome():
     """Burn's f32 run differs from PyTorch's on 2 of 4 predictions, but PyTorch's own f32
     and f64 runs differ on 3: rounding's noise floor; on 1 it would count."""
