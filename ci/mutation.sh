@@ -89,9 +89,11 @@ RULES = [
      "a bool nesterov is checked by the isinstance(value, bool) test on the next line"),
     ("equivalent", "parity_config.py", r"problems \+= keep_default_problems",
      [(r"problems \+?= ", "")], "problems is still empty there"),
-    ("equivalent", "parity_config.py", r'encoding="utf-8"', [(r'encoding="(?i:utf-8)"', "")],
+    ("equivalent", "parity_config.py resolve.py", r'encoding="utf-8"',
+     [(r'encoding="(?i:utf-8)"', "")],
      "the same codec"),
-    ("accepted", "parity_config.py", r'encoding="utf-8"', [(r"encoding=(\"utf-8\"|None)", "")],
+    ("accepted", "parity_config.py resolve.py", r'encoding="utf-8"',
+     [(r"encoding=(\"utf-8\"|None)", "")],
      "the locale's encoding: UTF-8 on every machine this runs on"),
 ]
 

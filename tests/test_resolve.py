@@ -124,8 +124,22 @@ def test_main_writes_the_spec_to_a_file_or_standard_output(tmp_path, capsys):
     out = tmp_path / "specs" / "e.json"
     resolve.main([str(source), "e", "--out", str(out)])
     assert resolve.read_spec(out) == resolve.experiment_spec(config(), "e")
+    assert out.read_text().startswith('{\n  "name": "e",\n  "optimizer": "adam",\n')  # readable
     resolve.main([str(source), "e"])
     assert json.loads(capsys.readouterr().out) == resolve.experiment_spec(config(), "e")
     with pytest.raises(SystemExit) as stop:
         resolve.main([str(source), "x"])
     assert str(stop.value) == "resolve: unknown experiment 'x' (config has ['e'])"
+
+
+def test_groups_resolve_in_order_each_with_its_own_values_and_a_bad_one_is_named():
+    from param_group_cases import GROUPED, MUON
+
+    groups = resolve.resolved_groups("g", dict(GROUPED, model="cnn1d"))
+    assert [(g["params"], g["optimizer"]) for g in groups] == [(["fc.weight"], "muon")]
+    assert groups[0]["hyperparameters"]["lr"] == MUON["lr"]
+    assert groups[0]["requested"]["burn"]["momentum"] == MUON["momentum"]
+    bad = dict(GROUPED, param_groups=[dict(MUON, params="nothing.*")])
+    with pytest.raises(ConfigError) as error:
+        resolve.resolved_groups("g", bad)
+    assert str(error.value).startswith("experiments.g.param_groups[0].params: ")
