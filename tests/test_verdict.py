@@ -304,6 +304,18 @@ def test_each_layer_setting_column_is_a_cause_named_from_both_runs_settings_firs
     ]
 
 
+def test_the_smoothed_targets_cause_names_burns_label_smoothing():
+    burn_run = run_block([0.5])
+    burn_run["meta"]["loss"] = {"label_smoothing": 0.1}
+    assert v.further_causes({"dparam_burn_loss": [2e-9]}, run_block([0.5]), burn_run) == [
+        ("Burn's smoothed targets: label smoothing 0.1 with its weights 1 − ε and ε/C computed"
+         " in f32, which do not add up to 1 over the classes", 2e-9)
+    ]  # fmt: skip
+    assert v.loss_cause({}, run_block([0.5])).startswith(
+        "Burn's smoothed targets: label smoothing 0 with"
+    )
+
+
 # --------------------------------------------------------------- parameters and buffers
 
 FLOOR = np.full(STEPS, 1e-14)
