@@ -999,6 +999,57 @@ LINES = {
             " (383156 characters with a next one)"
         ],
     ),
+    "keep_defaults of an unknown framework, then a bad key of a known one": (
+        exp("adam", keep_defaults={"jax": ["eps"], "burn": ["eps", "nope"]}),
+        [
+            "experiments.adam.keep_defaults.jax: unknown framework (known: torch, burn)",
+            "experiments.adam.keep_defaults.burn[1]: 'nope' is not a hyperparameter of adam"
+            " (it can keep: betas, eps, weight_decay, amsgrad)",
+        ],
+    ),
+    "model sizes without a name": (
+        exp("adam", model={"context": 16}),
+        ["experiments.adam.model: a model given with sizes needs its `name`"],
+    ),
+    "model size 0": (
+        exp("adam", model={"name": "gpt", "layers": 0}),
+        ["experiments.adam.model.layers: must be a positive integer, got 0"],
+    ),
+    "schedule with a typo and an unknown key": (
+        sched(kind="step", step_size=2, gama=0.5, foo=1),
+        [
+            "experiments.sgd.schedule.gama: unknown key of kind step; did you mean 'gamma'?",
+            "experiments.sgd.schedule.foo: unknown key of kind step (known: kind, step_size,"
+            " gamma)",
+        ],
+    ),
+    "constant schedule with a gamma": (
+        sched(kind="constant", gamma=0.5),
+        [
+            "experiments.sgd.schedule.gamma: a key of kind exponential and step, not of constant"
+            " (constant takes no other key)"
+        ],
+    ),
+    "a port missing its parts": (
+        exp("adam", model={"name": "port", "torch": {"module": "nope"}}),
+        [
+            "experiments.adam.model.torch.module: 'nope': not an import path and a class, e.g."
+            " 'mypkg.net:Net'",
+            "experiments.adam.model.burn: a port needs `burn` ({crate: folder, bin: binary})",
+            "experiments.adam.model.init: a port needs `init` (a safetensors file of the initial"
+            " weights, PyTorch's names)",
+            "experiments.adam.model.data: a port needs `data` (a safetensors file of x and y)",
+            "experiments.adam.model.layers: a port needs `layers` (the submodules recorded:"
+            " dotted names or globs, e.g. 'blocks.*.mlp')",
+        ],
+    ),
+    "a linear schedule's lr out of (0, 1]": (
+        lr_sched(-1, kind="linear", final_lr=0.1, num_steps=4),
+        [
+            "experiments.sgd.lr: -1 is out of range (0 < lr ≤ 1): Burn's linear schedule"
+            " refuses an initial lr outside (0, 1]"
+        ],
+    ),
     "label_smoothing 1.5": (
         exp("adam", label_smoothing=1.5),
         [
