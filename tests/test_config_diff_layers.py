@@ -161,3 +161,34 @@ def test_a_burn_only_option_that_does_what_pytorch_always_does_is_the_same():
                             "Burn-only option; off is PyTorch's softmax")  # fmt: skip
     on = cd.layer_rows({}, {"enc.quiet_softmax": True})[0]
     assert on["status"] == "differs" and on["burn"] == "true"
+
+
+def test_rows_go_on_past_a_skipped_backward_and_a_burn_only_option():
+    """A backward one side does not record and a Burn-only option end their own row only:
+    the rows after them are still compared, a nested layer's note found by its last name."""
+    torch_held = {"blocks.0.act.backward": "none", "blocks.0.attn.quiet_softmax": None,
+                  "blocks.0.norm.momentum": 0.1, "blocks.0.flag": True}  # fmt: skip
+    burn_held = {"blocks.0.attn.quiet_softmax": False, "blocks.0.norm.momentum": 0.1,
+                 "blocks.0.flag": 1, "blocks.0.drop.p": 0.0}  # fmt: skip
+    found = cd.layer_rows(torch_held, burn_held)
+    assert [r["hyperparameter"] for r in found] == [
+        "blocks.0.attn.quiet_softmax", "blocks.0.norm.momentum", "blocks.0.flag",
+        "blocks.0.drop.p"]  # fmt: skip
+    assert found[0]["status"] == "same"
+    assert found[1] == row("blocks.0.norm.momentum", "0.1", "0.1", "same",
+                           cd.LAYER_NOTES["bn.momentum"])  # fmt: skip
+    assert found[2]["status"] == "same" and (found[2]["torch"], found[2]["burn"]) == ("true", "1")
+    assert found[3] == row("blocks.0.drop.p", "—", "0.0", "same",
+                           "torch has no such layer; p 0 is the identity")  # fmt: skip
+
+
+def test_a_value_neither_side_shares_names_each_missing_side():
+    (only_burn,) = cd.layer_rows({}, {"norm.eps": 1e-5})
+    assert only_burn["torch"] == "—" and only_burn["note"] == "torch records no value"
+    (both,) = cd.layer_rows({"head.p": None}, {"head.p": None})
+    assert both["note"] == "torch and burn record no value"
+    # a Burn-only option's name with a PyTorch value is compared as any other
+    (given,) = cd.layer_rows({"enc.quiet_softmax": False}, {"enc.quiet_softmax": False})
+    assert given == row("enc.quiet_softmax", "false", "false", "same")
+    assert cd.burn_only("enc.quiet_softmax.extra", None, True) is None
+    assert cd.burn_only("quiet_softmax", None, False)["status"] == "same"
