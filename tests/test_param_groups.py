@@ -434,3 +434,26 @@ def test_each_groups_rows_follow_the_last_groups():
     assert by_name["param_groups[0].params"]["torch"] == "fc.weight"
     assert by_name["param_groups[1].params"]["burn"] == "conv.bias, fc.bias"
     assert by_name["param_groups[1].weight_decay"]["torch"] == "0.0"
+
+
+def test_burns_lr_per_muon_tensor_by_hand_makes_the_factor_the_same():
+    """burn_fixes [muon_lr_per_parameter]: the row says Burn's lr is scaled by PyTorch's
+    factor ÷ Burn's and is the same; a tensor Burn holds as PyTorch does needs no scaling."""
+    from torch_burn_parity.analysis import config_diff
+
+    exp = dict(GROUPED, burn_fixes=["muon_lr_per_parameter"])
+    spec = resolve.experiment_spec(config(g=exp), "g")
+    shapes = {"fc.weight": [[48, 3]]}
+    (row,) = [
+        r for r in diff_rows(spec, burn_shapes=shapes) if "lr adjustment" in r["hyperparameter"]
+    ]
+    assert (row["torch"], row["burn"], row["status"]) == (
+        "fc.weight [3, 48]: ×1", "[48, 3]: ×4, its lr × 0.25 by hand", "same")  # fmt: skip
+    assert row["note"].startswith("burn_fixes: muon_lr_per_parameter; original: lr × factor")
+    (held,) = [r for r in diff_rows(spec, burn_shapes={"fc.weight": [[3, 48]]})
+               if "lr adjustment" in r["hyperparameter"]]  # fmt: skip
+    assert held["burn"] == "[3, 48]: ×1" and not held["note"].startswith("burn_fixes")
+    plain = config_diff.lr_adjustment_rows(
+        {**spec["param_groups"][0], "shapes": {"fc.weight": [3, 48]}}, shapes
+    )
+    assert plain[0]["status"] == "differs" and "by hand" not in plain[0]["burn"]
