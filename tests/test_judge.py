@@ -9,6 +9,7 @@ them; and bad input refused in one line.
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 from dataclasses import asdict
@@ -510,3 +511,35 @@ def test_the_record_holds_the_runs_own_figures():
     # an experiment without a probe table has no probe judgement
     tables["probe"] = None
     assert judge.judge_experiment("x", tables, runs, tol_f32=1e-6).probe is None
+
+
+def test_a_parameter_gone_non_finite_is_a_divergence_at_its_step_whatever_the_loss():
+    """The loss stays finite but conv.weight holds a NaN after step 3 and an infinity after
+    step 5 (a later one changes nothing): the first step either is non-finite is named."""
+    tables, runs = synthetic(steps=5)
+    runs["torch", "f64"]["trajectory"]["params"]["conv.weight"][2][0] = float("nan")
+    runs["torch", "f64"]["trajectory"]["params"]["fc.bias"][4][1] = float("inf")
+    runs["burn", "f32"]["losses"][3] = float("nan")
+    found = judge.divergence(runs)
+    assert [(d["framework"], d["dtype"], d["step"]) for d in found] == [
+        ("torch", "f64", 3), ("burn", "f32", 4)]  # fmt: skip
+    assert found[0]["loss"] == runs["torch", "f64"]["losses"][2] and math.isnan(found[1]["loss"])
+
+
+def test_collect_refuses_a_record_at_odds_with_itself_and_writes_one_document(tmp_path, capsys):
+    tables, runs = synthetic(shift=1e-9)
+    record = asdict(judge.judge_experiment("x", tables, runs, 1e-6))
+    good, bad = tmp_path / "x.json", tmp_path / "y.json"
+    good.write_text(json.dumps(record))
+    bad.write_text(json.dumps(dict(record, experiment="y", verdict=vd.EQUIVALENT)))
+    out = tmp_path / "all.json"
+    with pytest.raises(SystemExit) as stop:
+        judge.main(["--collect", str(good), str(bad), "--out", str(out)])
+    assert str(stop.value).startswith(f"judge: {bad}: y: verdict 'equivalent up to rounding',")
+    assert not out.exists()
+    with pytest.raises(SystemExit) as stop:
+        judge.main(["--collect", str(tmp_path / "none.json"), "--out", str(out)])
+    assert str(stop.value).startswith("judge: ") and "none.json" in str(stop.value)
+    judge.main(["--collect", str(good), "--out", str(out)])
+    assert out.read_text().startswith('{\n "version": ')  # one space per level, as written
+    assert capsys.readouterr().out.endswith(f"1 verdicts -> {out}\n")
