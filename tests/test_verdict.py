@@ -316,6 +316,53 @@ def test_the_smoothed_targets_cause_names_burns_label_smoothing():
     )
 
 
+def test_the_schedule_by_hand_and_a_kind_burn_alone_records_are_named():
+    torch_run = run_block([0.5, 0.25], {"kind": "step", "class": "StepLR"})
+    by_hand = run_block([0.5, 0.25], {"kind": "step"})
+    by_hand["meta"]["burn_fixes"] = ["pytorch_schedule"]
+    assert v.schedule_cause(torch_run, by_hand) == (
+        "the schedule: PyTorch's recursive StepLR and its copy written by hand for Burn give"
+        " the same lrs"
+    )
+    # PyTorch's run records no schedule: Burn's kind names it; an unknown kind, generically
+    unrecorded = run_block([0.5, 0.25])
+    unrecorded["meta"]["schedule"] = None
+    assert v.schedule_cause(unrecorded, run_block([0.5, 0.25], {"kind": "step"})) == (
+        "the schedule: PyTorch's recursive step schedule and Burn's closed form give the same lrs"
+    )
+    odd = run_block([0.5], {"kind": "warmup"})
+    assert v.schedule_cause(odd, odd) == (
+        "the schedule: PyTorch's recursive warmup schedule and Burn's schedule give the same lrs"
+    )
+
+
+def test_the_estimator_cause_says_both_when_the_runs_hold_the_same():
+    same = run_block([0.5])
+    same["meta"]["layer_hyperparameters"] = {"bn.running_var_estimator": "biased",
+                                             "bn2.running_var_estimator": "unbiased"}  # fmt: skip
+    assert v.running_stats_cause(same, same) == (
+        "the running-statistics update (both biased/unbiased variance)"
+    )
+    assert v.running_stats_cause(run_block([0.5]), same) == (
+        "the running-variance estimator (Burn biased/unbiased, PyTorch ?)"
+    )
+
+
+def test_the_state_split_names_recorded_steps_not_positions():
+    """Runs that record steps 1, 2, 4 and 8 only: a gap leaving the floor at the third
+    entry left it at step 4."""
+    floor = np.full(4, 1e-14)
+    split = v.split_state([0, 0, 1e-9, 1e-9], [0, 1e-9, 1e-9, 2e-9], floor, np.array([1, 2, 4, 8]))
+    assert (split.params_first, split.buffers_first) == (4, 2)
+    assert (split.params_gap, split.buffers_gap) == (1e-9, 2e-9)
+    nan = v.split_state([0, float("nan"), 0, 0], [0, 0, 0, 0], floor, np.array([1, 2, 4, 8]))
+    assert math.isnan(nan.params_gap) and nan.params_first == 2 and nan.buffers_gap == 0.0
+    verdict = v.classify([0, 0, 1e-9, 1e-9], floor, floor, steps=np.array([1, 2, 4, 8]))
+    assert verdict.first_above_floor == 4
+    replayed = v.classify([0, 0, 1e-9, 1e-9], floor, floor, [[0, 0, float("nan"), 0]])
+    assert math.isnan(replayed.replay_gap)
+
+
 # --------------------------------------------------------------- parameters and buffers
 
 FLOOR = np.full(STEPS, 1e-14)
