@@ -457,3 +457,24 @@ def test_burns_lr_per_muon_tensor_by_hand_makes_the_factor_the_same():
         {**spec["param_groups"][0], "shapes": {"fc.weight": [3, 48]}}, shapes
     )
     assert plain[0]["status"] == "differs" and "by hand" not in plain[0]["burn"]
+
+
+def test_the_lr_scales_burns_trainer_applies_enter_its_factors():
+    """With `meta.lr_scales` (burn_fixes [muon_lr_per_parameter]) Burn's factor is its own
+    times the scale: named by the largest ratio of the two factors, or the same in both."""
+    from torch_burn_parity.judgement.verdict import lr_adjustment_cause
+
+    groups = [{"params": ["embed.weight", "enc.linear2.weight"], "optimizer": "muon",
+               "hyperparameters": {"adjust_lr_fn": "original"}}]  # fmt: skip
+    run = muon_meta(groups=groups, shapes={"embed.weight": [[1, 8]],
+                                           "enc.linear2.weight": [[16, 8]]})  # fmt: skip
+    # embed.weight: ×2.83 vs ×1·2 (ratio 1.41, product 5.66); enc.linear2.weight: ×1 vs
+    # ×1.41·1.5 (ratio 2.12, product 2.12): the larger ratio is named
+    run["meta"]["lr_scales"] = {"embed.weight": [2.0], "enc.linear2.weight": [1.5]}
+    assert lr_adjustment_cause(run, run).endswith(
+        "most for enc.linear2.weight (PyTorch [8, 16] ×1, Burn [16, 8] ×2.12)"
+    )
+    one = muon_meta(groups=[{**groups[0], "params": ["embed.weight"]}],
+                    shapes={"embed.weight": [[1, 8]]})  # fmt: skip
+    one["meta"]["lr_scales"] = {"embed.weight": [8**0.5]}
+    assert lr_adjustment_cause(one, one) == "Muon's lr adjustment (the same factor in both)"
