@@ -360,6 +360,59 @@ def test_the_markdown_marks_each_row_above_its_floor_and_each_layer_that_introdu
     assert "yes" not in plain and "local f64" not in plain
 
 
+def local_file(path, run: dict, shift: dict[str, float]) -> str:
+    """A local layers file (analysis/local_layers.py) holding PyTorch's own recorded layer
+    values, each layer's output moved by shift[name]: what Burn's layers alone would make."""
+    from torch_burn_parity.analysis.local_layers import FORMAT
+    from torch_burn_parity.io.run_tensors import TensorWriter
+
+    shapes = {f"local/{r['step']}/{field}/{k}": [len(values)]
+              for r in run["layers"] for field in ("outputs", "input_grads")
+              for k, values in enumerate(r[field])}  # fmt: skip
+    meta = {"format": FORMAT, "steps": json.dumps(PROBE_STEPS), "names": json.dumps(list(LAYERS))}
+    writer = TensorWriter(path, shapes, "f64", meta)
+    for r in run["layers"]:
+        for field in ("outputs", "input_grads"):
+            for k, (name, values) in enumerate(zip(r["names"], r[field], strict=True)):
+                moved = np.asarray(values) + (shift.get(name, 0.0) if field == "outputs" else 0.0)
+                writer.write(f"local/{r['step']}/{field}/{k}", moved)
+    writer.close()
+    return str(path)
+
+
+def test_main_with_the_local_mode_names_the_layer_that_introduces(tmp_path, capsys):
+    runs = blocks(shift={("outputs", "bn"): 1e-3})
+    local = [local_file(tmp_path / f"local-{dt}.safetensors", runs[f"torch_{dt}"], {"bn": 1e-3})
+             for dt in ("f32", "f64")]  # fmt: skip
+    out = outputs(tmp_path / "out")
+    argv = ["--experiment", "exp", *write(tmp_path / "runs", runs),
+            "--csv", str(out["csv"]), "--md", str(out["md"])]  # fmt: skip
+    lt.main([*argv, "--burn-local-f32", local[0], "--burn-local-f64", local[1]])
+    frame = pd.read_csv(out["csv"])
+    first = frame[frame["introduced_first"]]
+    assert (first["step"].tolist(), first["phase"].tolist(), first["layer"].tolist()) == (
+        [1], ["forward"], ["bn"])  # fmt: skip
+    assert frame["local_f64"].notna().sum() == 2 * len(LAYERS) * len(PROBE_STEPS)
+    md = out["md"].read_text()
+    assert "local f64  introduced" in md and "yes ← first" in md
+    assert "Run on PyTorch's input, the first layer to introduce a difference is `bn`" in md
+    # a port's local files hold no layer: nothing is measured locally
+    from torch_burn_parity.analysis.local_layers import FORMAT
+    from torch_burn_parity.io.run_tensors import TensorWriter
+
+    for dt in ("f32", "f64"):
+        meta = {"format": FORMAT, "steps": json.dumps(PROBE_STEPS), "names": "[]"}
+        TensorWriter(tmp_path / f"port-{dt}.safetensors", {}, "f64", meta).close()
+    lt.main([*argv, "--burn-local-f32", str(tmp_path / "port-f32.safetensors"),
+             "--burn-local-f64", str(tmp_path / "port-f64.safetensors")])  # fmt: skip
+    assert pd.read_csv(out["csv"])["local_f64"].isna().all()
+    assert "local f64" not in out["md"].read_text()
+    # the two local files go together
+    with pytest.raises(SystemExit):
+        lt.main([*argv, "--burn-local-f64", local[1]])
+    assert "--burn-local-f32 and --burn-local-f64 go together" in capsys.readouterr().err
+
+
 def test_the_plot_is_byte_deterministic_and_follows_the_data(tmp_path):
     shifted = blocks(shift={("buffers", "bn.running_var"): 2e-3})
     a = run_main(tmp_path / "a", shifted)["png"].read_bytes()
