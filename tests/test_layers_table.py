@@ -475,6 +475,30 @@ MALFORMED = {
         lambda r: r["burn_f64"]["trajectory"]["buffers"].__setitem__("bn.extra", [[0.0]] * STEPS),
         "burn-f64.json: buffers ['bn.extra', 'bn.running_mean', 'bn.running_var'] differ from",
     ),
+    "an empty layer record": (
+        lambda r: r["torch_f32"].__setitem__("layers", []),
+        "torch-f32.json: 'layers' must be a non-empty list, one entry per probe step",
+    ),
+    "a layer entry without its outputs": (
+        lambda r: r["burn_f32"]["layers"][0].pop("outputs"),
+        "burn-f32.json: layers[0] must hold step, names, outputs, input_grads",
+    ),
+    "a probe step repeated": (
+        lambda r: r["torch_f64"]["layers"][1].__setitem__("step", 1),
+        "torch-f64.json: layers[1].step is 1; probe steps must rise, from 1 to the last step (3)",
+    ),
+    "a probe step true": (
+        lambda r: r["torch_f64"]["layers"][0].__setitem__("step", True),
+        "torch-f64.json: layers[0].step is True; probe steps must rise",
+    ),
+    "no layer names": (
+        lambda r: r["burn_f64"]["layers"][0].__setitem__("names", []),
+        "burn-f64.json: layers[0].names must be a list of layer names",
+    ),
+    "outputs not a list": (
+        lambda r: r["burn_f64"]["layers"][0].__setitem__("outputs", 3),
+        "burn-f64.json: layers[0] (step 1) has 5 names but no list of outputs",
+    ),
     "not numbers": (
         lambda r: r["burn_f32"]["layers"][0]["input_grads"].__setitem__(0, ["x"]),
         "burn-f32.json: the input gradient of layer conv at step 1 must be a flat list of numbers",
