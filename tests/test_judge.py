@@ -543,3 +543,28 @@ def test_collect_refuses_a_record_at_odds_with_itself_and_writes_one_document(tm
     judge.main(["--collect", str(good), "--out", str(out)])
     assert out.read_text().startswith('{\n "version": ')  # one space per level, as written
     assert capsys.readouterr().out.endswith(f"1 verdicts -> {out}\n")
+
+
+@pytest.mark.parametrize("larger", ["torch_f64", "burn_f64"])
+def test_the_unexplained_start_takes_the_floor_of_both_runs_and_names_recorded_steps(larger):
+    """Steps 1, 2, 4, 8 recorded; either run's f32-vs-f64 gap alone sets the floor when it is
+    the larger (1e-5: a floor of about 1.9e-12), so a replay gap of 1e-13 stays under it;
+    1e-11 at step 4 leaves it."""
+    steps = pd.DataFrame({"step": [1, 2, 4, 8], "torch_f64": [1e-7] * 4, "burn_f64": [1e-7] * 4})
+    steps[larger] = 1e-5
+    under = pd.DataFrame({"step": [1, 2, 4, 8], "dparam": [1e-13] * 4, "where": list("abcd")})
+    assert judge.unexplained_start(steps, under, under) is None
+    above = under.assign(dparam=[0.0, 0.0, 1e-11, 1e-11])
+    assert judge.unexplained_start(steps, under, above) == (
+        "the replay of PyTorch's run leaves the rounding floor at step 4 (`c`)"
+    )
+
+
+def test_value_gaps_read_each_held_value_column_in_order():
+    table = pd.DataFrame({"dparam_burn_value[eps]": [1e-9, 3e-9],
+                          "dparam_burn_value[betas]": [2e-9, float("nan")],
+                          "dparam_burn_layer[norm.eps]": [5.0, 5.0],
+                          "dparam_burn_values": [7.0, 7.0]})  # fmt: skip
+    found = vd.value_gaps(table)
+    assert [name for name, _ in found] == ["eps", "betas"]
+    assert found[0][1] == 3e-9 and math.isnan(found[1][1])
