@@ -568,3 +568,15 @@ def test_value_gaps_read_each_held_value_column_in_order():
     found = vd.value_gaps(table)
     assert [name for name, _ in found] == ["eps", "betas"]
     assert found[0][1] == 3e-9 and math.isnan(found[1][1])
+
+
+def test_read_tables_keeps_the_config_diffs_words_and_reads_the_layers_when_asked(tmp_path):
+    tables, _ = synthetic()
+    row = {"hyperparameter": "eps", "torch": "NA", "burn": "None", "status": "same", "note": ""}
+    tables["config_diff"] = pd.DataFrame([row])
+    tables["layers"] = pd.DataFrame({"step": [1], "phase": ["forward"], "layer": ["conv"]})
+    write_tables(tmp_path, tables)
+    found = judge.read_tables(tmp_path, "x", layers=True)
+    assert found["config_diff"].iloc[0].tolist() == ["eps", "NA", "None", "same", ""]
+    assert found["layers"]["layer"].tolist() == ["conv"]
+    assert judge.read_tables(tmp_path, "x", layers=False)["layers"] is None
