@@ -580,3 +580,18 @@ def test_read_tables_keeps_the_config_diffs_words_and_reads_the_layers_when_aske
     assert found["config_diff"].iloc[0].tolist() == ["eps", "NA", "None", "same", ""]
     assert found["layers"]["layer"].tolist() == ["conv"]
     assert judge.read_tables(tmp_path, "x", layers=False)["layers"] is None
+
+
+def test_the_buffers_cause_needs_the_estimators_column_a_split_and_a_buffer_gap():
+    held = {"meta": {"layer_hyperparameters": {"bn.running_var_estimator": "unbiased"}}}
+    burn = {"meta": {"layer_hyperparameters": {"bn.running_var_estimator": "biased"}}}
+    table = pd.DataFrame({vd.RUNNING_STATS_COLUMN: [1e-9, 2e-9]})
+    verdict = vd.Verdict(vd.EXPLAINED, 2e-9, 1e-14, 1)
+    assert judge.buffers_cause(verdict, table, held, burn) is None  # no split
+    verdict.split = vd.StateSplit(1e-9, 1, 0.0, None)
+    assert judge.buffers_cause(verdict, table, held, burn) is None  # the buffers do not part
+    verdict.split = vd.StateSplit(0.0, None, 2.1e-9, 1)
+    assert judge.buffers_cause(verdict, pd.DataFrame({"dparam": [0.0]}), held, burn) is None
+    assert judge.buffers_cause(verdict, table, held, burn) == {
+        "name": "the running-variance estimator (Burn biased, PyTorch unbiased)",
+        "moved": 2e-9, "buffers_gap": 2.1e-9, "accounts_for_it": True}  # fmt: skip
