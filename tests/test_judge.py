@@ -289,7 +289,7 @@ def write_runs(folder, runs: dict) -> None:
         (folder / f"{fw}-{dt}.json").write_text(json.dumps({"x": block}))
 
 
-def test_main_writes_the_record_and_collect_gathers_records(tmp_path):
+def test_main_writes_the_record_and_collect_gathers_records(tmp_path, capsys):
     tables, runs = synthetic(shift=1e-9)
     write_tables(tmp_path / "tables", tables)
     write_runs(tmp_path / "runs", runs)
@@ -297,8 +297,10 @@ def test_main_writes_the_record_and_collect_gathers_records(tmp_path):
     argv = ["--experiment", "x", "--tables", str(tmp_path / "tables"), "--runs",
             str(tmp_path / "runs"), "--tol-f32", "1e-6", "--out", str(out)]  # fmt: skip
     judge.main(argv)
+    assert out.read_text().startswith('{\n "experiment": "x",\n "model": "cnn1d",')
     record = judge.read_record(out)
     assert record == asdict(judge.judge_experiment("x", tables, runs, 1e-6)) | {"divergence": []}
+    assert capsys.readouterr().out == f"x: {record['verdict']}\n"
     second = tmp_path / "verdicts" / "y.json"
     second.write_text(json.dumps(dict(record, experiment="y")))
     judge.main(["--collect", str(out), str(second), "--out", str(tmp_path / "all.json")])
@@ -322,6 +324,14 @@ def test_a_per_step_table_of_other_length_is_refused_in_process(tmp_path):
     assert len(judge.read_tables(tmp_path, "x", layers=False)["counterfactual"]) == 4
     with pytest.raises(judge.FormatError, match=r"counterfactual_x\.csv: 4 rows, but the runs"):
         judge.read_tables(tmp_path, "x", layers=False, steps=5)
+    # the program checks the tables against the runs' recorded steps
+    write_runs(tmp_path / "runs", runs)
+    argv = ["--experiment", "x", "--tables", str(tmp_path), "--runs", str(tmp_path / "runs"),
+            "--tol-f32", "1e-6", "--out", str(tmp_path / "x.json")]  # fmt: skip
+    with pytest.raises(SystemExit) as stop:
+        judge.main(argv)
+    assert str(stop.value).endswith("counterfactual_x.csv: 4 rows, but the runs record 5 steps")
+    assert not (tmp_path / "x.json").exists()
 
 
 @pytest.mark.parametrize(
