@@ -605,3 +605,12 @@ def test_the_buffers_cause_needs_the_estimators_column_a_split_and_a_buffer_gap(
     assert judge.buffers_cause(verdict, table, held, burn) == {
         "name": "the running-variance estimator (Burn biased, PyTorch unbiased)",
         "moved": 2e-9, "buffers_gap": 2.1e-9, "accounts_for_it": True}  # fmt: skip
+
+
+def test_where_the_f64_runs_part_most_a_nan_counts_as_the_largest():
+    _, runs = synthetic(steps=5, shift=1e-9)
+    torch_f64, burn_f64 = runs["torch", "f64"], runs["burn", "f64"]
+    assert judge.where_f64(torch_f64, burn_f64, 2) == "conv.weight[0,0,1]"
+    burn_f64["trajectory"]["params"]["fc.bias"][1][2] = float("nan")
+    assert judge.where_f64(torch_f64, burn_f64, 2) == "fc.bias[2]"
+    assert judge.where_f64(torch_f64, burn_f64, 3) == "conv.weight[0,0,1]"
