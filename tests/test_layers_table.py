@@ -499,6 +499,26 @@ MALFORMED = {
         lambda r: r["burn_f64"]["layers"][0].__setitem__("outputs", 3),
         "burn-f64.json: layers[0] (step 1) has 5 names but no list of outputs",
     ),
+    "a loss not a number": (
+        lambda r: r["burn_f64"]["losses"].__setitem__(0, "x"),
+        "burn-f64.json: the loss at step 1 must be a flat list of numbers",
+    ),
+    "a gradient not numbers": (
+        lambda r: r["torch_f32"]["trajectory"]["grads"]["conv.weight"].__setitem__(2, ["x"]),
+        "torch-f32.json: the gradient of conv.weight at step 3 must be a flat list of numbers",
+    ),
+    "a buffer not numbers": (
+        lambda r: r["burn_f32"]["trajectory"]["buffers"]["bn.running_var"].__setitem__(0, ["x"]),
+        "burn-f32.json: bn.running_var after the step at step 1 must be a flat list of numbers",
+    ),
+    "a trajectory short of a probe step": (
+        lambda r: r["burn_f32"]["trajectory"]["params"]["fc.bias"].pop(),
+        "burn-f32.json: trajectory.params.fc.bias must hold one entry per recorded step (3)",
+    ),
+    "a trajectory not a list": (
+        lambda r: r["burn_f32"]["trajectory"]["params"].__setitem__("fc.bias", 3),
+        "burn-f32.json: trajectory.params.fc.bias must hold one entry per recorded step (3)",
+    ),
     "not numbers": (
         lambda r: r["burn_f32"]["layers"][0]["input_grads"].__setitem__(0, ["x"]),
         "burn-f32.json: the input gradient of layer conv at step 1 must be a flat list of numbers",
@@ -534,3 +554,15 @@ def test_a_long_probe_step_wraps_onto_panels_that_fit_1400_px(tmp_path, monkeypa
     layers_plot.layers_plot(many, "deep", path)
     width, height = struct.unpack(">II", path.read_bytes()[16:24])
     assert width <= 1400 and height > width
+
+
+@pytest.mark.parametrize("left_out", ["--experiment", "--csv", "--md", "--torch-f32"])
+def test_main_needs_each_of_its_arguments(tmp_path, capsys, left_out):
+    out = outputs(tmp_path / "out")
+    argv = ["--experiment", "exp", *write(tmp_path / "runs", blocks()),
+            "--csv", str(out["csv"]), "--md", str(out["md"])]  # fmt: skip
+    at = argv.index(left_out)
+    with pytest.raises(SystemExit) as stop:
+        lt.main(argv[:at] + argv[at + 2 :])
+    assert stop.value.code == 2 and left_out in capsys.readouterr().err
+    assert not any(p.exists() for p in out.values())

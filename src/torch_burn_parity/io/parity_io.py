@@ -351,7 +351,12 @@ def experiment_block(path: str | os.PathLike, experiment: str | None = None) -> 
     for kind, names in (("params", params), ("grads", params), ("buffers", buffers)):
         for name in names:
             series = block["trajectory"].get(kind, {})
-            if name not in series or step_count(series, name) != steps:
+            inline = not isinstance(series, Tensors)  # a list per step, or not a list at all
+            if (
+                name not in series
+                or (inline and not isinstance(series[name], list))
+                or step_count(series, name) != steps
+            ):
                 raise FormatError(
                     f"{path}: trajectory.{kind}.{name} must hold one entry per recorded step"
                     f" ({steps})"
