@@ -102,3 +102,46 @@ def test_the_step_max_over_blocks_keeps_each_steps_largest_and_its_column():
     assert step_max.column.tolist() == [1, 3, 3]  # 3 = 3 at column 3 is a tie: column 1 kept
     assert step_max.finite.tolist() == [True, False, True]
     assert step_max.gaps[1] == inf  # the largest number, NaN set only in the result
+
+
+def test_a_column_and_its_name_are_found_from_the_shapes_either_way():
+    shapes = {"w": [2, 3], "s": [], "b": [4]}
+    names = gaps.flat_names(shapes)
+    assert names == ["w[0,0]", "w[0,1]", "w[0,2]", "w[1,0]", "w[1,1]", "w[1,2]", "s[]",
+                     "b[0]", "b[1]", "b[2]", "b[3]"]  # fmt: skip
+    assert [gaps.flat_name(shapes, c) for c in range(len(names))] == names
+    assert [gaps.column_of(shapes, "b", i) for i in range(4)] == [7, 8, 9, 10]
+    assert gaps.column_of(shapes, "w", 5) == 5 and gaps.column_of(shapes, "s", 0) == 6
+    with pytest.raises(IndexError, match=r"column 0 is past the last of \['w', 's', 'b'\]"):
+        gaps.flat_name(shapes, 11)
+    with pytest.raises(KeyError, match="'x'"):
+        gaps.column_of(shapes, "x", 0)
+
+
+def test_a_state_row_is_one_recorded_step_of_the_matrix(run):
+    block = experiment_block(run)
+    for kind in ("params", "grads"):
+        matrix = whole(block, kind)
+        assert np.array_equal(gaps.state_row(block, 3, kind), matrix[3])  # step 5, the 4th row
+    assert gaps.state_row(block, 0).shape == (whole(block, "params").shape[1],)
+
+
+def test_runs_recording_other_steps_are_refused_naming_both(run, tmp_path):
+    import json
+
+    paths = {}
+    for key, steps in (("torch_f64", RECORDED), ("burn_f64", [1, 2, 3, 4, 6])):
+        data = json.loads(run.read_text())
+        data["e"]["meta"]["input_sha256"] = "ab" * 32
+        data["e"]["tensors"]["steps"] = steps
+        paths[key] = tmp_path / key / run.name
+        paths[key].parent.mkdir()
+        paths[key].write_text(json.dumps(data))
+        tensors = data["e"]["tensors"]["file"]
+        (paths[key].parent / tensors).write_bytes((run.parent / tensors).read_bytes())
+    with pytest.raises(gaps.FormatError) as error:
+        gaps.load_runs(paths)
+    assert str(error.value) == (
+        f"{paths['burn_f64']}: records other steps than {paths['torch_f64']} (their runs were"
+        " made from different specs)"
+    )
