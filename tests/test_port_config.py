@@ -14,6 +14,7 @@ import torch
 import yaml
 from safetensors.numpy import save_file
 
+from conftest import ADAM
 from torch_burn_parity.config.check_config import SCHEMA, config_problems, load_schema
 from torch_burn_parity.models import models, port
 from torch_burn_parity.models.model_specs import ModelError, spec, spec_of_config
@@ -295,3 +296,17 @@ def test_mse_is_the_mean_squared_error_and_its_targets_must_fit_the_output(tmp_p
     with pytest.raises(ModelError, match=r"data: y \[320, 7\] \(mse's targets\) does not fit"
                        r" TinyMlp's output \[1, 10\] on one sample"):  # fmt: skip
         models.build("tiny_mlp", arrays, torch.float64)
+
+
+def test_the_resolved_spec_of_a_port_lists_its_state_and_layers():
+    from torch_burn_parity.config.resolve import experiment_spec
+
+    spec = experiment_spec(example_config(), "tiny_mlp_sgd")
+    port_spec = spec["port"]
+    assert port_spec["name"] == spec["model"] == "tiny_mlp"
+    assert port_spec["params"][:2] == [{"name": "fc1.bias", "shape": [32]},
+                                       {"name": "fc1.weight", "shape": [32, 64]}]  # fmt: skip
+    assert [p["name"] for p in port_spec["params"]] == [
+        "fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight", "norm.bias", "norm.weight"]  # fmt: skip
+    assert port_spec["buffers"] == [] and port_spec["layers"] == ["fc1", "act", "norm", "fc2"]
+    assert "port" not in experiment_spec(dict(example_config(), experiments={"e": ADAM}), "e")

@@ -39,13 +39,13 @@ def test_each_optional_key_given_lands_in_the_spec():
     """Every key the experiment or the run gives reaches its field (none falls back to the
     default because the wrong key was read)."""
     exp = dict(SGD, model="lenet", label_smoothing=0.1, burn_fixes=["smoothed_targets_in_dtype"],
-               record={"every": 4}, burn_backend="ndarray")  # fmt: skip
+               record={"every": 4}, burn_backend="ndarray", probe_steps=[5])  # fmt: skip
     cfg = dict(config(e=exp), steps=9, threads=2, record_budget_mb=64, cpu_path="compatible")
     spec = resolve.experiment_spec(cfg, "e")
     assert (spec["model"], spec["data"], spec["loss"]) == ("lenet", "digits", "cross_entropy")
     assert spec["label_smoothing"] == 0.1 and spec["burn_fixes"] == ["smoothed_targets_in_dtype"]
-    # every 4th, step 1 (the probe step) and the last, each with its predecessor
-    assert spec["record_steps"] == [1, 3, 4, 7, 8, 9]
+    # every 4th, the probe steps (1 always) and the last, each with its predecessor
+    assert spec["probe_steps"] == [1, 5] and spec["record_steps"] == [1, 3, 4, 5, 7, 8, 9]
     assert (spec["threads"], spec["cpu_path"], spec["burn_backend"]) == (2, "compatible", "ndarray")
     assert (spec["steps"], spec["batch_size"]) == (9, 16)
     # A budget too small for every step: the record thins out to fit it.
