@@ -266,6 +266,28 @@ def test_the_floor_is_the_verdicts_rounding_floor_of_one_quantity():
     assert row["floor"] == max(noise * 2.0**-29 * 100, 64 * 2.0**-52 * size)
 
 
+def test_a_quantitys_floor_is_its_f32_noise_scaled_or_a_few_ulps_of_its_size():
+    one = lambda *x: np.array(x, float)  # noqa: E731
+    noisy = {"torch_f32": one(1.0 + 1e-4, 2.0), "torch_f64": one(1.0, 2.0),
+             "burn_f32": one(1.0, 2.0), "burn_f64": one(1.0, 2.0)}  # fmt: skip
+    assert lt.floor_of(noisy) == ((1.0 + 1e-4) - 1.0) * 2.0**-29 * 100  # the noise's
+    quiet = {k: one(-3.0, 0.5) for k in RUNS}  # no noise: 64 f64 ulps of the largest |value|
+    assert lt.floor_of(quiet) == 64 * 2.0**-52 * 3.0
+    # one framework's f32 run not finite: the other's noise sets the floor; both: no floor
+    assert lt.floor_of(dict(quiet, burn_f32=one(np.nan, 0.5))) == 64 * 2.0**-52 * 3.0
+    broken = dict(quiet, burn_f32=one(np.nan, 0.5), torch_f32=one(np.inf, 0.5))
+    assert lt.floor_of(broken) == np.inf
+    assert math.isnan(lt.max_abs_diff(one(np.inf), one(np.inf)))
+    assert lt.max_abs_diff(one(), one()) == 0.0
+
+
+def test_a_difference_exactly_at_its_floor_is_not_above_it():
+    frame = table(blocks()).head(1).copy()
+    frame["floor"] = frame["max_abs_diff_f64"] = frame["local_f64"] = 1e-16
+    md = lt.render_md(frame, "T")
+    assert "above" not in md.split("```text")[1] and "yes" not in md.split("```text")[1]
+
+
 def test_a_value_that_is_exactly_equal_has_a_zero_floor_and_is_not_above():
     runs = blocks()
     for block in runs.values():
@@ -341,6 +363,7 @@ def test_the_markdown_marks_each_row_above_its_floor_and_each_layer_that_introdu
         " (max|Δ| 1.00e-03 against a rounding floor of 1.00e-16); 1 more forward row of step 1"
         " leaves its floor: `bn.running_mean` (max|Δ| 2.00e-03 each). The largest"
     )
+    assert "2.00e-03. Run on PyTorch's input, the first layer to introduce" in md
     assert md.endswith(
         " (its floor 1.00e-16).\n\n```text\n"
         "step  phase     layer             f32 max|Δ|  f64 max|Δ|  floor     f64"
@@ -470,6 +493,11 @@ MALFORMED = {
     "an output of another size": (
         lambda r: r["burn_f64"]["layers"][0]["outputs"][1].pop(),
         "burn-f64.json: the output of layer bn at step 1 has 7 values",
+    ),
+    "other parameters": (
+        lambda r: r["burn_f64"]["trajectory"]["params"].__setitem__("fc.extra", [[0.0]] * STEPS),
+        "burn-f64.json: parameters ['bn.bias', 'bn.weight', 'conv.weight',"
+        " 'fc.bias', 'fc.extra', 'fc.weight', 'ln.bias', 'ln.weight'] differ from",
     ),
     "other buffers": (
         lambda r: r["burn_f64"]["trajectory"]["buffers"].__setitem__("bn.extra", [[0.0]] * STEPS),
