@@ -31,7 +31,10 @@ python_mutants() {
     uv sync --locked --quiet # mutmut is pinned in the dev group
     # A fresh run: mutmut keeps results per mutant name across runs.
     rm -rf mutants
-    mkdir -p mutants
+    mkdir -p mutants/rust
+    # The trainer's manifest, which a port's crate is checked against (models/port_crate.py):
+    # a file in a folder mutmut does not create (its also_copy copies files into existing ones).
+    cp rust/Cargo.toml mutants/rust/
     if ! uv run mutmut run --max-children "$JOBS" > mutants/run.log 2>&1; then
         tail -c 4000 mutants/run.log
         echo "mutmut failed (log: mutants/run.log)" >&2
