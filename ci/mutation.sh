@@ -32,9 +32,10 @@ python_mutants() {
     # A fresh run: mutmut keeps results per mutant name across runs.
     rm -rf mutants
     mkdir -p mutants/rust
-    # The trainer's manifest, which a port's crate is checked against (models/port_crate.py):
-    # a file in a folder mutmut does not create (its also_copy copies files into existing ones).
-    cp rust/Cargo.toml mutants/rust/
+    # The trainer's manifest and lock file, which a port's crate is checked against
+    # (models/port_crate.py): files in a folder mutmut does not create (its also_copy copies
+    # a file into an existing folder only).
+    cp rust/Cargo.toml rust/Cargo.lock mutants/rust/
     if ! uv run mutmut run --max-children "$JOBS" > mutants/run.log 2>&1; then
         tail -c 4000 mutants/run.log
         echo "mutmut failed (log: mutants/run.log)" >&2
