@@ -433,7 +433,9 @@ def test_main_with_the_local_mode_names_the_layer_that_introduces(tmp_path, caps
     # the two local files go together
     with pytest.raises(SystemExit):
         lt.main([*argv, "--burn-local-f64", local[1]])
-    assert "--burn-local-f32 and --burn-local-f64 go together" in capsys.readouterr().err
+    assert capsys.readouterr().err.endswith(
+        "error: --burn-local-f32 and --burn-local-f64 go together\n"
+    )
 
 
 def test_the_plot_is_byte_deterministic_and_follows_the_data(tmp_path):
@@ -594,3 +596,34 @@ def test_main_needs_each_of_its_arguments(tmp_path, capsys, left_out):
         lt.main(argv[:at] + argv[at + 2 :])
     assert stop.value.code == 2 and left_out in capsys.readouterr().err
     assert not any(p.exists() for p in out.values())
+
+
+def test_the_csv_holds_17_significant_digits_as_python_writes_them(tmp_path):
+    out = run_main(tmp_path, blocks(shift={("buffers", "bn.running_var"): 2e-3}))
+    frame = pd.read_csv(out["csv"])
+    text = out["csv"].read_text()
+    floor = frame["floor"].iloc[0]
+    assert f"{floor:.17g}" in text and "E-" not in text  # not repr's shortest form alone
+    assert pd.read_csv(out["csv"])["floor"].tolist() == frame["floor"].tolist()
+
+
+def test_quantities_refuse_runs_of_other_models_and_trajectories_without_a_step():
+    """What load_runs and the run files' checks refuse first, refused here too for blocks
+    given directly: another model, a trajectory entry that is no list, one step short."""
+    runs = blocks()
+    other = {**runs, "burn_f32": {**runs["burn_f32"], "meta": {**runs["burn_f32"]["meta"],
+                                                               "model": "cnn1d"}}}  # fmt: skip
+    with pytest.raises(lt.FormatError, match=r"burn-f32.json: model cnn1d differ from"):
+        lt.quantities(other, RUN_FILES)
+    runs["burn_f32"]["trajectory"]["params"]["fc.bias"] = 3
+    with pytest.raises(lt.FormatError) as error:
+        lt.quantities(runs, RUN_FILES)
+    assert str(error.value) == "burn-f32.json: trajectory.params.fc.bias has no entry for step 1"
+    runs = blocks()
+    runs["torch_f64"]["trajectory"]["grads"]["conv.weight"].pop()
+    with pytest.raises(lt.FormatError) as error:
+        lt.quantities(runs, RUN_FILES)
+    assert str(error.value) == (
+        "torch-f64.json: trajectory.grads.conv.weight holds 2 entries, not one per recorded step"
+        " (3)"
+    )

@@ -40,7 +40,13 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from torch_burn_parity.analysis.floors import ABSOLUTE_FLOOR, EPS_RATIO, SAFETY
-from torch_burn_parity.analysis.gaps import add_run_arguments, load_runs, recorded_steps, run_paths
+from torch_burn_parity.analysis.gaps import (
+    RUNS,
+    add_run_arguments,
+    load_runs,
+    recorded_steps,
+    run_paths,
+)
 from torch_burn_parity.analysis.layers_words import (
     GRAD,
     INPUT_GRAD,
@@ -56,7 +62,6 @@ from torch_burn_parity.io.parity_io import FormatError, row_of, step_count, writ
 from torch_burn_parity.io.run_tensors import LayerValues, Tensors
 from torch_burn_parity.models.model_specs import model_of
 
-RUNS = ("torch_f32", "burn_f32", "torch_f64", "burn_f64")
 COLUMNS = [
     "step",
     "phase",
@@ -196,9 +201,14 @@ def quantities(
         inline = not isinstance(series, Tensors)  # a test's JSON lists
         held = name in series and (not inline or isinstance(series[name], list))
         recorded = recorded_steps(blocks[key])  # the probe steps are always among them
-        if not held or step not in recorded or step_count(series, name) < len(recorded):
+        if not held or step not in recorded:
             raise FormatError(
                 f"{paths[key]}: trajectory.{kind}.{name} has no entry for step {step}"
+            )
+        if (count := step_count(series, name)) < len(recorded):
+            raise FormatError(
+                f"{paths[key]}: trajectory.{kind}.{name} holds {count} entries, not one per"
+                f" recorded step ({len(recorded)})"
             )
         return row_of(series, name, recorded.index(step))
 
@@ -348,7 +358,7 @@ def render_md(frame: pd.DataFrame, title: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", required=True, help="name shown in the title")
-    add_run_arguments(parser, RUNS)
+    add_run_arguments(parser)  # the four runs
     parser.add_argument("--csv", required=True, type=Path)
     parser.add_argument("--md", required=True, type=Path)
     for dtype in ("f32", "f64"):
@@ -356,7 +366,7 @@ def main(argv: list[str] | None = None) -> None:
             f"--burn-local-{dtype}", type=Path, help="Burn's layers on PyTorch's inputs"
         )
     args = parser.parse_args(argv)
-    paths = run_paths(args, RUNS)
+    paths = run_paths(args)
     if (args.burn_local_f32 is None) != (args.burn_local_f64 is None):
         parser.error("--burn-local-f32 and --burn-local-f64 go together")
     try:
