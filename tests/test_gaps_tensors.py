@@ -77,7 +77,7 @@ def test_the_column_blocks_put_together_are_the_whole_matrix(run, monkeypatch, k
         assert np.array_equal(part["a"], matrix[:, column : column + part["a"].shape[1]]), name
         column += part["a"].shape[1]
     assert column == matrix.shape[1]
-    names = [(n, t) for n, t in gaps.state_names(block, kind)]
+    names = gaps.state_names(block, kind)
     assert list(dict.fromkeys((n, t) for n, t, _ in parts)) == names
     if chunk == DEFAULT_CHUNK:
         assert len(parts) == len(names)

@@ -330,12 +330,8 @@ def layer_rows(torch_layers: dict, burn_layers: dict) -> list[dict]:
             notes.insert(0, f"{' and '.join(missing)} has no such layer; p 0 is the identity")
         elif missing:
             status = "differs"
-            notes.insert(
-                0,
-                " and ".join(missing)
-                + (" record" if len(missing) > 1 else " records")
-                + " no value",
-            )
+            verb = "record" if len(missing) > 1 else "records"
+            notes.insert(0, f"{' and '.join(missing)} {verb} no value")
         elif t == b:
             status = "same"
         elif numbers and b == f32(t):

@@ -95,13 +95,11 @@ def sentence(frame: pd.DataFrame) -> str:
         if len(more) <= NAMED_UP_TO:
             names = ", ".join(f"`{name}`" for name in more["layer"])
             leave = (
-                "rows of step {} leave their floors"
+                f"rows of step {row['step']} leave their floors"
                 if len(more) > 1
-                else "row of step {} leaves its floor"
+                else f"row of step {row['step']} leaves its floor"
             )
-            text += (
-                f"; {len(more)} more {row['phase']} {leave.format(row['step'])}: {names} ({span})"
-            )
+            text += f"; {len(more)} more {row['phase']} {leave}: {names} ({span})"
         else:
             text += (
                 f"; {len(more)} more {row['phase']} rows of step {row['step']} leave their"
