@@ -77,7 +77,9 @@ config = load_config("config.yaml")
 arrays, _ = read_dataset("results/data/cnn1d.safetensors")
 for name in ("sgd", "adam"):
     spec = experiment_spec(config, name)
-    open(f"ref/{name}.json", "w").write(json.dumps(spec))  # for the Burn binary
+    # for the Burn binary (a revision --against measures may return the spec as a dict)
+    held = spec.as_dict() if hasattr(spec, "as_dict") else spec
+    open(f"ref/{name}.json", "w").write(json.dumps(held))
     write_run(f"ref/{name}-torch.json", {name: train(spec, arrays, "f32")})
 """
 
@@ -368,7 +370,8 @@ def measure_cpu_paths(work: Path, env: dict, repeat: int) -> dict[str, float]:
                 for name in ("adam", "transformer_sgd")
             }
             for name, path in specs.items():
-                path.write_text(json.dumps(experiment_spec(dict(config, cpu_path=setting), name)))
+                spec = experiment_spec(dict(config, cpu_path=setting), name)
+                path.write_text(json.dumps(spec.as_dict()))
             run_env = {k: v for k, v in env.items() if k not in cpu_path.VARIABLES}
             cpu_path.apply(setting, run_env)
             total = 0.0

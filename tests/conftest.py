@@ -135,7 +135,7 @@ def write_config(tmp_path_factory):
                 spec = experiment_spec(config, name)
             except ConfigError:
                 continue
-            spec_of(path, name).write_text(json.dumps(spec, indent=2) + "\n")
+            spec_of(path, name).write_text(json.dumps(spec.as_dict(), indent=2) + "\n")
         return path
 
     return write

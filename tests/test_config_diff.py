@@ -406,7 +406,7 @@ def test_main_writes_the_tables_and_names_what_differs(tmp_path, capsys):
         "experiments": {"pit": {**ADAM, "keep_defaults": {"burn": ["eps"]}}},
     }
     path = tmp_path / "pit.json"
-    path.write_text(json.dumps(experiment_spec(config, "pit")))
+    path.write_text(json.dumps(experiment_spec(config, "pit").as_dict()))
     csv, md = tmp_path / "out" / "diff.csv", tmp_path / "out" / "diff.md"
     cd.main(["--spec", str(path), "--csv", str(csv), "--md", str(md)])
     assert capsys.readouterr().out == f"pit: 8 rows, differing: ['eps'] -> {csv}\n"
@@ -439,7 +439,7 @@ def test_main_writes_the_tables_and_names_what_differs(tmp_path, capsys):
 def test_main_reads_a_resolved_spec_and_reports_none_differing(tmp_path, capsys):
     config = {"steps": 3, "batch_size": 16, "experiments": {"a": ADAM, "s": SGD}}
     path = tmp_path / "s.json"
-    path.write_text(json.dumps(experiment_spec(config, "s")))
+    path.write_text(json.dumps(experiment_spec(config, "s").as_dict()))
     csv, md = tmp_path / "s.csv", tmp_path / "s.md"
     cd.main(["--spec", str(path), "--csv", str(csv), "--md", str(md)])
     assert capsys.readouterr().out == f"s: 6 rows, differing: none -> {csv}\n"
@@ -455,7 +455,9 @@ def test_main_reads_a_resolved_spec_and_reports_none_differing(tmp_path, capsys)
     ],
 )
 def test_main_stops_on_a_bad_spec_naming_it(tmp_path, change, message):
-    spec = experiment_spec({"steps": 3, "batch_size": 16, "experiments": {"e": ADAM}}, "e")
+    spec = experiment_spec(
+        {"steps": 3, "batch_size": 16, "experiments": {"e": ADAM}}, "e"
+    ).as_dict()
     change(spec)
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
@@ -470,7 +472,11 @@ def test_main_stops_on_a_bad_spec_naming_it(tmp_path, change, message):
 def test_main_needs_the_spec_and_both_outputs(tmp_path, capsys, missing):
     path = tmp_path / "spec.json"
     path.write_text(
-        json.dumps(experiment_spec({"steps": 3, "batch_size": 16, "experiments": {"e": ADAM}}, "e"))
+        json.dumps(
+            experiment_spec(
+                {"steps": 3, "batch_size": 16, "experiments": {"e": ADAM}}, "e"
+            ).as_dict()
+        )
     )
     args = {"--spec": str(path), "--csv": str(tmp_path / "c"), "--md": str(tmp_path / "m")}
     del args[missing]

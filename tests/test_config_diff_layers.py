@@ -103,7 +103,11 @@ def diff_main(tmp_path, exp: dict, torch_layers, burn_layers, model="cnn_bn"):
     tmp_path.mkdir(exist_ok=True)
     path = tmp_path / "spec.json"
     path.write_text(
-        json.dumps(experiment_spec({"steps": 3, "batch_size": 16, "experiments": {"e": exp}}, "e"))
+        json.dumps(
+            experiment_spec(
+                {"steps": 3, "batch_size": 16, "experiments": {"e": exp}}, "e"
+            ).as_dict()
+        )
     )
     runs = [run_file(tmp_path, fw, layers, model)
             for fw, layers in (("torch", torch_layers), ("burn", burn_layers))]  # fmt: skip
@@ -140,7 +144,7 @@ def test_the_seeds_model_gets_no_layer_rows_from_its_runs(tmp_path, layers, mode
 def test_a_model_with_layers_needs_the_runs_and_the_runs_its_model(tmp_path):
     path = tmp_path / "spec.json"
     config = {"steps": 3, "batch_size": 16, "experiments": {"e": {**SGD, "model": "cnn_bn"}}}
-    path.write_text(json.dumps(experiment_spec(config, "e")))
+    path.write_text(json.dumps(experiment_spec(config, "e").as_dict()))
     argv = ["--spec", str(path), "--csv", str(tmp_path / "c"), "--md", str(tmp_path / "m")]
     with pytest.raises(SystemExit) as stop:
         cd.main(argv)

@@ -140,9 +140,9 @@ def test_a_size_a_model_cannot_be_built_at_is_refused_naming_the_key(model, prob
 def test_the_resolved_spec_holds_every_size_key():
     config = small_config(e=SGD | {"model": {"name": "transformer", "layers": 3}})
     resolved = experiment_spec(config, "e")
-    assert resolved["model"] == "transformer"
-    assert resolved["model_size"] == {"d_model": 8, "heads": 2, "layers": 3, "d_ff": 16}
-    assert experiment_spec(small_config(e=SGD), "e")["model_size"] == {"channels": 4, "kernel": 5}
+    assert resolved.model == "transformer"
+    assert resolved.model_size == {"d_model": 8, "heads": 2, "layers": 3, "d_ff": 16}
+    assert experiment_spec(small_config(e=SGD), "e").model_size == {"channels": 4, "kernel": 5}
 
 
 def test_a_group_glob_is_matched_against_the_sized_models_names():

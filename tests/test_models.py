@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -50,7 +51,7 @@ def arrays_of(model: str) -> dict:
 def spec_of(model: str, exp: dict, steps: int = 4, probe_steps=(1,)) -> dict:
     spec = experiment_spec(small_config(steps, e=exp), "e")
     sizes = model_specs.SIZES[model]
-    return spec | {"model": model, "model_size": sizes, "probe_steps": list(probe_steps)}
+    return replace(spec, model=model, model_size=sizes, probe_steps=list(probe_steps))
 
 
 # --- the registry ---------------------------------------------------------------------------

@@ -85,23 +85,23 @@ def test_muon_on_what_no_group_takes_and_a_group_lr_under_a_schedule_are_refused
 def test_a_group_resolves_to_exact_names_in_model_order():
     groups = [dict(SGD_GROUP, params=["fc.bias", "conv.*"])]
     spec = resolve.experiment_spec(config(m=dict(MUON_REST, param_groups=groups)), "m")
-    (group,) = spec["param_groups"]
-    assert group["params"] == ["conv.weight", "conv.bias", "fc.bias"]
-    assert group["optimizer"] == "sgd" and group["requested"]["burn"]["lr"] == 0.1
+    (group,) = spec.param_groups
+    assert group.params == ["conv.weight", "conv.bias", "fc.bias"]
+    assert group.optimizer == "sgd" and group.requested["burn"]["lr"] == 0.1
     # the experiment's own Muon: its Newton–Schulz settings filled in, both frameworks'
-    assert spec["hyperparameters"]["ns_coefficients"] == [3.4445, -4.775, 2.0315]
-    assert spec["requested"]["torch"]["ns_steps"] == spec["requested"]["burn"]["ns_steps"] == 5
+    assert spec.hyperparameters["ns_coefficients"] == [3.4445, -4.775, 2.0315]
+    assert spec.requested["torch"]["ns_steps"] == spec.requested["burn"]["ns_steps"] == 5
     # a group of the experiment's optimizer takes its values, overriding what it gives
     bias = {"params": "*.bias", "weight_decay": 0.0}
     spec = resolve.experiment_spec(config(g=dict(ADAMW, param_groups=[bias])), "g")
-    assert spec["param_groups"][0]["hyperparameters"] == dict(
+    assert spec.param_groups[0].hyperparameters == dict(
         {k: v for k, v in ADAMW.items() if k != "optimizer"}, weight_decay=0.0
     )
-    assert resolve.experiment_spec(config(g=ADAMW), "g")["param_groups"] == []
+    assert resolve.experiment_spec(config(g=ADAMW), "g").param_groups == []
 
 
 def test_a_spec_with_a_broken_group_is_refused_naming_it(tmp_path):
-    spec = resolve.experiment_spec(config(g=GROUPED), "g")
+    spec = resolve.experiment_spec(config(g=GROUPED), "g").as_dict()
     path = tmp_path / "g.json"
     for change, message in [
         (lambda s: s["param_groups"][0].update(optimizer="lion"),
@@ -277,7 +277,7 @@ def test_a_groups_own_optimizer_is_checked_like_an_experiments():
                 param_groups=[{"params": "*.bias", "weight_decay": 0.0}])  # fmt: skip
     assert lines(g=kept) == []
     spec = resolve.experiment_spec(config(g=kept), "g")
-    assert spec["param_groups"][0]["keep_defaults"] == {"torch": [], "burn": ["eps"]}
+    assert spec.param_groups[0].keep_defaults == {"torch": [], "burn": ["eps"]}
 
 
 def test_a_group_check_goes_on_past_a_group_the_schema_refuses():
@@ -352,7 +352,7 @@ def test_the_config_diff_takes_burns_shapes_from_its_run(tmp_path):
     from torch_burn_parity.analysis import config_diff
 
     spec = tmp_path / "g.json"
-    spec.write_text(json.dumps(resolve.experiment_spec(config(g=GROUPED), "g")))
+    spec.write_text(json.dumps(resolve.experiment_spec(config(g=GROUPED), "g").as_dict()))
     run_file(tmp_path / "torch.json", "torch")
     run_file(tmp_path / "burn.json", "burn", {"fc.weight": [[48, 3]]})
     out = tmp_path / "diff.csv"
@@ -453,9 +453,7 @@ def test_burns_lr_per_muon_tensor_by_hand_makes_the_factor_the_same():
     (held,) = [r for r in diff_rows(spec, burn_shapes={"fc.weight": [[3, 48]]})
                if "lr adjustment" in r["hyperparameter"]]  # fmt: skip
     assert held["burn"] == "[3, 48]: ×1" and not held["note"].startswith("burn_fixes")
-    plain = config_diff.lr_adjustment_rows(
-        {**spec["param_groups"][0], "shapes": {"fc.weight": [3, 48]}}, shapes
-    )
+    plain = config_diff.lr_adjustment_rows(spec.param_groups[0], {"fc.weight": [3, 48]}, shapes)
     assert plain[0]["status"] == "differs" and "by hand" not in plain[0]["burn"]
 
 

@@ -1361,8 +1361,8 @@ def test_experiment_spec_refuses_run_settings(key, value):
 def test_experiment_spec_returns_the_run_settings():
     config = {"steps": 3, "batch_size": 16, "experiments": {"e": dict(ADAM)}}
     spec = experiment_spec(config, "e")
-    assert (spec["name"], spec["steps"], spec["batch_size"], spec["threads"]) == ("e", 3, 16, 1)
-    assert experiment_spec({**config, "threads": 4}, "e")["threads"] == 4
+    assert (spec.name, spec.steps, spec.batch_size, spec.threads) == ("e", 3, 16, 1)
+    assert experiment_spec({**config, "threads": 4}, "e").threads == 4
 
 
 # --- the new optimizers, schedules and clipping in the trainers' spec ----------------------
@@ -1374,16 +1374,16 @@ def spec_config(**exp) -> dict:
 
 def test_spec_fills_in_amsgrad_schedule_and_clipping():
     spec = experiment_spec(spec_config(**ADAM), "e")
-    assert list(spec["hyperparameters"]) == ["lr", "betas", "eps", "weight_decay", "amsgrad"]
-    assert spec["hyperparameters"]["amsgrad"] is False  # PyTorch's default, explicit
-    assert spec["schedule"] == {"kind": "constant"}
-    assert spec["clip_grad"] is None
-    assert experiment_spec(spec_config(**ADAM, clip_grad=None), "e")["clip_grad"] is None
-    assert spec["burn_backend"] == "flex"  # Burn's default backend, explicit
+    assert list(spec.hyperparameters) == ["lr", "betas", "eps", "weight_decay", "amsgrad"]
+    assert spec.hyperparameters["amsgrad"] is False  # PyTorch's default, explicit
+    assert spec.schedule == {"kind": "constant"}
+    assert spec.clip_grad is None
+    assert experiment_spec(spec_config(**ADAM, clip_grad=None), "e").clip_grad is None
+    assert spec.burn_backend == "flex"  # Burn's default backend, explicit
 
 
 def test_spec_carries_the_burn_backend_and_refuses_an_unknown_one():
-    assert experiment_spec(spec_config(**ADAM, burn_backend="ndarray"), "e")["burn_backend"] == (
+    assert experiment_spec(spec_config(**ADAM, burn_backend="ndarray"), "e").burn_backend == (
         "ndarray"
     )
     with pytest.raises(ConfigError) as err:
@@ -1396,9 +1396,9 @@ def test_spec_carries_the_burn_backend_and_refuses_an_unknown_one():
 def test_spec_carries_the_schedule_and_clipping_given():
     given = {"num_steps": 10, "min_lr": 0.001, "kind": "cosine"}
     spec = experiment_spec(spec_config(**ADAMW, schedule=given, clip_grad={"value": 0.5}), "e")
-    assert spec["schedule"] == given and list(spec["schedule"]) == ["kind", "min_lr", "num_steps"]
-    assert spec["clip_grad"] == {"value": 0.5}
-    assert spec["hyperparameters"]["amsgrad"] is False  # AdamW's is given
+    assert spec.schedule == given and list(spec.schedule) == ["kind", "min_lr", "num_steps"]
+    assert spec.clip_grad == {"value": 0.5}
+    assert spec.hyperparameters["amsgrad"] is False  # AdamW's is given
 
 
 @pytest.mark.parametrize(
@@ -1408,9 +1408,9 @@ def test_spec_carries_the_schedule_and_clipping_given():
 )
 def test_spec_of_each_new_optimizer_holds_every_hyperparameter(exp):
     spec = experiment_spec(spec_config(**exp), "e")
-    assert spec["optimizer"] == exp["optimizer"]
-    assert list(spec["hyperparameters"]) == list(HYPERPARAMETERS[exp["optimizer"]])
-    assert spec["hyperparameters"] == {k: v for k, v in exp.items() if k != "optimizer"}
+    assert spec.optimizer == exp["optimizer"]
+    assert list(spec.hyperparameters) == list(HYPERPARAMETERS[exp["optimizer"]])
+    assert spec.hyperparameters == {k: v for k, v in exp.items() if k != "optimizer"}
 
 
 @pytest.mark.parametrize(

@@ -302,11 +302,11 @@ def test_the_resolved_spec_of_a_port_lists_its_state_and_layers():
     from torch_burn_parity.config.resolve import experiment_spec
 
     spec = experiment_spec(example_config(), "tiny_mlp_sgd")
-    port_spec = spec["port"]
-    assert port_spec["name"] == spec["model"] == "tiny_mlp"
-    assert port_spec["params"][:2] == [{"name": "fc1.bias", "shape": [32]},
+    port_spec = spec.port
+    assert port_spec.name == spec.model == "tiny_mlp"
+    assert port_spec.params[:2] == [{"name": "fc1.bias", "shape": [32]},
                                        {"name": "fc1.weight", "shape": [32, 64]}]  # fmt: skip
-    assert [p["name"] for p in port_spec["params"]] == [
+    assert [p["name"] for p in port_spec.params] == [
         "fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight", "norm.bias", "norm.weight"]  # fmt: skip
-    assert port_spec["buffers"] == [] and port_spec["layers"] == ["fc1", "act", "norm", "fc2"]
-    assert "port" not in experiment_spec(dict(example_config(), experiments={"e": ADAM}), "e")
+    assert port_spec.buffers == [] and port_spec.layers == ["fc1", "act", "norm", "fc2"]
+    assert experiment_spec(dict(example_config(), experiments={"e": ADAM}), "e").port is None

@@ -42,8 +42,8 @@ def test_a_large_model_gets_the_smallest_stride_that_fits_the_budget():
 
 def test_the_resolved_spec_holds_the_recorded_steps():
     config = small_config(6, e=SGD | {"record": {"every": 3}})
-    assert experiment_spec(config, "e")["record_steps"] == [1, 2, 3, 5, 6]
-    assert experiment_spec(small_config(6, e=SGD), "e")["record_steps"] == [1, 2, 3, 4, 5, 6]
+    assert experiment_spec(config, "e").record_steps == [1, 2, 3, 5, 6]
+    assert experiment_spec(small_config(6, e=SGD), "e").record_steps == [1, 2, 3, 4, 5, 6]
 
 
 def test_a_record_step_after_the_last_and_two_rules_at_once_are_refused():

@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -112,7 +113,7 @@ def burn_like(torch_run: dict, arrays: dict) -> dict:
 @pytest.fixture(scope="module")
 def cnn_bn_runs():
     arrays = decode_dataset(make_data.dataset_bytes("cnn_bn"))
-    spec = experiment_spec(small_config(STEPS, e=SGD), "e") | {"model": "cnn_bn"}
+    spec = replace(experiment_spec(small_config(STEPS, e=SGD), "e"), model="cnn_bn")
     torch_run = train_torch.train(spec, arrays, "f64")
     return arrays, torch_run, burn_like(torch_run, arrays)
 

@@ -348,7 +348,7 @@ def cnn_bn_results(
             "bn.losses  n=  4  max|diff|=1.00e-07\nworst=1.00e-07 tol=1e-06 OK\n"
         )
     record = asdict(judge.judge_experiment("bn", judge.read_tables(tables, "bn", True), runs, 1e-6))
-    return Experiment("bn", spec, folder, {"f32": 1e-6, "f64": 1e-12}, [shapes], [1, 2], record)
+    return Experiment("bn", exp, folder, {"f32": 1e-6, "f64": 1e-12}, [shapes], [1, 2], record)
 
 
 def rejudge(x) -> None:

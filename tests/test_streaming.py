@@ -3,6 +3,8 @@ row at a time, from the runs' tensors files give exactly what the whole matrices
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -110,7 +112,7 @@ def test_runs_that_record_some_steps_give_the_full_runs_rows_at_those_steps(runs
     blocks = {}
     for dtype in ("f32", "f64"):
         out = tmp_path / f"torch-{dtype}.json"
-        block = train_torch.train(spec | {"record_steps": kept}, arrays, dtype, out)
+        block = train_torch.train(replace(spec, record_steps=kept), arrays, dtype, out)
         write_run(out, {"e": block})
         blocks[dtype] = experiment_block(out)
     assert gaps.recorded_steps(blocks["f64"]) == kept

@@ -118,7 +118,7 @@ def test_kept_defaults_are_pytorchs(arrays, optimizer):
 
 def test_adam_without_amsgrad_gets_pytorchs_default_explicitly(arrays):
     spec = spec_of(ADAM)
-    assert "amsgrad" not in ADAM and spec["hyperparameters"]["amsgrad"] is False
+    assert "amsgrad" not in ADAM and spec.hyperparameters["amsgrad"] is False
     block = train(spec, arrays, "f32")
     assert block["meta"]["hyperparameters"]["amsgrad"] is False
     explicit = run(arrays, dict(ADAM, amsgrad=False), dtype="f32")

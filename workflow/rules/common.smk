@@ -161,7 +161,7 @@ def trainer_spec(experiment):
     Passed through params: changing one experiment's hyperparameters reruns that
     experiment's chain only, where depending on config.yaml would rerun everything.
     """
-    return experiment_spec(config, experiment)
+    return experiment_spec(config, experiment).as_dict()
 
 
 def dataset(experiment):

@@ -42,7 +42,8 @@ import pandas as pd  # noqa: E402
 
 from torch_burn_parity.config import burn_fixes
 from torch_burn_parity.config.parity_config import BURN_BACKENDS, ConfigError
-from torch_burn_parity.config.resolve import read_spec, requested_hyperparameters
+from torch_burn_parity.config.resolve import read_spec
+from torch_burn_parity.config.spec import Group, Spec
 from torch_burn_parity.io.parity_io import FormatError, experiment_block, write_text_atomic
 from torch_burn_parity.models.model_specs import spec as model_spec
 from torch_burn_parity.optimizers import REGISTRY
@@ -152,17 +153,18 @@ def value_row(name: str, t, requested, in_f32: bool, notes: list[str], unused: b
     return fact(name, show(t), show(b, in_f32), status, "; ".join(notes))
 
 
-def hyperparameter_rows(spec: dict) -> list[dict]:
-    torch_values = requested_hyperparameters(spec, "torch")
-    burn_requested = requested_hyperparameters(spec, "burn")
-    optimizer = REGISTRY[spec["optimizer"]]
+def hyperparameter_rows(entry: Spec | Group) -> list[dict]:
+    """The rows of an optimizer entry (the experiment's own, or a group's): each
+    hyperparameter as each framework is asked for it, then the optimizer's numeric details."""
+    torch_values, burn_requested = entry.requested["torch"], entry.requested["burn"]
+    optimizer = REGISTRY[entry.optimizer]
     momentum_used = optimizer.name == "sgd" and (
         torch_values["momentum"] or burn_requested["momentum"]
     )
     rows = []
-    for key in spec["hyperparameters"]:
+    for key in entry.hyperparameters:
         notes = [f"{fw} keeps its default" for fw in ("torch", "burn")
-                 if key in spec["keep_defaults"][fw]]  # fmt: skip
+                 if key in entry.keep_defaults[fw]]  # fmt: skip
         unused = optimizer.name == "sgd" and key in ("dampening", "nesterov") and not momentum_used
         if unused:
             notes.append("no momentum")
@@ -180,27 +182,27 @@ def hyperparameter_rows(spec: dict) -> list[dict]:
     return rows + NUMERIC_DETAILS[optimizer.name]
 
 
-def schedule_rows(spec: dict) -> list[dict]:
+def schedule_rows(spec: Spec) -> list[dict]:
     """The schedule as each framework computes it; none for a constant lr (the lr row)."""
-    schedule = spec["schedule"]
+    schedule = spec.schedule
     if schedule["kind"] == "constant":
         return []
-    lr = spec["hyperparameters"]["lr"]
+    lr = spec.hyperparameters["lr"]
     values = {**schedule, "lr": lr, "end_factor": schedule.get("final_lr", lr) / lr}
     shown = {key: json.dumps(value) for key, value in values.items()}
     torch, burn, note = SCHEDULE_FACTS[schedule["kind"]]
-    if burn_fixes.SCHEDULE in spec.get("burn_fixes", []):  # the trainer's recursion by hand
+    if burn_fixes.SCHEDULE in spec.burn_fixes:  # the trainer's recursion by hand
         return [fact("schedule", torch.format(**shown), BY_HAND_SCHEDULE, "same",
                      f"burn_fixes: {burn_fixes.SCHEDULE}")]  # fmt: skip
     return [fact("schedule", torch.format(**shown), burn.format(**shown), "formula", note)]
 
 
-def clip_rows(spec: dict) -> list[dict]:
+def clip_rows(spec: Spec) -> list[dict]:
     """The clipping threshold (Burn: f32) and how each framework applies it."""
-    if not spec["clip_grad"]:
+    if not spec.clip_grad:
         return []
-    ((mode, threshold),) = spec["clip_grad"].items()
-    if burn_fixes.CLIP in spec.get("burn_fixes", []):  # the trainer clips by hand, in f64
+    ((mode, threshold),) = spec.clip_grad.items()
+    if burn_fixes.CLIP in spec.burn_fixes:  # the trainer clips by hand, in f64
         return [
             value_row(f"clip_grad.{mode}", threshold, threshold, False, []),
             fact(f"clip_grad.{mode} scope", CLIP_SCOPE[mode][0], BY_HAND_CLIP, "same",
@@ -220,16 +222,16 @@ LOSSES = {
 }
 
 
-def loss_rows(spec: dict) -> list[dict]:
+def loss_rows(spec: Spec) -> list[dict]:
     """The loss both compute when it is not the default cross-entropy, then the label
     smoothing as each framework holds it (Burn: f32); no smoothing rows without smoothing,
     the loss then the plain cross-entropy."""
-    kind = spec.get("loss", "cross_entropy")
+    kind = spec.loss
     rows = [fact("loss", *LOSSES[kind], "same")] if kind != "cross_entropy" else []
-    smoothing = spec.get("label_smoothing", 0.0)
+    smoothing = spec.label_smoothing
     if not smoothing:
         return rows
-    if burn_fixes.SMOOTH in spec.get("burn_fixes", []):  # the trainer's loss by hand
+    if burn_fixes.SMOOTH in spec.burn_fixes:  # the trainer's loss by hand
         return rows + [
             value_row("label_smoothing", smoothing, smoothing, False, []),
             fact("smoothed targets", "the run's dtype", "the run's dtype, by hand", "same",
@@ -249,9 +251,9 @@ BACKEND_NOTES = {
 }
 
 
-def backend_rows(spec: dict) -> list[dict]:
+def backend_rows(spec: Spec) -> list[dict]:
     """The tensor kernels each framework runs: a choice of implementation, not a value."""
-    backend = spec["burn_backend"]
+    backend = spec.burn_backend
     return [fact("backend", TORCH_KERNELS, BURN_BACKENDS[backend], "kernels",
                  BACKEND_NOTES[backend])]  # fmt: skip
 
@@ -343,17 +345,19 @@ def layer_rows(torch_layers: dict, burn_layers: dict) -> list[dict]:
     return rows
 
 
-def lr_adjustment_rows(group: dict, burn_shapes: dict, scaled: bool = False) -> list[dict]:
+def lr_adjustment_rows(
+    group: Group, shapes: dict, burn_shapes: dict, scaled: bool = False
+) -> list[dict]:
     """Muon's lr factor for each parameter whose shape Burn holds otherwise (its Linear
     weights are [in, out]): the factor each framework computes, from the Burn run's
     `meta.burn_shapes`; scaled: the trainer gives each Muon tensor the lr that makes its
-    factor PyTorch's (`burn_fixes: [muon_lr_per_parameter]`)."""
+    factor PyTorch's (`burn_fixes: [muon_lr_per_parameter]`); shapes: PyTorch's."""
     rows = []
-    for name in group["params"]:
-        if name not in burn_shapes or not group.get("shapes"):
+    for name in group.params:
+        if name not in burn_shapes or name not in shapes:
             continue
-        torch_shape, burn_shape = group["shapes"][name], burn_shapes[name][0]
-        fn = group["hyperparameters"]["adjust_lr_fn"]
+        torch_shape, burn_shape = shapes[name], burn_shapes[name][0]
+        fn = group.hyperparameters["adjust_lr_fn"]
         t, b = ratio(fn, torch_shape), ratio(fn, burn_shape)
         note = f"{fn}: lr × factor of the shape each framework holds; measured apart by the replay"
         burn = f"{list(burn_shape)}: ×{b:.6g}"
@@ -367,28 +371,28 @@ def lr_adjustment_rows(group: dict, burn_shapes: dict, scaled: bool = False) -> 
     return rows
 
 
-def group_rows(spec: dict, burn_shapes: dict, shapes: dict) -> list[dict]:
+def group_rows(spec: Spec, burn_shapes: dict, shapes: dict) -> list[dict]:
     """Each parameter group's rows, named `param_groups[i].<row>`: its parameters, then its
     hyperparameters and numeric details as for the experiment's own optimizer."""
     rows = []
-    for i, group in enumerate(spec.get("param_groups") or []):
-        names = ", ".join(group["params"])
-        found = [fact("params", names, names, "same", f"optimizer {group['optimizer']}")]
+    for i, group in enumerate(spec.param_groups):
+        names = ", ".join(group.params)
+        found = [fact("params", names, names, "same", f"optimizer {group.optimizer}")]
         found += hyperparameter_rows(group)
-        if group["optimizer"] == "muon":
-            scaled = burn_fixes.MUON_LR in spec.get("burn_fixes", [])
-            found += lr_adjustment_rows({**group, "shapes": shapes}, burn_shapes, scaled)
+        if group.optimizer == "muon":
+            scaled = burn_fixes.MUON_LR in spec.burn_fixes
+            found += lr_adjustment_rows(group, shapes, burn_shapes, scaled)
         rows += [{**row, "hyperparameter": f"param_groups[{i}].{row['hyperparameter']}"}
                  for row in found]  # fmt: skip
     return rows
 
 
 def diff_rows(
-    spec: dict, layers: tuple[dict, dict] = ({}, {}), burn_shapes: dict | None = None
+    spec: Spec, layers: tuple[dict, dict] = ({}, {}), burn_shapes: dict | None = None
 ) -> list[dict]:
     """Every row; layers: the layer hyperparameters PyTorch's and Burn's runs recorded;
     burn_shapes: the Burn run's `meta.burn_shapes` (Muon's lr adjustment rows)."""
-    shapes = model_spec(spec["model"], spec.get("model_size")).param_shapes()
+    shapes = model_spec(spec.model, spec.model_size).param_shapes()
     return (
         hyperparameter_rows(spec)
         + group_rows(spec, burn_shapes or {}, shapes)
@@ -436,7 +440,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--torch-run and --burn-run go together")
     try:
         spec = read_spec(args.spec)
-        name, model = spec["name"], spec["model"]
+        name, model = spec.name, spec.model
         layers, burn_shapes = ({}, {}), {}
         if args.torch_run:
             layers, burn_shapes = recorded((args.torch_run, args.burn_run), model)

@@ -136,6 +136,7 @@ from torch_burn_parity.analysis.gaps import (
 )
 from torch_burn_parity.analysis.muon_rules import MuonUpdate
 from torch_burn_parity.io.parity_io import FormatError, read_dataset, row_of, write_text_atomic
+from torch_burn_parity.io.run_file import loss_of, smoothing_of
 from torch_burn_parity.models.losses import DEFAULT_LOSS
 from torch_burn_parity.models.model_specs import (
     DEFAULT_MODEL,
@@ -164,16 +165,6 @@ class Variant:
     burn_loss: bool = False  # Burn's smoothed targets (burn_loss.py), else PyTorch's loss
     loss: str = DEFAULT_LOSS  # the experiment's loss, the same on both sides
     layers: dict = field(default_factory=dict)  # Burn's layer settings given to the module
-
-
-def loss_of(meta: dict) -> str:
-    """The loss a run trained with (cross-entropy for run files that do not name it)."""
-    return (meta.get("loss") or {}).get("name", DEFAULT_LOSS)
-
-
-def smoothing_of(meta: dict) -> float:
-    """The label smoothing a run's loss used, as its framework held it (0 when absent)."""
-    return (meta.get("loss") or {}).get("label_smoothing", 0.0)
 
 
 def lrs_of(block: dict) -> list[float]:

@@ -38,17 +38,10 @@ from torch_burn_parity.config.parity_config import (
 )
 from torch_burn_parity.config.problems import key_path
 from torch_burn_parity.config.record import DEFAULT_BUDGET_MB, record_steps
+from torch_burn_parity.config.spec import Group, PortDeclaration, Spec
 from torch_burn_parity.io.parity_io import FRAMEWORKS, write_text_atomic
 from torch_burn_parity.models.losses import DEFAULT_LOSS
 from torch_burn_parity.models.model_specs import spec_of_config
-from torch_burn_parity.optimizers import REGISTRY
-
-# The keys of a resolved spec, as experiment_spec writes them.
-SPEC_KEYS = ("name", "optimizer", "hyperparameters", "keep_defaults", "schedule", "clip_grad",
-             "burn_backend", "model", "model_size", "data", "loss", "label_smoothing",
-             "probe_steps",
-             "record_steps", "steps", "batch_size", "threads", "cpu_path", "requested",
-             "param_groups")  # fmt: skip
 
 
 def probe_steps_of(exp: dict[str, Any]) -> list[int]:
@@ -62,10 +55,10 @@ def filled_schedule(exp: dict[str, Any]) -> dict[str, Any]:
     return {"kind": schedule["kind"], **{k: schedule[k] for k in SCHEDULES[schedule["kind"]]}}
 
 
-def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
-    """The checked spec of experiment ``name``: optimizer, hyperparameters (optional ones
-    filled in), schedule (constant when absent), clip_grad (None when absent), burn_backend
-    (flex when absent), run settings."""
+def experiment_spec(config: dict[str, Any], name: str) -> Spec:
+    """The checked spec of experiment ``name``, every default filled in here and nowhere
+    else: optimizer, hyperparameters (optional ones filled in), schedule (constant when
+    absent), clip_grad (None when absent), burn_backend (flex when absent), run settings."""
     experiments = config.get("experiments") or {}
     if name not in experiments:
         raise ConfigError(f"unknown experiment {name!r} (config has {sorted(experiments)})")
@@ -84,50 +77,43 @@ def experiment_spec(config: dict[str, Any], name: str) -> dict[str, Any]:
     if problems:
         raise ConfigError(str(problems[0]))
     model = spec_of_config(exp.get("model"))
-    spec = {
-        "name": name,
-        "optimizer": optimizer,
-        "hyperparameters": hyperparameters,
-        "keep_defaults": keep,
-        "schedule": filled_schedule(exp),
-        "clip_grad": dict(exp["clip_grad"]) if exp.get("clip_grad") is not None else None,
-        "burn_backend": exp.get("burn_backend", DEFAULT_BURN_BACKEND),
-        "model": model.name,
-        "model_size": model.size,  # every size key, the defaults filled in
-        "data": experiment_data(exp),
-        "loss": exp.get("loss", DEFAULT_LOSS),
-        "label_smoothing": float(exp.get("label_smoothing", 0.0)),
-        "probe_steps": probe_steps_of(exp),
-        # the steps whose tensors both trainers record (config/record.py)
-        "record_steps": record_steps(
-            config["steps"],
-            probe_steps_of(exp),
-            exp.get("record"),
-            model,
-            config.get("record_budget_mb", DEFAULT_BUDGET_MB),
-        )[0],
-        "steps": config["steps"],
-        "batch_size": config["batch_size"],
-        "threads": config.get("threads", 1),
-        "cpu_path": config.get("cpu_path", cpu_path.DEFAULT),
-    }
-    # What each framework will be asked for: the values, or its own defaults where kept.
-    spec["requested"] = {f: requested_hyperparameters(spec, f) for f in FRAMEWORKS}
-    spec["param_groups"] = resolved_groups(name, exp)
-    if exp.get("burn_fixes"):  # only when given, so that other experiments' specs stay as they were
-        spec["burn_fixes"] = list(exp["burn_fixes"])
+    probe_steps = probe_steps_of(exp)
+    # the steps whose tensors both trainers record (config/record.py)
+    budget = config.get("record_budget_mb", DEFAULT_BUDGET_MB)
+    recorded = record_steps(config["steps"], probe_steps, exp.get("record"), model, budget)[0]
+    port = None
     if model.port is not None:
         # Your own port (models/port.py): what the Burn side checks your module against,
         # PyTorch's names and shapes in the weights file's order (the parameters, then the
         # buffers: running statistics), and the layers recorded.
         entries = lambda names: [{"name": n, "shape": model.state_shapes[n]} for n in names]  # noqa: E731
-        spec["port"] = {
-            "name": model.name,
-            "params": entries(model.param_names),
-            "buffers": entries(model.buffer_names),
-            "layers": list(model.layers),
-        }
-    return spec
+        port = PortDeclaration(model.name, entries(model.param_names),
+                               entries(model.buffer_names), list(model.layers))  # fmt: skip
+    return Spec(
+        name=name,
+        optimizer=optimizer,
+        hyperparameters=hyperparameters,
+        keep_defaults=keep,
+        # What each framework will be asked for: the values, or its own defaults where kept.
+        requested=requested_hyperparameters(optimizer, hyperparameters, keep),
+        schedule=filled_schedule(exp),
+        clip_grad=dict(exp["clip_grad"]) if exp.get("clip_grad") is not None else None,
+        burn_backend=exp.get("burn_backend", DEFAULT_BURN_BACKEND),
+        model=model.name,
+        model_size=model.size,  # every size key, the defaults filled in
+        data=experiment_data(exp),
+        loss=exp.get("loss", DEFAULT_LOSS),
+        label_smoothing=float(exp.get("label_smoothing", 0.0)),
+        probe_steps=probe_steps,
+        record_steps=recorded,
+        steps=config["steps"],
+        batch_size=config["batch_size"],
+        threads=config.get("threads", 1),
+        cpu_path=config.get("cpu_path", cpu_path.DEFAULT),
+        param_groups=resolved_groups(name, exp),
+        burn_fixes=list(exp.get("burn_fixes") or []),
+        port=port,
+    )
 
 
 def resolved_optimizer(where: str, exp: dict[str, Any]) -> tuple[dict, dict]:
@@ -164,7 +150,7 @@ def resolved_optimizer(where: str, exp: dict[str, Any]) -> tuple[dict, dict]:
     return hyperparameters, {f: list(keep.get(f, [])) for f in FRAMEWORKS}
 
 
-def resolved_groups(name: str, exp: dict[str, Any]) -> list[dict[str, Any]]:
+def resolved_groups(name: str, exp: dict[str, Any]) -> list[Group]:
     """The experiment's parameter groups, each with its exact parameter names (model order),
     optimizer, every hyperparameter, keep_defaults and what each framework is asked for."""
     problems = group_problems(name, exp)
@@ -181,53 +167,35 @@ def resolved_groups(name: str, exp: dict[str, Any]) -> list[dict[str, Any]]:
                 f" {grouped['optimizer']!r} (known: {', '.join(HYPERPARAMETERS)})"
             )
         hyperparameters, keep = resolved_optimizer(f"experiments.{name}.param_groups[{i}]", grouped)
-        resolved = {"params": params, "optimizer": grouped["optimizer"],
-                    "hyperparameters": hyperparameters, "keep_defaults": keep}  # fmt: skip
-        resolved["requested"] = {f: requested_hyperparameters(resolved, f) for f in FRAMEWORKS}
-        groups.append(resolved)
+        requested = requested_hyperparameters(grouped["optimizer"], hyperparameters, keep)
+        groups.append(Group(params, grouped["optimizer"], hyperparameters, keep, requested))
     return groups
 
 
-def requested_hyperparameters(spec: dict[str, Any], framework: str) -> dict[str, Any]:
-    """What ``framework`` is asked to use: the config's values, or its own defaults where kept."""
-    values = dict(spec["hyperparameters"])
-    for key in spec["keep_defaults"][framework]:
-        values[key] = FRAMEWORK_DEFAULTS[framework][spec["optimizer"]][key]
-    return values
+def requested_hyperparameters(
+    optimizer: str, hyperparameters: dict[str, Any], keep: dict[str, list[str]]
+) -> dict[str, dict[str, Any]]:
+    """What each framework is asked to use: the config's values, or its own defaults where
+    kept."""
+    requested = {}
+    for framework in FRAMEWORKS:
+        values = dict(hyperparameters)
+        for key in keep[framework]:
+            values[key] = FRAMEWORK_DEFAULTS[framework][optimizer][key]
+        requested[framework] = values
+    return requested
 
 
-def read_spec(path: str | Path) -> dict[str, Any]:
+def read_spec(path: str | Path) -> Spec:
     """A resolved spec (experiment_spec's, as JSON), or ConfigError naming the file."""
     path = Path(path)
     try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: spec file not found") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: not a spec ({exc})") from None
-    missing = [k for k in SPEC_KEYS if not isinstance(spec, dict) or k not in spec]
-    if missing:
-        raise ConfigError(
-            f"{path}: not a resolved spec (missing {', '.join(missing)}); write one with"
-            " python -m torch_burn_parity.config.resolve CONFIG EXPERIMENT"
-        )
-    groups = spec["param_groups"] if isinstance(spec["param_groups"], list) else None
-    if groups is None or not all(isinstance(g, dict) for g in groups):
-        raise ConfigError(f"{path}: param_groups must be a list of groups")
-    for where, entry in [("", spec), *((f"param_groups[{i}]: ", g) for i, g in enumerate(groups))]:
-        optimizer = REGISTRY.get(entry.get("optimizer"))
-        if optimizer is None:
-            raise ConfigError(
-                f"{path}: {where}unknown optimizer {entry.get('optimizer')!r}"
-                f" (known: {', '.join(REGISTRY)})"
-            )
-        held = entry.get("hyperparameters") or {}
-        absent = [k for k in optimizer.hyperparameters if k not in held]
-        if absent:
-            raise ConfigError(
-                f"{path}: {where}hyperparameters of {optimizer.name}: missing {', '.join(absent)}"
-            )
-    return spec
+    return Spec.from_dict(data, str(path))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -240,7 +208,7 @@ def main(argv: list[str] | None = None) -> None:
         spec = experiment_spec(load_config(args.config), args.experiment)
     except ConfigError as exc:
         sys.exit(f"resolve: {exc}")
-    text = json.dumps(spec, indent=2) + "\n"
+    text = json.dumps(spec.as_dict(), indent=2) + "\n"
     if args.out:
         write_text_atomic(args.out, text)
     else:

@@ -11,6 +11,8 @@ the model's order, their values flat in PyTorch's layout.
 # RunBlock.__required_keys__ (the checks and tests read it).
 from typing import Any, NotRequired, TypedDict
 
+from torch_burn_parity.models.losses import DEFAULT_LOSS
+
 Floats = list[float]
 
 
@@ -102,3 +104,13 @@ class RunBlock(TypedDict):
 # What every analysis reads; a file without one of them is refused (experiment_block). The
 # seed's own files hold only losses, final and params, which compare.py reads.
 REQUIRED = ("losses", "final", "params", "trajectory", "meta")
+
+
+def loss_of(meta: dict) -> str:
+    """The loss a run trained with (cross-entropy for run files that do not name it)."""
+    return (meta.get("loss") or {}).get("name", DEFAULT_LOSS)
+
+
+def smoothing_of(meta: dict) -> float:
+    """The label smoothing a run's loss used, as its framework held it (0 when absent)."""
+    return (meta.get("loss") or {}).get("label_smoothing", 0.0)

@@ -30,6 +30,7 @@ from torch_burn_parity.analysis.floors import EPS_RATIO as EPS_RATIO
 from torch_burn_parity.analysis.floors import SAFETY as SAFETY
 from torch_burn_parity.analysis.floors import rounding_floor as rounding_floor
 from torch_burn_parity.config import burn_fixes
+from torch_burn_parity.io.run_file import smoothing_of
 from torch_burn_parity.models.model_specs import model_of
 from torch_burn_parity.optimizers.muon import ratio
 
@@ -353,7 +354,7 @@ def lr_adjustment_cause(torch_run: dict, burn_run: dict) -> str:
 
 def loss_cause(torch_run: dict, burn_run: dict) -> str:
     """Burn's smoothed cross-entropy target weights, computed in f32."""
-    eps = (burn_run["meta"].get("loss") or {}).get("label_smoothing", 0.0)
+    eps = smoothing_of(burn_run["meta"])
     return (
         f"Burn's smoothed targets: label smoothing {eps:.7g} with its weights 1 − ε and ε/C"
         " computed in f32, which do not add up to 1 over the classes"

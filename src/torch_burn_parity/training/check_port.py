@@ -26,20 +26,21 @@ import torch
 
 from torch_burn_parity.config.parity_config import ConfigError
 from torch_burn_parity.config.resolve import read_spec
+from torch_burn_parity.config.spec import Spec
 from torch_burn_parity.io.parity_io import FormatError, read_dataset
 from torch_burn_parity.models.model_specs import ModelError
 from torch_burn_parity.models.models import build, inputs
 from torch_burn_parity.models.port_torch import hooked_forward
 
 
-def torch_check(spec: dict, arrays: dict) -> tuple[str | None, list[str]]:
+def torch_check(spec: Spec, arrays: dict) -> tuple[str | None, list[str]]:
     """Why PyTorch cannot train the port on these arrays (one line, or None), and the layers
     its hooks record on the first batch, in the order they run."""
     try:
-        model = build(spec["model"], arrays, torch.float32, spec.get("model_size"))
+        model = build(spec.model, arrays, torch.float32, spec.model_size)
         x, _ = inputs(arrays, torch.float32)
         with torch.no_grad():
-            _, layers, _, _ = hooked_forward(model.train(), x[: spec["batch_size"]])
+            _, layers, _, _ = hooked_forward(model.train(), x[: spec.batch_size])
     except ModelError as exc:
         return str(exc), []
     return None, layers
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
         arrays, _ = read_dataset(args.data)
     except (ConfigError, FormatError, FileNotFoundError) as exc:
         sys.exit(f"check_port: {exc}")
-    name = spec["port"]["name"] if spec.get("port") else spec["model"]
+    name = spec.port.name if spec.port is not None else spec.model
     args.out.unlink(missing_ok=True)
     torch_refusal, torch_layers = torch_check(spec, arrays)
     burn_refusal, burn_layers = burn_check(args.binary, args.spec, args.data)

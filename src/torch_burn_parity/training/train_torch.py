@@ -39,12 +39,12 @@ from torch_burn_parity.config import cpu_path
 from torch_burn_parity.config.machine import cpu, git_state
 from torch_burn_parity.config.parity_config import CLIP_SCOPES, ConfigError
 from torch_burn_parity.config.resolve import read_spec
-from torch_burn_parity.datasets.registry import DEFAULT_DATA
+from torch_burn_parity.config.spec import Group, Spec
 from torch_burn_parity.io.parity_io import DTYPES, FormatError, read_dataset, write_run
 from torch_burn_parity.io.run_file import RunBlock
 from torch_burn_parity.io.run_tensors import LAYER_FIELDS, PORT_LAYER_FIELDS, RunRecorder
 from torch_burn_parity.models.losses import DEFAULT_LOSS
-from torch_burn_parity.models.model_specs import DEFAULT_MODEL, ModelError
+from torch_burn_parity.models.model_specs import ModelError
 from torch_burn_parity.models.models import (
     build,
     inputs,
@@ -73,16 +73,16 @@ def torch_arguments(hyperparameters: dict[str, Any], kept: list[str]) -> dict[st
     return given
 
 
-def parts(spec: dict[str, Any], names: list[str]) -> list[tuple[dict[str, Any], list[str]]]:
+def parts(spec: Spec, names: list[str]) -> list[tuple[Spec | Group, list[str]]]:
     """(optimizer entry, its parameter names) of the experiment's own optimizer (the
     parameters in no group) and of each parameter group, in the spec's order."""
-    groups = spec["param_groups"]
-    taken = {n for g in groups for n in g["params"]}
-    return [(spec, [n for n in names if n not in taken]), *((g, g["params"]) for g in groups)]
+    groups = spec.param_groups
+    taken = {n for g in groups for n in g.params}
+    return [(spec, [n for n in names if n not in taken]), *((g, g.params) for g in groups)]
 
 
 def make_optimizers(
-    spec: dict[str, Any], model: nn.Module
+    spec: Spec, model: nn.Module
 ) -> tuple[list[torch.optim.Optimizer], list[dict | None]]:
     """One torch.optim optimizer per optimizer kind, each param_group one of the spec's
     parts (the experiment's own first), with every hyperparameter passed explicitly except
@@ -96,8 +96,8 @@ def make_optimizers(
             found.append(None)
             continue
         group = {"params": [named[n] for n in names]}
-        group.update(torch_arguments(entry["hyperparameters"], entry["keep_defaults"]["torch"]))
-        by_kind.setdefault(entry["optimizer"], []).append(group)
+        group.update(torch_arguments(entry.hyperparameters, entry.keep_defaults["torch"]))
+        by_kind.setdefault(entry.optimizer, []).append(group)
         found.append(group)
     # The first group's values are the constructor's too: some state is set up from the
     # constructor's values only (Adagrad's initial accumulator, adagrad.py __init__).
@@ -110,34 +110,34 @@ def make_optimizers(
     return optimizers, [held[id(g["params"][0])] if g else None for g in found]
 
 
-def held_hyperparameters(entry: dict[str, Any], group: dict | None) -> dict:
+def held_hyperparameters(entry: Spec | Group, group: dict | None) -> dict:
     """Every hyperparameter of an optimizer entry as PyTorch holds it, read back from its
     param_group before a schedule changes the learning rate (the initial lr is recorded);
     for an entry without parameters, as PyTorch would hold it (built on a stand-in)."""
     if group is None:
         stand_in = nn.Parameter(torch.zeros(1, 1))
-        kept = entry["keep_defaults"]["torch"]
-        optimizer = OPTIMIZERS[entry["optimizer"]](
-            [stand_in], **torch_arguments(entry["hyperparameters"], kept)
+        kept = entry.keep_defaults["torch"]
+        optimizer = OPTIMIZERS[entry.optimizer](
+            [stand_in], **torch_arguments(entry.hyperparameters, kept)
         )
         group = optimizer.param_groups[0]
     return {k: (list(group[k]) if isinstance(group[k], tuple) else group[k])
-            for k in entry["hyperparameters"]}  # fmt: skip
+            for k in entry.hyperparameters}  # fmt: skip
 
 
 def make_scheduler(
-    spec: dict[str, Any], optimizer: torch.optim.Optimizer
+    spec: Spec, optimizer: torch.optim.Optimizer
 ) -> tuple[torch.optim.lr_scheduler.LRScheduler | None, dict[str, Any]]:
     """PyTorch's scheduler for the experiment's schedule (None for a constant lr), and what it
     holds: its class and settings as read back from it, its base lr."""
-    schedule = spec["schedule"]
+    schedule = spec.schedule
     kind = schedule["kind"]
     sched = torch.optim.lr_scheduler
     if kind == "constant":
         return None, {"kind": kind}
     if kind == "linear":
         # LinearLR takes factors of the initial lr: from 1 to final_lr / lr over num_steps.
-        lr = spec["hyperparameters"]["lr"]
+        lr = spec.hyperparameters["lr"]
         scheduler = sched.LinearLR(
             optimizer,
             start_factor=1.0,
@@ -216,7 +216,7 @@ def evaluate(
 
 
 def train(
-    spec: dict[str, Any], arrays: dict, dtype: str, out: Path | None = None, bare: bool = False
+    spec: Spec, arrays: dict, dtype: str, out: Path | None = None, bare: bool = False
 ) -> RunBlock:
     """One run: the block of the run file (io/run_file.py) but for the fields main() adds
     (input_sha256, config_sha256, git). With ``out`` (the run file to be) the tensors of the
@@ -224,26 +224,24 @@ def train(
     (io/run_tensors.py), else kept in the block. ``bare``: nothing recorded per step (no
     tensors, layer record or norms): the training alone, for timing it."""
     torch_dtype = TORCH_DTYPE[dtype]
-    model_name = spec.get("model", DEFAULT_MODEL)
-    probe_steps = set() if bare else set(spec.get("probe_steps", [1]))
+    model_name = spec.model
+    probe_steps = set() if bare else set(spec.probe_steps)
     x, y = inputs(arrays, torch_dtype)
-    smoothing = spec.get("label_smoothing", 0.0)
-    kind = spec.get("loss", DEFAULT_LOSS)
-    model = build(model_name, arrays, torch_dtype, spec.get("model_size"))
+    smoothing, kind = spec.label_smoothing, spec.loss
+    model = build(model_name, arrays, torch_dtype, spec.model_size)
     model.train()
     optimizers, groups = make_optimizers(spec, model)
-    entries = [spec, *spec["param_groups"]]  # parts()'s order
-    used = [held_hyperparameters(e, g) for e, g in zip(entries, groups, strict=True)]
+    used = [held_hyperparameters(e, g) for e, g in zip(spec.entries(), groups, strict=True)]
     # One scheduler per optimizer (a group has the experiment's lr under a schedule).
     schedulers = [make_scheduler(spec, optimizer) for optimizer in optimizers]
     schedule = schedulers[0][1]
-    clip = spec["clip_grad"]
+    clip = spec.clip_grad
     tensors = state(model)  # parameters, then buffers
     param_names = [name for name, _ in model.named_parameters()]
-    if "port" in spec:  # your own port: the weights file's order, as the Burn side's
-        param_names = [p["name"] for p in spec["port"]["params"]]
+    if spec.port is not None:  # your own port: the weights file's order, as the Burn side's
+        param_names = [p["name"] for p in spec.port.params]
     buffer_names = [name for name in tensors if name not in param_names]
-    n, batch = x.shape[0], spec["batch_size"]
+    n, batch = x.shape[0], spec.batch_size
     batches = n // batch
     losses: list[float] = []
     lrs: list[float] = []  # the lr of each step, as the optimizer step read it
@@ -255,8 +253,8 @@ def train(
             dtype,
             {name: shape(name) for name in param_names},
             {name: shape(name) for name in buffer_names},
-            spec.get("record_steps", list(range(1, spec["steps"] + 1))),
-            sorted(p for p in probe_steps if p <= spec["steps"]),
+            spec.record_steps,
+            sorted(p for p in probe_steps if p <= spec.steps),
             layer_count(model),
             PORT_LAYER_FIELDS if is_port_module(model) else LAYER_FIELDS,
         )
@@ -267,7 +265,7 @@ def train(
     norms: dict[str, dict[str, list[float]]] = {
         kind: {name: [] for name in param_names} for kind in ("params", "grads")
     }
-    for step in range(spec["steps"]):
+    for step in range(spec.steps):
         i = (step % batches) * batch  # no shuffling: the batches in rotation
         if step + 1 in probe_steps:
             out, record = recorded_forward(model, x[i : i + batch])
@@ -315,28 +313,26 @@ def train(
             "dtype": dtype,
             "model": model_name,
             "model_size": model_size(model_name, model),
-            "data": spec.get("data", DEFAULT_DATA),
+            "data": spec.data,
             "layer_hyperparameters": layer_hyperparameters(model_name, model),
             "loss": {"name": kind, "label_smoothing": smoothing},
-            "optimizer": spec["optimizer"],
+            "optimizer": spec.optimizer,
             "hyperparameters": used[0],
             "param_groups": [
-                {"params": g["params"], "optimizer": g["optimizer"], "hyperparameters": held}
-                for g, held in zip(spec["param_groups"], used[1:], strict=True)
+                {"params": g.params, "optimizer": g.optimizer, "hyperparameters": held}
+                for g, held in zip(spec.param_groups, used[1:], strict=True)
             ],
-            "kept_defaults": spec["keep_defaults"]["torch"],
+            "kept_defaults": spec.keep_defaults["torch"],
             "schedule": schedule,
             "clip_grad": clip,
             "clip_scope": CLIP_SCOPES[next(iter(clip))] if clip else None,
-            "steps": spec["steps"],
+            "steps": spec.steps,
             "batch_size": batch,
             "threads": torch.get_num_threads(),
             "python": platform.python_version(),
             "cpu": cpu(),
             "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "cpu_path": cpu_path.record(
-                spec.get("cpu_path", cpu_path.DEFAULT), cpu_path.torch_path(torch)
-            ),
+            "cpu_path": cpu_path.record(spec.cpu_path, cpu_path.torch_path(torch)),
         },
     }  # type: ignore[typeddict-item]  # main() adds the hashes and git
     return block
@@ -360,15 +356,15 @@ def main(argv: list[str] | None = None) -> None:
         arrays, sha256 = read_dataset(args.data)
     except (ConfigError, FormatError, FileNotFoundError) as exc:
         sys.exit(f"train_torch: {exc}")
-    if not cpu_path.pinned(spec["cpu_path"]):
+    if not cpu_path.pinned(spec.cpu_path):
         # Run by hand without the setting's variables: PyTorch has started, so start again
         # with them (the pipeline sets them before any job starts).
         env = dict(os.environ)
-        cpu_path.apply(spec["cpu_path"], env)
+        cpu_path.apply(spec.cpu_path, env)
         sys.stdout.flush()
         again = ["-m", __spec__.name] if __spec__ else [__file__]
         os.execve(sys.executable, [sys.executable, *again, *(argv or sys.argv[1:])], env)
-    torch.set_num_threads(spec["threads"])
+    torch.set_num_threads(spec.threads)
     torch.use_deterministic_algorithms(True)
     started = time.perf_counter()
     try:
@@ -378,13 +374,13 @@ def main(argv: list[str] | None = None) -> None:
     block["meta"]["input_sha256"] = sha256
     block["meta"]["config_sha256"] = hashlib.sha256(args.spec.read_bytes()).hexdigest()
     block["meta"]["git"] = git_state()
-    write_run(args.out, {spec["name"]: block})
+    write_run(args.out, {spec.name: block})
     final = block["final"]
     correct = ""
     if final["correct"] is not None:  # a classifier's
         correct = f", correct {final['correct']}/{len(final['predictions'])}"
     print(
-        f"torch {spec['name']} {args.dtype}: {spec['steps']} steps in "
+        f"torch {spec.name} {args.dtype}: {spec.steps} steps in "
         f"{time.perf_counter() - started:.2f}s, final loss {final['loss']:.8f}{correct}"
         f" -> {args.out}"
     )
