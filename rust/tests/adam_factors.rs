@@ -5,6 +5,7 @@
 //! must match Burn's result to the last bits; the same prediction with the factors computed
 //! in f64 (PyTorch's way) must not, or the test could not tell the two apart.
 
+#[path = "suite/common/mod.rs"]
 mod common;
 use burn::optim::{AdamConfig, Optimizer};
 use burn::tensor::{Tensor, TensorData};

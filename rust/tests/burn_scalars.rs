@@ -7,6 +7,7 @@
 //! two apart. AdaGrad and RMSProp: predicted from the held (f32-widened) hyperparameters and
 //! the f64 lr alone, they match Burn to the last bits.
 
+#[path = "suite/common/mod.rs"]
 mod common;
 use burn::optim::{AdaGradConfig, AdamWConfig, Optimizer, RmsPropConfig};
 use burn::tensor::{Tensor, TensorData};

@@ -10,7 +10,7 @@
 //! On an F64 device (the file's F32 values widened exactly): tests/burn_store_f32.rs runs the
 //! same on an F32 one, in its own process (a device's float dtype is set once per process).
 
-mod common;
+use crate::common;
 use burn::tensor::DType;
 
 #[test]

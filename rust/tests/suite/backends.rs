@@ -7,7 +7,7 @@
 //! final parameters agree with Flex's f64 run to f64 rounding, where the f32 run is f32
 //! rounding away.
 
-mod common;
+use crate::common;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

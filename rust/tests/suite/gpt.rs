@@ -8,7 +8,7 @@
 //! burn-store load against the arrays path is checked with the other models'
 //! (tests/burn_store.rs, tests/burn_store_f32.rs).
 
-mod common;
+use crate::common;
 use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData, s};
 use parity_train::config::{self, Spec};

@@ -4,7 +4,7 @@
 //! framework on the same inputs); a layer fault moves that layer's local output by its
 //! delta and leaves the layers after it on the reference's inputs; and the refusals.
 
-mod common;
+use crate::common;
 
 use burn::tensor::Device;
 use parity_train::config::{self, Spec};

@@ -6,7 +6,7 @@
 //! checked to f64 rounding. The burn-store load against the arrays path is checked with the
 //! other models' (tests/burn_store.rs, tests/burn_store_f32.rs).
 
-mod common;
+use crate::common;
 use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::{Device, Tensor};

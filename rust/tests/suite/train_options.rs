@@ -5,7 +5,7 @@
 //! Everything runs on an F64 device, so that the recorded lrs and updates can be checked to
 //! f64 rounding.
 
-mod common;
+use crate::common;
 use burn::lr_scheduler::module_lr_scheduler::ModuleLrSchedulerConfig;
 use burn::tensor::Device;
 use parity_train::config::{self, Spec};

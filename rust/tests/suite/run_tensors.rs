@@ -7,7 +7,7 @@
 //! it): the runs of the other test files (through `common::trained`) and the binary's run
 //! below are f64.
 
-mod common;
+use crate::common;
 use burn::tensor::Device;
 use parity_train::config::{self, Spec};
 use parity_train::dataset::Dataset;

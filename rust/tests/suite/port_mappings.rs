@@ -4,12 +4,12 @@
 //! recorded in PyTorch's names and layout, trains, and is refused on one line where the
 //! mapping does not fit.
 
-mod common;
+use crate::common;
 
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::{Device, Tensor};
-use common::f32_array;
+use crate::common::f32_array;
 use parity_train::config;
 use parity_train::dataset::{Array, Dataset, Values};
 use parity_train::models::{self, ParityModel};

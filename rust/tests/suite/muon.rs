@@ -7,7 +7,7 @@
 //! takes its own lr under a constant schedule and the scheduled lr otherwise; and the
 //! trainer refuses, on one line, a group Burn could not step.
 
-mod common;
+use crate::common;
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 use parity_train::config::{self, Spec};

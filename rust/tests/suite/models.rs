@@ -4,7 +4,7 @@
 //!
 //! Everything runs on an F64 device, so that values can be checked to f64 rounding.
 
-mod common;
+use crate::common;
 use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::{Device, Tensor};

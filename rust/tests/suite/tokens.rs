@@ -8,7 +8,7 @@
 //! spec can name it, so it is trained with `train::run` and sized as a conv model is
 //! (`channels` = d, `kernel` = V).
 
-mod common;
+use crate::common;
 use burn::module::{Module, Param, ParamId};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};

@@ -4,12 +4,12 @@
 //! the weights file, or declared as parameters (taken for parameters, they once reached a
 //! panic after the first backward: "gradient").
 
-mod common;
+use crate::common;
 
 use burn::module::Module;
 use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig};
 use burn::tensor::{DType, Device, Tensor};
-use common::f32_array;
+use crate::common::f32_array;
 use parity_train::config;
 use parity_train::dataset::{Array, Dataset, Values};
 use parity_train::port::{self, Layers, Port};

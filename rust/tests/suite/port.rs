@@ -2,12 +2,12 @@
 //! step, refused on one line where it does not fit, trained like a built-in model, and
 //! refused by `parity-train`.
 
-mod common;
+use crate::common;
 
 use burn::module::{Module, Param};
 use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig, Tanh};
 use burn::tensor::{Device, Tensor};
-use common::f32_array;
+use crate::common::f32_array;
 use parity_train::cli;
 use parity_train::config::LossKind;
 use parity_train::config::{self, Spec};

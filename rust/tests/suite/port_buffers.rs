@@ -3,7 +3,7 @@
 //! forward, recorded after each step) trains exactly as the built-in model does, and
 //! records its BatchNorm's settings by PyTorch's layer name.
 
-mod common;
+use crate::common;
 
 use burn::module::Module;
 use burn::nn::conv::{Conv1d, Conv1dConfig};

@@ -2,7 +2,7 @@
 //! every parameter and gradient at every step, and nothing per step in a bare run
 //! (`parity-train --bare`). Every run here is f64 (this process's device, and the binary's).
 
-mod common;
+use crate::common;
 use parity_train::config::{self, Spec};
 use parity_train::dataset::Dataset;
 use parity_train::measured::Floats;

@@ -6,7 +6,7 @@
 //!
 //! Everything runs on an F64 device, so that values can be checked to f64 rounding.
 
-mod common;
+use crate::common;
 use burn::tensor::{Device, Tensor};
 use parity_train::config::{self, Spec};
 use parity_train::dataset::Dataset;

@@ -1,7 +1,7 @@
 //! tests/burn_store.rs on an F32 device (Flex's default precision, the f32 runs'): the
 //! burn-store load gives exactly what the arrays path does, with no cast.
 
-mod common;
+use crate::common;
 use burn::tensor::{DType, Device};
 
 #[test]
