@@ -4,10 +4,10 @@
 
 use crate::common;
 
+use crate::common::f32_array;
 use burn::module::{Module, Param};
 use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig, Tanh};
 use burn::tensor::{Device, Tensor};
-use crate::common::f32_array;
 use parity_train::cli;
 use parity_train::config::LossKind;
 use parity_train::config::{self, Spec};

@@ -6,10 +6,10 @@
 
 use crate::common;
 
+use crate::common::f32_array;
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::{Device, Tensor};
-use crate::common::f32_array;
 use parity_train::config;
 use parity_train::dataset::{Array, Dataset, Values};
 use parity_train::models::{self, ParityModel};

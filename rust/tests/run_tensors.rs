@@ -7,7 +7,8 @@
 //! it): the runs of the other test files (through `common::trained`) and the binary's run
 //! below are f64.
 
-use crate::common;
+#[path = "suite/common/mod.rs"]
+mod common;
 use burn::tensor::Device;
 use parity_train::config::{self, Spec};
 use parity_train::dataset::Dataset;

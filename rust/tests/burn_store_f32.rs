@@ -1,7 +1,8 @@
 //! tests/burn_store.rs on an F32 device (Flex's default precision, the f32 runs'): the
 //! burn-store load gives exactly what the arrays path does, with no cast.
 
-use crate::common;
+#[path = "suite/common/mod.rs"]
+mod common;
 use burn::tensor::{DType, Device};
 
 #[test]
