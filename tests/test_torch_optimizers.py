@@ -3,9 +3,9 @@ real dataset: train() called directly, a few steps each (no Burn binary needed).
 
 from __future__ import annotations
 
-import copy
 import inspect
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,6 +15,7 @@ from conftest import ADAM, SGD, small_config
 from optimizer_examples import ADAGRAD, ADAMW, RMSPROP
 from torch_burn_parity.config.parity_config import FRAMEWORK_DEFAULTS, HYPERPARAMETERS
 from torch_burn_parity.config.resolve import experiment_spec
+from torch_burn_parity.config.spec import Spec
 from torch_burn_parity.io.parity_io import read_dataset
 from torch_burn_parity.models import model_specs
 from torch_burn_parity.training.train_torch import OPTIMIZERS, train
@@ -41,7 +42,7 @@ def arrays(dataset):
     return read_dataset(dataset)[0]
 
 
-def spec_of(exp: dict, steps: int = 4) -> dict:
+def spec_of(exp: dict, steps: int = 4) -> Spec:
     return experiment_spec(small_config(steps, e=exp), "e")
 
 
@@ -86,8 +87,7 @@ def test_every_hyperparameter_reaches_the_update(arrays, optimizer, key):
     is held by PyTorch and changes the trajectory."""
     spec = spec_of(GIVEN[optimizer], steps=8)
     base = train(spec, arrays, "f64")
-    other = copy.deepcopy(spec)
-    other["hyperparameters"][key] = OTHER[key]
+    other = replace(spec, hyperparameters={**spec.hyperparameters, key: OTHER[key]})
     changed = train(other, arrays, "f64")
     assert changed["meta"]["hyperparameters"][key] == OTHER[key]
     assert changed["trajectory"]["params"] != base["trajectory"]["params"]
