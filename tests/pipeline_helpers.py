@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import ADAM, ROOT, SGD, TEST_CPU_PATH
+from conftest import ADAM, BURN_BINARY, ROOT, SGD, TEST_CPU_PATH
 
 PROJECT_FILES = (
     "Snakefile",
@@ -77,9 +77,18 @@ def small_pipeline_config(**overrides) -> dict:
     return config
 
 
-def copy_project(dest: Path, config: dict, config_name: str = "config.yaml") -> Path:
+def copy_project(
+    dest: Path, config: dict, config_name: str = "config.yaml", trainer_built: bool = True
+) -> Path:
     """A copy of the project's pipeline files (no results/, no build output) with `config`
-    as its config.yaml, or under `config_name` beside the project's own config.yaml."""
+    as its config.yaml, or under `config_name` beside the project's own config.yaml.
+
+    trainer_built: the suite's Burn trainer (conftest.BURN_BINARY, the `burn_binary`
+    fixture's build of these same sources) is placed as the copy's results/bin/parity-train,
+    newer than its sources, so that the copy's pipeline finds its build_burn job done. Cargo
+    would otherwise compile the trainer again for each copy (another source folder: 25 s on
+    2 cores, holding the shared target folder's lock while the other copies wait). False
+    where the build itself is under test."""
     for name in PROJECT_FILES:
         src = ROOT / name
         if src.is_dir():
@@ -89,6 +98,9 @@ def copy_project(dest: Path, config: dict, config_name: str = "config.yaml") -> 
         elif src.exists():
             shutil.copy2(src, dest / name)
     (dest / config_name).write_text(yaml.safe_dump(config, sort_keys=False))
+    if trainer_built and BURN_BINARY.is_file():
+        (dest / "results" / "bin").mkdir(parents=True, exist_ok=True)
+        shutil.copy(BURN_BINARY, dest / "results" / "bin" / "parity-train")  # mtime: now
     return dest
 
 

@@ -52,7 +52,7 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_bad_config_is_refused_before_any_job(tmp_path, case):
     change, lines = CASES[case]
-    workdir = copy_project(tmp_path, broken(change))
+    workdir = copy_project(tmp_path, broken(change), trainer_built=False)
     proc = snakemake(workdir, "--cores", "1", check=False)
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0, output
@@ -70,7 +70,7 @@ def test_schema_defaults_still_reach_the_jobs(tmp_path):
     snakemake.utils.validate did, and the jobs get them."""
     config = small_pipeline_config()
     del config["threads"], config["report_steps"]
-    workdir = copy_project(tmp_path, config)
+    workdir = copy_project(tmp_path, config, trainer_built=False)
     proc = snakemake(workdir, "--dry-run", "--printshellcmds", "--cores", "1")
     assert "--report-steps 1 2 5 10 20 30 40 50 60 70 80 90 100 " in proc.stdout
     assert not (workdir / "results").exists()

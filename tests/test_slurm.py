@@ -158,7 +158,8 @@ def test_slurm_run_matches_local_run(slurm_cluster, tmp_path, capsys):
     # One's own experiments beside the project's config.yaml, as a user runs them: its 6
     # steps would be refused by the default experiments' probe steps if every job did not
     # read the same config, `mine.yaml` alone.
-    on_slurm = copy_project(tmp_path / "slurm", config, "mine.yaml")
+    # The SLURM run builds the trainer as a cluster job of its own: the build is tested too.
+    on_slurm = copy_project(tmp_path / "slurm", config, "mine.yaml", trainer_built=False)
     local = copy_project(tmp_path / "local", config, "mine.yaml")
 
     try:
