@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from torch_burn_parity.analysis.gaps import param_matrix
 from torch_burn_parity.config import cpu_path, machine
 from torch_burn_parity.config.parity_config import ConfigError
 from torch_burn_parity.config.resolve import experiment_spec
-from torch_burn_parity.io.parity_io import experiment_block
+from torch_burn_parity.io.parity_io import DTYPES, experiment_block
 from torch_burn_parity.io.run_tensors import materialize
 from torch_burn_parity.report.cpu_section import cpu_section
 
@@ -167,10 +168,54 @@ def test_burn_takes_the_same_kernels_on_an_avx2_cpu(train, write_config, burn_bi
         assert same == (gemm == "fma"), cpu
 
 
+# The PyTorch trainer's command line, once per dtype in one process: PyTorch is imported
+# once per machine, which under the emulator takes most of the run.
+BOTH_DTYPES = """
+import sys
+from torch_burn_parity.training import train_torch
+spec, data, out = sys.argv[1:]
+for dtype in ("f32", "f64"):
+    train_torch.main(["--spec", spec, "--dtype", dtype, "--data", data,
+                      "--out", out.replace("DTYPE", dtype)])
+"""
+
+
+def both_dtypes(prefix: list[str], spec: Path, dataset: Path, env: dict, out: Path) -> dict:
+    """The SGD run of each dtype, from one process (under ``prefix``, the emulator or
+    nothing): {dtype: run block}; ``out`` names the run files with DTYPE in place."""
+    subprocess.run([*prefix, sys.executable, "-c", BOTH_DTYPES, spec, dataset, out],
+                   check=True, env=env, capture_output=True)  # fmt: skip
+    return {dt: materialize(experiment_block(str(out).replace("DTYPE", dt))) for dt in DTYPES}
+
+
+@pytest.fixture(scope="module")
+def pinned_runs(tmp_path_factory, write_config, dataset):
+    """pinned_runs(setting): the SGD run of each dtype under that cpu_path setting, on this
+    CPU and on an emulated Haswell (AVX2 only): {(machine, dtype): run block}."""
+    found = {}
+
+    def runs(setting: str) -> dict:
+        if setting in found:
+            return found[setting]
+        config = write_config(small_config(6, sgd=SGD) | {"cpu_path": setting})
+        # The variables set beforehand: a re-exec would leave the emulator (no binfmt here).
+        env = {k: v for k, v in os.environ.items() if k not in cpu_path.VARIABLES}
+        cpu_path.apply(setting, env)
+        folder = tmp_path_factory.mktemp(f"pinned-{setting}")
+        found[setting] = {}
+        for name, prefix in (("pinned", []), ("haswell", ["qemu-x86_64", "-cpu", "Haswell"])):
+            blocks = both_dtypes(prefix, spec_of(config, "sgd"), dataset, env,
+                                 folder / f"{name}-DTYPE.json")  # fmt: skip
+            found[setting] |= {(name, dt): block for dt, block in blocks.items()}
+        return found[setting]
+
+    return runs
+
+
 @needs_qemu
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("setting", ["avx2", "compatible"])
-def test_pytorch_pinned_trains_sgd_as_an_avx2_cpu(write_config, dataset, tmp_path, setting, dtype):
+def test_pytorch_pinned_trains_sgd_as_an_avx2_cpu(pinned_runs, setting, dtype):
     """A pinned path gives the same SGD run on this CPU as on a Haswell (AVX2 only), layer
     record included: convolution, Linear, cross-entropy, forward and backward. (Adam's square
     root goes through MKL's vector math, which MKL_CBWR does not make the same: docs/cpu.md.)
@@ -178,17 +223,8 @@ def test_pytorch_pinned_trains_sgd_as_an_avx2_cpu(write_config, dataset, tmp_pat
     every x86-64 host."""
     if (why := cpu_path.problem(setting)) is not None:
         pytest.skip(f"cpu_path: {why}")
-    config = write_config(small_config(6, sgd=SGD) | {"cpu_path": setting})
-    # The variables set beforehand: a re-exec would leave the emulator (no binfmt here).
-    env = {k: v for k, v in os.environ.items() if k not in cpu_path.VARIABLES}
-    cpu_path.apply(setting, env)
-    blocks = {}
-    for name, prefix in (("pinned", []), ("haswell", ["qemu-x86_64", "-cpu", "Haswell"])):
-        out = tmp_path / f"{name}.json"
-        subprocess.run([*prefix, *python_module("training.train_torch"), "--spec",
-                        spec_of(config, "sgd"), "--dtype", dtype, "--data", dataset,
-                        "--out", out], check=True, env=env, capture_output=True)  # fmt: skip
-        blocks[name] = materialize(experiment_block(out))
-    assert blocks["haswell"]["meta"]["cpu_path"]["kernels"]["aten"] == PINNED_ATEN[setting]
+    blocks = pinned_runs(setting)
+    assert blocks["haswell", dtype]["meta"]["cpu_path"]["kernels"]["aten"] == PINNED_ATEN[setting]
+    assert blocks["haswell", dtype]["meta"]["dtype"] == dtype
     for key in ("losses", "trajectory", "layers"):
-        assert blocks["pinned"][key] == blocks["haswell"][key], key
+        assert blocks["pinned", dtype][key] == blocks["haswell", dtype][key], key
