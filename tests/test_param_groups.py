@@ -109,6 +109,7 @@ def test_a_spec_with_a_broken_group_is_refused_naming_it(tmp_path):
         (lambda s: s["param_groups"][0]["hyperparameters"].pop("ns_steps"),
          "param_groups[0]: hyperparameters of muon: missing ns_steps"),
         (lambda s: s.update(param_groups={}), "param_groups must be a list of groups"),
+        (lambda s: s["param_groups"][0].pop("params"), "param_groups[0]: missing params"),
     ]:  # fmt: skip
         broken = copy.deepcopy(spec)
         change(broken)

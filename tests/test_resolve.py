@@ -123,6 +123,7 @@ def given(**fields):
         (given(loss=2), "loss must be a string, got 2"),
         (given(schedule=[]), "schedule must be a mapping, got []"),
         (given(port="tiny_mlp"), "port must be a mapping or null, got 'tiny_mlp'"),
+        (given(port={"name": "tiny_mlp", "params": []}), "port: missing buffers, layers"),
     ],
 )  # fmt: skip
 def test_read_spec_names_the_file_and_the_problem(tmp_path, change, message):

@@ -98,11 +98,21 @@ class Spec:
             if name in data and not _is(data[name], kinds):
                 raise ConfigError(f"{where}: {name} must be {words}, got {data[name]!r}")
         given = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-        given["param_groups"] = [Group(*(g.get(f.name) for f in fields(Group))) for g in groups]
-        if isinstance(data.get("port"), dict):
-            port = data["port"]
-            given["port"] = PortDeclaration(*(port.get(f.name) for f in fields(PortDeclaration)))
+        given["param_groups"] = [
+            part_of(Group, g, f"{where}: param_groups[{i}]") for i, g in enumerate(groups)
+        ]
+        if data.get("port") is not None:
+            given["port"] = part_of(PortDeclaration, data["port"], f"{where}: port")
         return cls(**given)
+
+
+def part_of(kind: type, data: dict[str, Any], where: str) -> Any:
+    """A Group or PortDeclaration from its JSON object, or ConfigError naming the first key
+    it lacks."""
+    missing = [f.name for f in fields(kind) if f.name not in data]
+    if missing:
+        raise ConfigError(f"{where}: missing {', '.join(missing)}")
+    return kind(*(data[f.name] for f in fields(kind)))
 
 
 REQUIRED = [f for f in fields(Spec) if f.name not in ("burn_fixes", "port")]
