@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from torch_burn_parity.analysis.layers_words import buffer_rows  # noqa: E402
+from torch_burn_parity.report.log_axis import log_y  # noqa: E402
 from torch_burn_parity.report.plots import save  # noqa: E402
 from torch_burn_parity.report.verdict_text import e  # noqa: E402
 
@@ -102,7 +103,7 @@ def depth_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
             )
         stride = max(1, len(rows) // 40)
         ax.set_xticks(x[::stride], rows["layer"][::stride], rotation=90, fontsize=7)
-        ax.set_yscale("log")
+        log_y(ax)
         ax.set_ylim(low, None)
         ax.set_xlim(-0.5, len(rows) - 0.5)
         ax.set_ylabel(f"step {step}: output max |Δ|")

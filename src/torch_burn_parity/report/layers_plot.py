@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from torch_burn_parity.report import depth_plot  # noqa: E402
+from torch_burn_parity.report.log_axis import log_y  # noqa: E402
 from torch_burn_parity.report.plots import (  # noqa: E402
     FLOOR_COLOUR,
     bottom_edge,
@@ -166,7 +167,7 @@ def layers_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
             tick = ax.get_xticklabels()[i]
             tick.set_color("tab:red")
             tick.set_fontweight("bold")
-        ax.set_yscale("log")
+        log_y(ax)
         ax.set_ylim(bottom, top)
         ax.set_xlim(-0.6, len(rows) - 0.4)
         ax.set_ylabel(f"step {step}{' (continued)' if part else ''}: max |Δ|")

@@ -32,6 +32,7 @@ from torch_burn_parity.io.parity_io import FormatError, read_table_text, write_a
 from torch_burn_parity.judgement import verdict
 from torch_burn_parity.judgement.judge import read_record
 from torch_burn_parity.models.model_specs import spec
+from torch_burn_parity.report.log_axis import log_y
 
 # column: (legend label, colour, line style, marker). Colour, style and marker all differ,
 # so two series lying on top of each other stay distinguishable.
@@ -266,7 +267,7 @@ def gap_plot(
             color="tab:red", arrowprops={"arrowstyle": "->", "color": "tab:red"}, zorder=10,
         )  # fmt: skip
 
-    ax.set_yscale("log")
+    log_y(ax)
     ax.set_ylim(bottom, top)
     x_range(ax, steps)
     zero_note(ax, zeros)
@@ -318,7 +319,7 @@ def loss_plot(frame: pd.DataFrame, experiment: str, path: Path) -> None:
             steps[worst], dloss[worst], marker="o", markersize=9, markerfacecolor="none",
             markeredgecolor="black", linestyle="none", label=f"max {e(dloss[worst])}",
         )  # fmt: skip
-    ax.set_yscale("log")
+    log_y(ax)
     ax.set_ylim(bottom, 10.0 ** (np.ceil(np.log10(top_of(dloss, ulp))) + 0.5))
     ax.set_ylabel("|Δloss|")
     titled(fig, ax, *loss_title(experiment, frame))
