@@ -18,6 +18,26 @@ import yaml
 from conftest import ROOT, SGD
 from torch_burn_parity.judgement.record_parts import document_problems
 
+# The trainer crate every test's port crate depends on: the repository's own rust/, not the
+# project copy's (the same sources). Cargo tells a path dependency's builds apart by its
+# path, so a crate pointing at each copy's rust/ compiled parity-train once per copy (23 s
+# on 2 cores, `cargo build --timings`); pointing at this one, it is compiled once in the
+# shared target folder and reused by every port build of the run.
+TRAINER_CRATE = ROOT / "rust"
+
+
+def share_trainer_crate(crate: Path) -> None:
+    """Point a copied crate's `parity-train = { path = ... }` at TRAINER_CRATE."""
+    manifest = crate / "Cargo.toml"
+    text, found = re.subn(
+        r'^parity-train = \{ path = "[^"]*" \}$',
+        f'parity-train = {{ path = "{TRAINER_CRATE}" }}',
+        manifest.read_text(),
+        flags=re.MULTILINE,
+    )
+    assert found == 1, f"{manifest}: no parity-train path dependency"
+    manifest.write_text(text)
+
 
 def verdicts(workdir: Path) -> dict[str, dict]:
     """The verdict records by experiment, the document valid (its schema, each record's
@@ -38,6 +58,8 @@ def examples_run(dest: Path, keep, make: list[str]) -> Path:
     workdir = copy_project(dest, config, "ports.yaml")
     skipped = shutil.ignore_patterns("target", "__pycache__", "*.safetensors")  # written below
     shutil.copytree(ROOT / "examples", workdir / "examples", ignore=skipped)
+    for crate in (workdir / "examples/ports").glob("*/burn"):
+        share_trainer_crate(crate)
     for script in make:
         subprocess.run([sys.executable, script], cwd=workdir, check=True, capture_output=True)
     snakemake(workdir, "--cores", "2", "--configfile", "ports.yaml")
@@ -130,7 +152,7 @@ fn main() -> ExitCode {{
 
 
 def write_user_project(
-    folder: Path, rust: Path, head_bias: str = "false", extra: str = "", regression: bool = False
+    folder: Path, head_bias: str = "false", extra: str = "", regression: bool = False
 ) -> Path:
     """A user's own folder: the PyTorch module, its Burn crate (its lock file the example's,
     renamed), weights and data; returns its config. ``regression``: also the same module
@@ -145,7 +167,7 @@ def write_user_project(
     (folder / "torch/gelu_net.py").write_text(TORCH_MODULE)
     crate = folder / "burn"
     (crate / "src").mkdir(parents=True, exist_ok=True)
-    (crate / "Cargo.toml").write_text(CARGO_TOML.format(rust=rust))
+    (crate / "Cargo.toml").write_text(CARGO_TOML.format(rust=TRAINER_CRATE))
     (crate / "src/main.rs").write_text(MAIN_RS.format(head_bias=head_bias) + extra)
     lock = (ROOT / "examples/byo/burn/Cargo.lock").read_text()
     (crate / "Cargo.lock").write_text(
@@ -185,7 +207,6 @@ def write_user_project(
 
 def write_variant(
     folder: Path,
-    rust: Path,
     module: str,
     main_rs: str,
     cls: str,
@@ -201,7 +222,7 @@ def write_variant(
     from safetensors.torch import save_file
 
     name = re.sub(r"(?<!^)(?=[A-Z])", "_", cls).lower()  # NormNet -> norm_net
-    config = yaml.safe_load(write_user_project(folder, rust).read_text())
+    config = yaml.safe_load(write_user_project(folder).read_text())
     (folder / f"torch/{name}.py").write_text(module)
     (folder / "burn/src/main.rs").write_text(main_rs)
     sys.path.insert(0, str(folder / "torch"))

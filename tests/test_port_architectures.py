@@ -96,7 +96,7 @@ fn main() -> ExitCode {
 
 
 def test_layers_at_depth_named_by_globs_are_recorded_by_both_sides(project, tmp_path):
-    config = write_nested_project(tmp_path / "nested", project / "rust", ["blocks.*", "head"])
+    config = write_nested_project(tmp_path / "nested", ["blocks.*", "head"])
     proc = snakemake(project, "--cores", "2", "--configfile", str(config))
     assert "record the layers blocks.0, blocks.1, head" in (
         project / "results/logs/check_port/nested_net.log").read_text()  # fmt: skip
@@ -114,7 +114,7 @@ def test_layers_at_depth_named_by_globs_are_recorded_by_both_sides(project, tmp_
 def test_the_local_mode_names_the_port_layer_a_fault_is_injected_into(project, tmp_path):
     """A delta added to blocks.1's output in Burn at step 1: every later quantity carries
     it, but run on PyTorch's inputs only blocks.1 differs — the layer that introduces it."""
-    config = write_nested_project(tmp_path / "fault", project / "rust", ["blocks.*", "head"])
+    config = write_nested_project(tmp_path / "fault", ["blocks.*", "head"])
     snakemake(project, "--cores", "2", "--configfile", str(config),
               env={"PARITY_FAULT": "1:layer:blocks.1:3:1e-6"})  # fmt: skip
     record = verdicts(project)["nested_net_sgd"]
@@ -128,7 +128,7 @@ def test_the_local_mode_names_the_port_layer_a_fault_is_injected_into(project, t
 
 
 def test_a_glob_that_matches_no_submodule_is_refused_before_any_training(project, tmp_path):
-    config = write_nested_project(tmp_path / "typo", project / "rust", ["block.*", "head"])
+    config = write_nested_project(tmp_path / "typo", ["block.*", "head"])
     runs = project / "results/runs/nested_net_sgd"
     before = {p: p.stat().st_mtime_ns for p in runs.glob("*")}
     proc = snakemake(project, "--cores", "2", "--configfile", str(config), check=False)
@@ -140,9 +140,9 @@ def test_a_glob_that_matches_no_submodule_is_refused_before_any_training(project
     assert {p: p.stat().st_mtime_ns for p in runs.glob("*")} == before  # no training ran
 
 
-def write_nested_project(folder: Path, rust: Path, layers: list[str]) -> Path:
+def write_nested_project(folder: Path, layers: list[str]) -> Path:
     """The nested model as a user's project (module, crate, weights, data); its config."""
-    return write_variant(folder, rust, NESTED_MODULE, NESTED_MAIN_RS, "NestedNet", layers)
+    return write_variant(folder, NESTED_MODULE, NESTED_MAIN_RS, "NestedNet", layers)
 
 
 # --- a model with buffers: BatchNorm's running statistics ---------------------------------
@@ -205,17 +205,17 @@ fn main() -> ExitCode {
 """
 
 
-def write_bn_project(folder: Path, rust: Path, drop: str | None = None) -> Path:
+def write_bn_project(folder: Path, drop: str | None = None) -> Path:
     """The BatchNorm model as a user's project; its weights file the module's state_dict()
     (running statistics and the I64 batch counter included), less ``drop``."""
     layers = ["fc", "bn", "act", "head"]
-    return write_variant(folder, rust, BN_MODULE, BN_MAIN_RS, "BnNet", layers, 2, drop)
+    return write_variant(folder, BN_MODULE, BN_MAIN_RS, "BnNet", layers, 2, drop)
 
 
 def test_a_batchnorm_port_is_judged_as_cnn_bn_is(project, tmp_path):
     """Training the same up to rounding; the running variance explained by its estimator
     (Burn's biased batch variance against PyTorch's unbiased one), as for cnn_bn."""
-    config = write_bn_project(tmp_path / "bn", project / "rust")
+    config = write_bn_project(tmp_path / "bn")
     snakemake(project, "--cores", "2", "--configfile", str(config))
     record = verdicts(project)["bn_net_sgd"]
     assert record["verdict"] == "algorithmic difference, explained"
@@ -239,7 +239,7 @@ def test_a_batchnorm_port_is_judged_as_cnn_bn_is(project, tmp_path):
 
 
 def test_a_running_statistic_missing_from_the_weights_file_is_refused_once(project, tmp_path):
-    config = write_bn_project(tmp_path / "nobuf", project / "rust", drop="bn.running_var")
+    config = write_bn_project(tmp_path / "nobuf", drop="bn.running_var")
     proc = snakemake(project, "--cores", "2", "--configfile", str(config), check=False)
     assert proc.returncode != 0
     refusal = (
@@ -315,7 +315,7 @@ def test_a_layer_setting_kept_at_burns_default_is_named_and_measured(project, tm
     """The config diff shows each layer's settings as both modules hold them; the two that
     differ are causes, each with the share measured by giving PyTorch's model Burn's value."""
     layers = ["fc", "norm", "act", "head"]
-    config = write_variant(tmp_path / "settings", project / "rust", SETTINGS_MODULE,
+    config = write_variant(tmp_path / "settings", SETTINGS_MODULE,
                            SETTINGS_MAIN_RS, "NormNet", layers)  # fmt: skip
     snakemake(project, "--cores", "2", "--configfile", str(config))
 
@@ -418,7 +418,7 @@ fn main() -> ExitCode {
 
 
 def test_a_packed_and_an_untransposed_parameter_train_the_same(project, tmp_path):
-    config = write_variant(tmp_path / "packed", project / "rust", PACKED_MODULE, PACKED_MAIN_RS,
+    config = write_variant(tmp_path / "packed", PACKED_MODULE, PACKED_MAIN_RS,
                            "PackedNet", ["act"], seed=3)  # fmt: skip
     snakemake(project, "--cores", "2", "--configfile", str(config))
     record = verdicts(project)["packed_net_sgd"]

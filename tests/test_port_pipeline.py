@@ -16,7 +16,7 @@ import yaml
 
 from conftest import ROOT
 from pipeline_helpers import copy_project, dry_run, edited, snakemake
-from port_projects import verdicts, write_user_project
+from port_projects import share_trainer_crate, verdicts, write_user_project
 
 pytestmark = pytest.mark.pipeline
 
@@ -28,6 +28,7 @@ def example(tmp_path_factory, burn_binary) -> Path:
     workdir = copy_project(tmp_path_factory.mktemp("byo"), config, "byo.yaml")
     shutil.copytree(ROOT / "examples", workdir / "examples",
                     ignore=shutil.ignore_patterns("target", "__pycache__"))  # fmt: skip
+    share_trainer_crate(workdir / "examples/byo/burn")
     snakemake(workdir, "--cores", "2", "--configfile", "examples/byo/config.yaml")
     return workdir
 
@@ -72,7 +73,7 @@ def project(tmp_path_factory, burn_binary) -> Path:
 
 
 def test_a_model_written_outside_the_repository_runs_through_the_pipeline(project, tmp_path):
-    config = write_user_project(tmp_path / "mine", project / "rust", regression=True)
+    config = write_user_project(tmp_path / "mine", regression=True)
     snakemake(project, "--cores", "2", "--configfile", str(config))
     found = verdicts(project)
     assert {name: r["verdict"] for name, r in found.items()} == {
@@ -99,7 +100,7 @@ def test_a_model_written_outside_the_repository_runs_through_the_pipeline(projec
 
 def test_a_crate_that_does_not_build_stops_with_its_first_compiler_error(project, tmp_path):
     broken = '\nfn not_rust() -> u32 { "text" }\n'
-    config = write_user_project(tmp_path / "broken", project / "rust", extra=broken)
+    config = write_user_project(tmp_path / "broken", extra=broken)
     proc = snakemake(project, "--cores", "2", "--configfile", str(config), check=False)
     assert proc.returncode != 0
     assert f"build_port: {tmp_path / 'broken/burn'} does not build; its first error:" in proc.stderr
@@ -108,7 +109,7 @@ def test_a_crate_that_does_not_build_stops_with_its_first_compiler_error(project
 
 
 def test_a_burn_parameter_pytorch_lacks_is_named_before_training(project, tmp_path):
-    config = write_user_project(tmp_path / "extra", project / "rust", head_bias="true")
+    config = write_user_project(tmp_path / "extra", head_bias="true")
     before = {p: p.stat().st_mtime_ns for p in (project / "results/runs").glob("gelu_net_sgd/*")}
     proc = snakemake(project, "--cores", "2", "--configfile", str(config), check=False)
     assert proc.returncode != 0
@@ -124,8 +125,8 @@ def test_two_crates_of_one_package_name_each_train_their_own_binary(project, tmp
     """Both crates are `gelu-net-port`, in two folders: cargo tells such builds apart only by
     name, version and path within their workspace, so the second crate's build (its sources
     older than the first's binary) would be "fresh" and train the first crate's binary."""
-    good = write_user_project(tmp_path / "good", project / "rust")
-    extra = write_user_project(tmp_path / "extra", project / "rust", head_bias="true")
+    good = write_user_project(tmp_path / "good")
+    extra = write_user_project(tmp_path / "extra", head_bias="true")
     proc = snakemake(project, "--cores", "2", "--configfile", str(extra), check=False)
     assert proc.returncode != 0 and "head.bias" in proc.stderr
     snakemake(project, "--cores", "2", "--configfile", str(good))
