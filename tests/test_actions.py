@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from torch_burn_parity.config.spec import PortDeclaration
 from torch_burn_parity.report.actions import actions_section, anchor, effect_brief
 
 EXPLAINED = "algorithmic difference, explained"
@@ -21,7 +22,8 @@ def experiment(name, optimizer, causes, eff, verdict=EXPLAINED, sensitivity=None
               "split": None, "sensitivity": sensitivity,
               "causes": [{"cause": c, "share": s, "how": "measured"} for c, s in causes],
               "effect": eff}  # fmt: skip
-    return SimpleNamespace(name=name, record=record, paired=None, proof=None)
+    spec = SimpleNamespace(port=None)  # the fields of config/spec.py's Spec the rows read
+    return SimpleNamespace(name=name, record=record, paired=None, proof=None, spec=spec)
 
 
 EPS = "config diff: eps (torch 1e-08, burn 1e-05)"
@@ -138,10 +140,12 @@ def test_a_ports_fix_is_proven_by_the_porters_own_run():
     it is."""
     setting = "the layer setting norm.eps (torch 0.001, burn 1e-05)"
     mine = experiment("mine", "adam", [(setting, 1.0)], effect(0.8, 0.02, differ=29))
-    mine.spec = {"port": {"name": "mine"}}
+    mine.spec = SimpleNamespace(port=PortDeclaration("mine", [], [], ["norm"]))
     row = next(line for line in actions_section([mine]).splitlines() if "norm" in line)
     assert row.endswith("| yours: rerun `mine` with your crate changed as this row says |")
     assert "`.with_epsilon(0.001)`" in row
-    mine.spec = {}  # a built-in model without a proving run: nothing to show
+    mine.spec = SimpleNamespace(
+        port=None
+    )  # a built-in model without a proving run: nothing to show
     row = next(line for line in actions_section([mine]).splitlines() if "norm" in line)
     assert row.endswith(" | — |")

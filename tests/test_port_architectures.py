@@ -343,6 +343,8 @@ def test_a_layer_setting_kept_at_burns_default_is_named_and_measured(project, tm
         "build Burn's `norm` with PyTorch's epsilon: its config's `.with_epsilon(0.001)`" in report
     )
     assert "with Burn's act.approximate as well" in report
+    # the proof of a port's fix is the porter's own run (its Burn side is the user's crate)
+    assert "yours: rerun `norm_net_sgd` with your crate changed as this row says" in report
 
 
 # --- packed and re-laid-out parameters: a fused qkv, a Conv1D-style weight ----------------

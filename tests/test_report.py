@@ -348,7 +348,7 @@ def cnn_bn_results(
             "bn.losses  n=  4  max|diff|=1.00e-07\nworst=1.00e-07 tol=1e-06 OK\n"
         )
     record = asdict(judge.judge_experiment("bn", judge.read_tables(tables, "bn", True), runs, 1e-6))
-    return Experiment("bn", exp, folder, {"f32": 1e-6, "f64": 1e-12}, [shapes], [1, 2], record)
+    return Experiment("bn", spec, folder, {"f32": 1e-6, "f64": 1e-12}, [shapes], [1, 2], record)
 
 
 def rejudge(x) -> None:
@@ -674,8 +674,8 @@ def test_the_atlas_takes_the_seeds_model_on_flex_and_names_the_others():
              evaluation_only=False):  # fmt: skip
         scope = vd.EVALUATION if evaluation_only else vd.TRAINING
         return SimpleNamespace(
-            name=name, optimizer=optimizer, model=model, spec={}, is_plain=True,
-            has_schedule=False,
+            name=name, optimizer=optimizer, model=model, is_plain=True, has_schedule=False,
+            spec=SimpleNamespace(keep_defaults={}, clip_grad=None),
             runs={("burn", dt): {"meta": {"backend": backend}} for dt in DTYPES},
             verdict=SimpleNamespace(label=label), defaults_that_differ=lambda: "none",
             diff_names=lambda status: "none",

@@ -317,6 +317,7 @@ def report_inputs(wildcards):
         "results/plots/layers_{experiment}.png",
         "results/plots/gaps_{experiment}.png",
         "results/plots/losses_{experiment}.png",
+        "results/specs/{experiment}.json",  # the resolved spec (config/spec.py)
     ]
     sweeps = [
         f"results/sweeps/{{sweep}}/{name}"

@@ -78,7 +78,7 @@ def grouped(experiments: list) -> dict[tuple, dict]:
                 row["changes"].append(change)
             row["touches"].append((x.record, f.share, f.cause))
             proof = proved(x) if x.proof else None
-            if f.fix is not None and not x.proof and (getattr(x, "spec", None) or {}).get("port"):
+            if f.fix is not None and not x.proof and x.spec.port is not None:
                 # a port's Burn side is its own crate: the proving run is the porter's
                 proof = f"yours: rerun `{x.name}` with your crate changed as this row says"
             if f.fix is not None and proof and proof not in row["proofs"]:

@@ -41,8 +41,8 @@ def atlas_section(experiments: list[Experiment]) -> str:
     rows = []
     for optimizer, members in by_optimizer.items():
         plain = next((x for x in members if x.is_plain), None)
-        kept = next((x for x in members if x.spec.get("keep_defaults", {}).get("burn")), None)
-        recipe = next((x for x in members if x.spec.get("clip_grad") or x.has_schedule), None)
+        kept = next((x for x in members if x.spec.keep_defaults.get("burn")), None)
+        recipe = next((x for x in members if x.spec.clip_grad is not None or x.has_schedule), None)
         rows.append(
             {
                 "optimizer": optimizer,

@@ -187,14 +187,14 @@ class Experiment(ExperimentFiles):
 
     def lr_reading(self) -> str:
         """The schedule each framework ran and where their lr sequences part (lrs table)."""
-        schedule = self.spec.get("schedule") or {"kind": "constant"}
+        schedule = self.spec.schedule
         if schedule["kind"] == "constant":
             text = "Schedule: constant. "
         else:
             own = (
                 "PyTorch's scheduler, and its recursion by hand for Burn (burn_fixes:"
                 " pytorch_schedule)"
-                if burn_fixes.SCHEDULE in self.spec.get("burn_fixes", [])
+                if burn_fixes.SCHEDULE in self.spec.burn_fixes
                 else "each framework's own scheduler"
             )
             text = f"Schedule: {setting('schedule', schedule)}, {own}. "
@@ -272,8 +272,8 @@ class Experiment(ExperimentFiles):
         parts = [f"## Experiment `{name}` (optimizer: {self.optimizer}{groups}{model})\n"]
         # The target of the action list's and the verdict table's links (actions.anchor).
         parts.append(f'<a id="experiment-{name}"></a>\n')
-        if self.spec.get("description"):
-            parts.append(f"*{self.spec['description'].strip()}*\n")
+        if self.description.strip():
+            parts.append(f"*{self.description.strip()}*\n")
         parts.append(f"**Verdict: {vt.verdict_line(self.record)}.**\n")
         parts.append(
             f"Effect on training (f32): {effect_cell(self.record)}; gap / floor"

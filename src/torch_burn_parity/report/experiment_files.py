@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from torch_burn_parity.analysis import gaps
+from torch_burn_parity.config.spec import Spec
 from torch_burn_parity.io.parity_io import (
     DTYPES,
     RUNS,
@@ -36,13 +37,17 @@ class ExperimentFiles:
     """Everything the report reads about one experiment, from the pipeline's files."""
 
     def __init__(
-        self, name: str, spec: dict, results: Path, tolerances: dict,
+        self, name: str, spec: Spec, results: Path, tolerances: dict,
         datasets: list[dict[str, list[int]]], report_steps: list[int], record: dict,
+        description: str = "",
     ) -> None:  # fmt: skip
-        """datasets: the parameter and buffer shapes of each dataset file (dataset_shapes);
-        record: the experiment's verdict record (judgement/judge.py)."""
+        """spec: the experiment's resolved spec (results/specs/{name}.json, config/spec.py);
+        datasets: the parameter and buffer shapes of each dataset file (dataset_shapes);
+        record: the experiment's verdict record (judgement/judge.py); description: the
+        config's words for it."""
         tables = results / "tables"
         self.name, self.spec, self.tolerances = name, spec, tolerances
+        self.description = description
         self.report_steps = report_steps
         self.steps = read_table(tables / f"steps_{name}.csv")
         self.config_diff = read_table(tables / f"config_diff_{name}.csv", keep_default_na=False)
@@ -90,15 +95,15 @@ class ExperimentFiles:
 
     @property
     def has_schedule(self) -> bool:
-        return (self.spec.get("schedule") or {}).get("kind", "constant") != "constant"
+        return self.spec.schedule["kind"] != "constant"
 
     @property
     def is_plain(self) -> bool:
         """The same values passed to both, no schedule, no clipping: the atlas's baseline."""
         return (
-            not any(self.spec.get("keep_defaults", {}).values())
+            not any(self.spec.keep_defaults.values())
             and not self.has_schedule
-            and not self.spec.get("clip_grad")
+            and self.spec.clip_grad is None
         )
 
     def diff_names(self, status: str) -> str:

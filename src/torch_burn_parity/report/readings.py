@@ -125,7 +125,7 @@ def probe_reading(x: ExperimentFiles) -> str:
         return " ".join(text)
     hp = x.runs["torch", "f64"]["meta"]["hyperparameters"]
     lr, g = hp["lr"], abs(float(row["torch", "f64"]["grad"]))
-    clip = x.spec.get("clip_grad")
+    clip = x.spec.clip_grad
     if clip:
         d = x.config_diff
         scope = d[

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from torch_burn_parity.config.parity_config import ConfigError
 from torch_burn_parity.config.proving import SUFFIX, original
+from torch_burn_parity.config.resolve import read_spec
 from torch_burn_parity.io.parity_io import (
     FormatError,
     read_text,
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         text = build(args)
-    except (FormatError, OSError, KeyError, ValueError) as exc:
+    except (ConfigError, FormatError, OSError, KeyError, ValueError) as exc:
         sys.exit(f"report: {exc}")
     write_text_atomic(args.out, text)
     print(f"report: {args.out}")
@@ -125,13 +127,13 @@ def pair_up(experiments: list[Experiment]) -> None:
     same optimizer PyTorch's values on the same model and backend, when the run has one, and
     its proving run's record when it has one."""
     plain = {
-        (x.optimizer, x.model, x.spec.get("burn_backend", "flex")): x
+        (x.optimizer, x.model, x.spec.burn_backend): x
         for x in experiments
-        if x.is_plain and not x.spec.get("param_groups") and not original(x.name)
+        if x.is_plain and not x.spec.param_groups and not original(x.name)
     }
     for x in experiments:
-        if any(x.spec.get("keep_defaults", {}).values()):
-            twin = plain.get((x.optimizer, x.model, x.spec.get("burn_backend", "flex")))
+        if any(x.spec.keep_defaults.values()):
+            twin = plain.get((x.optimizer, x.model, x.spec.burn_backend))
             x.paired = twin.record if twin else None
     # and each its proving run's record: the fix applied on Burn's side (config/proving.py)
     by_name = {x.name: x for x in experiments}
@@ -154,10 +156,12 @@ def build(args: argparse.Namespace) -> str:
     shapes = dataset_shapes(args.data)
     experiments = [
         Experiment(
-            name, spec, args.results, effective["tolerances"][name], shapes,
-            config["report_steps"], records.get(name) or missing_record(args.results, name),
+            name, read_spec(args.results / "specs" / f"{name}.json"), args.results,
+            effective["tolerances"][name], shapes, config["report_steps"],
+            records.get(name) or missing_record(args.results, name),
+            entry.get("description", ""),
         )
-        for name, spec in config["experiments"].items()
+        for name, entry in config["experiments"].items()
         if name not in summarised
     ]  # fmt: skip
     pair_up(experiments)
