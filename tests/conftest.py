@@ -39,8 +39,9 @@ REAL_RUN_FIXTURES = {"burn_binary", "dataset", "train", "pipeline"}
 
 # The longest test files, longest first (`--durations` of the whole suite on 2 workers,
 # 2026-12-04: the ResNet-18 port 275 s, the language-model ports 165 s, the default config
-# 146 s, cargo test 89 s, …): collected first, so that pytest-xdist's workers start on them and the short files fill
-# in around them, instead of one long file running alone at the end.
+# 146 s, cargo test 89 s, …): collected first, so that pytest-xdist's workers start on them
+# and the short files fill in around them, instead of one long file running alone at the
+# end.
 LONGEST_FIRST = [
     "test_port_resnet18",
     "test_default_config",
