@@ -48,6 +48,7 @@ if not workflow.modifier.skip_validation:
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/code.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/build.smk"
 include: "workflow/rules/train.smk"

@@ -11,7 +11,9 @@ input and output files. A new module is covered by adding it to the package, a n
 adding it to the workflow.
 
 For each file:
-- every job that runs code importing it lists it as an input (in the `--forceall` listing).
+- every job that runs code importing it lists it as an input (in the `--forceall` listing),
+  itself or through the code digest it reads (rule code_digest, whose job lists the files
+  of one script's code and writes their sha256s).
   Only that makes Snakemake rerun the job for an edit of the file itself; the dry run below
   cannot show it for a job that sits downstream of another user of the file (the report,
   below the plots, reruns anyway when verdict.py changes), and it prints no reason then
@@ -172,6 +174,16 @@ def workflow_imports(root: Path) -> set[str]:
     return set().union(*(imports_of(root, n) for n in names))
 
 
+DIGEST_RULE = "code_digest"
+
+
+def listed_code(job: Job, jobs: list[Job]) -> set[str]:
+    """The files `job` lists as inputs, with those of each code digest among them: an edit
+    of one reruns the digest's job, and the digest's readers after it."""
+    digests = {f: d for d in jobs if d.rule == DIGEST_RULE for f in d.outputs}
+    return set(job.inputs).union(*(digests[f].inputs for f in job.inputs if f in digests))
+
+
 def downstream(jobs: list[Job], start: set) -> set:
     """`start` and every job that reads, directly or not, a file one of them writes."""
     readers: dict[str, list[Job]] = {}
@@ -230,7 +242,9 @@ def test_editing_a_source_reruns_its_users_and_their_dependents_only(pipeline, e
     path = pipeline / source
     users = [job for job in every_job if source in code_of(job, pipeline)]
     unlisted = sorted(
-        f"{job.rule} -> {job.outputs[0]}" for job in users if source not in job.inputs
+        f"{job.rule} -> {job.outputs[0]}"
+        for job in users
+        if source not in listed_code(job, every_job)
     )
     assert not unlisted, (
         f"{unlisted} run code that imports {source} but do not list it as an input:"
@@ -243,13 +257,15 @@ def test_editing_a_source_reruns_its_users_and_their_dependents_only(pipeline, e
     overlisted = sorted(
         f"{job.rule} -> {job.outputs[0]}"
         for job in every_job
-        if source in job.inputs and job not in users
+        if job.rule != DIGEST_RULE and source in listed_code(job, every_job) and job not in users
     )
     assert not overlisted, f"{overlisted} list {source} as an input but do not run it"
     user_keys = frozenset(job.key for job in users)
     if user_keys in PLANNED_FOR_USERS:
         return
-    expected = downstream(every_job, set(user_keys))
+    # The digests that list the file rerun first (only the users read them: checked above).
+    digests = {job.key for job in every_job if job.rule == DIGEST_RULE and source in job.inputs}
+    expected = downstream(every_job, set(user_keys) | digests)
     comment = "\n// edited\n" if source.endswith(".rs") else "\n# edited\n"
     with edited(path, lambda text: text + comment):
         planned = {job.key: job for job in dry_run(pipeline)}

@@ -19,7 +19,7 @@ from torch_burn_parity.config.data_problems import experiment_data
 from torch_burn_parity.datasets.registry import dataset_stem
 from torch_burn_parity.models.port import register_ports
 from torch_burn_parity.models.model_specs import spec_of_config
-from torch_burn_parity.tooling.code import module_files, script_files
+from torch_burn_parity.tooling.code import module_files, script_files, write_code_digest
 from torch_burn_parity.tooling.exit_timers import cancel_pending_timers
 from torch_burn_parity.tooling.slurm_cores import cap_cores
 from torch_burn_parity.tooling.stale_lock import clear_stale_locks
@@ -76,9 +76,10 @@ def code(*modules):
 
 
 def script_code(name):
-    """A workflow script (workflow/scripts/NAME.py) and every file of the package it runs:
-    a rule's inputs, as code() gives a module's (tooling/code.py)."""
-    return script_files(f"workflow/scripts/{name}.py")
+    """A workflow script (workflow/scripts/NAME.py) and the digest of every file of the
+    package it runs, as workflow/rules/code.smk writes it. A rule's inputs, so that an
+    edit of any of them reruns it."""
+    return [f"workflow/scripts/{name}.py", f"results/code/{name}.sha256"]
 
 
 def job_json(wildcards, input, output, log, **params):
@@ -143,6 +144,7 @@ wildcard_constraints:
     # a model's name, then its size keys when not the default (model_specs.model_tag)
     model="(" + "|".join([*MODELS, *PORTS]) + ")(-[a-z_]+[0-9]+)*",
     port="[a-z][a-z0-9_]*",
+    script="[a-z_]+",
 
 
 def settings(experiment):

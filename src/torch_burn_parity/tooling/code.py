@@ -10,6 +10,7 @@ before any job runs, and without PyTorch.
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import re
 from functools import cache
@@ -116,3 +117,28 @@ def script_files(script: str, src: Path = SRC) -> list[str]:
     prefix = f"{PACKAGE}."
     modules = sorted(m.removeprefix(prefix) for m in imported_modules(path, src) if m != PACKAGE)
     return [script, *module_files(*modules, src=src)]
+
+
+def code_digest(files: list[str], root: Path = SRC.parent) -> str:
+    """The sha256 of each file (paths relative to the project), a line each as `sha256sum`
+    writes them: one small file whose text changes when, and only when, the code does.
+
+    A rule lists its script and this digest of everything the script runs instead of the
+    50-100 files themselves: Snakemake hashes every input of a job once per output when the
+    job ends, and sizes each input whenever it schedules, so a job's bookkeeping grows
+    with its input count (rule code_digest in workflow/rules/code.smk).
+    """
+    lines = []
+    for name in files:
+        digest = hashlib.sha256((root / name).read_bytes()).hexdigest()
+        lines.append(f"{digest}  {name}\n")
+    return "".join(lines)
+
+
+def write_code_digest(files: list[str], out: str | os.PathLike, root: Path = SRC.parent) -> None:
+    """code_digest of `files` written to `out` through a temporary file and a rename."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(code_digest(files, root))
+    os.replace(tmp, out)
