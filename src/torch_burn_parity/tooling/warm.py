@@ -24,33 +24,17 @@ would outlive its allocation and run other jobs outside theirs.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import gc
 import hashlib
-import importlib.util
-import json
+import marshal
 import os
-import runpy
-import selectors
-import signal
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
-import time
-import traceback
-from pathlib import Path
 
-# What the server imports before it takes work: what the trainings need, the first jobs to
-# wait for it (torch._inductor: what torch.use_deterministic_algorithms and an optimizer's
-# first step import, 1.7 s). PRELOAD_LATER it imports once listening, one module at a time
-# whenever it has no request to answer (pandas, matplotlib and a first plot: about 1.2 s
-# that no training waits for); a script forked before that imports them itself.
-PRELOAD = ("numpy", "torch", "torch._inductor")
-PRELOAD_LATER = ("pandas", "tabulate", "yaml", "markdown", "matplotlib.pyplot", "a plot")
-IDLE_SECONDS = float(os.environ.get("PARITY_WARM_IDLE_SECONDS", 60))
+# A client runs once per job, so it imports only what every call needs: about 20 ms of CPU
+# for its process where the server's modules would double that. What only starting a
+# server or running cold needs is imported there; the server is warm_server.py.
+SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warm_server.py")
 START_TIMEOUT_SECONDS = 180
 # Environment variables read once, when a library is imported or Python starts: a server
 # started under other values would run scripts differently, so they are part of its key.
@@ -61,10 +45,13 @@ MAX_SOCKET_PATH = 107
 
 
 def server_key() -> str:
-    """What makes two servers interchangeable: interpreter, packages, this file, env."""
+    """What makes two servers interchangeable: interpreter, packages, the client's and the
+    server's code, env."""
     digest = hashlib.sha256()
     digest.update(f"{os.getuid()} {sys.executable} {sys.prefix}".encode())
-    digest.update(Path(__file__).read_bytes())
+    for code in (os.path.abspath(__file__), SERVER):
+        with open(code, "rb") as f:
+            digest.update(f.read())
     for site_dir in sorted(p for p in sys.path if p.endswith("site-packages")):
         if os.path.isdir(site_dir):  # installing or removing a package touches it
             digest.update(f"{site_dir} {os.stat(site_dir).st_mtime_ns}".encode())
@@ -74,21 +61,24 @@ def server_key() -> str:
     return digest.hexdigest()[:16]
 
 
-def socket_path() -> Path:
+def socket_path() -> str:
     """The server's socket, in a folder only this user can enter (the server runs any
     script it is sent). A Unix socket's path is limited to 107 bytes: under a long
     XDG_RUNTIME_DIR or TMPDIR the folder goes to /tmp instead."""
     name = f"parity-warm-{os.getuid()}/{server_key()}.sock"
-    path = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / name
-    if len(str(path)) + 16 > MAX_SOCKET_PATH:  # room for the server's staging suffix
-        path = Path("/tmp") / name
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    if path.parent.stat().st_uid != os.getuid():
-        raise OSError(f"{path.parent} belongs to another user")
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if not runtime:
+        import tempfile
+
+        runtime = tempfile.gettempdir()
+    path = os.path.join(runtime, name)
+    if len(path) + 16 > MAX_SOCKET_PATH:  # room for the server's staging suffix
+        path = os.path.join("/tmp", name)
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if os.stat(folder).st_uid != os.getuid():
+        raise OSError(f"{folder} belongs to another user")
     return path
-
-
-# --- the client ------------------------------------------------------------------------
 
 
 def warm_wanted() -> bool:
@@ -96,27 +86,32 @@ def warm_wanted() -> bool:
     return os.environ.get("PARITY_WARM", default) != "0"
 
 
-def connect(path: Path) -> socket.socket | None:
+def connect(path: str) -> socket.socket | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        sock.connect(str(path))
+        sock.connect(path)
         return sock
     except OSError:
         sock.close()
         return None
 
 
-def start_server(path: Path) -> socket.socket | None:
+def start_server(path: str) -> socket.socket | None:
     """Start a server unless another client just did (a lock file decides), and connect."""
+    import fcntl
+    import subprocess
+    import time
+
     with open(f"{path}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         sock = connect(path)
         if sock:
             return sock
-        path.unlink(missing_ok=True)  # a server that died leaves its socket file
+        if os.path.lexists(path):  # a server that died leaves its socket file
+            os.unlink(path)
         with open(f"{path}.log", "wb") as log:
             server = subprocess.Popen(
-                [sys.executable, __file__, "--serve", str(path)],
+                [sys.executable, SERVER, "--serve", path],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -144,6 +139,8 @@ def short_name(target: str) -> str:
 
 def module_exists(name: str) -> bool:
     """Whether `python -m name` would find it (from the working directory first)."""
+    import importlib.util
+
     sys.path[0] = os.getcwd()
     try:
         return importlib.util.find_spec(name) is not None
@@ -153,6 +150,8 @@ def module_exists(name: str) -> bool:
 
 def run_cold(argv: list[str]) -> None:
     """`python -m MODULE ARG ...` or `python SCRIPT ARG ...` in this process."""
+    import runpy
+
     sys.argv = list(argv)
     if is_script(argv[0]):
         sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
@@ -163,9 +162,11 @@ def run_cold(argv: list[str]) -> None:
 
 
 def request(sock: socket.socket, argv: list[str]) -> int | None:
-    """Ask the server to run argv; its exit status, or None when no child was started."""
-    payload = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)})
-    socket.send_fds(sock, [payload.encode()], [0, 1, 2])
+    """Ask the server to run argv; its exit status, or None when no child was started.
+    The job goes as marshal data: the same interpreter reads it (the server's key names
+    it), and marshal needs no import."""
+    payload = marshal.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)})
+    socket.send_fds(sock, [payload], [0, 1, 2])
     reply = sock.recv(64)
     if not reply.startswith(STARTED):
         return None  # the server was closing: nothing ran
@@ -200,193 +201,8 @@ def run_warm(argv: list[str]) -> int | None:
     return None
 
 
-# --- the server ------------------------------------------------------------------------
-
-
-def preload(module: str) -> None:
-    import importlib
-
-    if module == "a plot":
-        draw_a_plot()
-        return
-    if module.startswith("matplotlib"):
-        import matplotlib
-
-        matplotlib.use("Agg")
-    importlib.import_module(module)
-
-
-def draw_a_plot() -> None:
-    """Draw one log-scale plot, as the pipeline's plots do, and throw it away: matplotlib
-    builds its font caches on first use (0.3 s per plotting job)."""
-    import io
-
-    import matplotlib.pyplot as plt
-
-    from torch_burn_parity.report.log_axis import log_y
-
-    fig, ax = plt.subplots(layout="constrained")
-    ax.plot([1, 2, 3], [1e-12, 1e-9, 1e-6], label="gap")
-    log_y(ax)
-    ax.set_title("warm-up")
-    ax.legend()
-    fig.savefig(io.BytesIO(), format="png", dpi=110)
-    plt.close(fig)
-
-
-def run_child(conn: socket.socket, listener: socket.socket, job: dict, fds: list[int]) -> None:
-    """In the forked child: become `python SCRIPT ARG ...` and never return."""
-    status = 1
-    try:
-        os.setpgid(0, 0)  # the server kills the whole group if the client goes away
-        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL)
-        listener.close()
-        conn.close()
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.chdir(job["cwd"])
-        os.environ.clear()
-        os.environ.update(job["env"])
-        status = 0
-        run_cold(job["argv"])
-    except SystemExit as done:
-        if isinstance(done.code, int) or done.code is None:
-            status = done.code or 0
-        else:
-            print(done.code, file=sys.stderr)
-            status = 1
-    except BaseException:
-        traceback.print_exc()
-        status = 1
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(status)
-
-
-class Server:
-    """Forks a child per request; reports its exit status; kills it if the client leaves.
-
-    One thread and a selector: no lock can be held by another thread at a fork.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        staging = f"{path}.{os.getpid()}"
-        self.listener.bind(staging)
-        self.listener.listen(64)
-        os.replace(staging, path)  # clients see the socket only once it listens
-        self.inode = os.stat(path).st_ino
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
-        self.children: dict[int, tuple[socket.socket, int]] = {}  # pidfd → (client, pid)
-        self.later = list(PRELOAD_LATER)
-
-    def accept(self) -> None:
-        conn, _ = self.listener.accept()
-        try:
-            message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
-            job = json.loads(message)
-        except (OSError, ValueError):
-            conn.close()
-            return
-        pid = os.fork()
-        if pid == 0:
-            run_child(conn, self.listener, job, fds)
-        for fd in fds:
-            os.close(fd)
-        pidfd = os.pidfd_open(pid)
-        self.children[pidfd] = (conn, pid)
-        self.selector.register(pidfd, selectors.EVENT_READ, ("child", pidfd))
-        self.selector.register(conn, selectors.EVENT_READ, ("client", pidfd))
-        conn.sendall(STARTED)
-
-    def client_gone(self, conn: socket.socket, pidfd: int) -> None:
-        """The client hung up (its job was killed) before its child ended."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.children[pidfd][1], signal.SIGKILL)
-        self.selector.unregister(conn)
-
-    def child_done(self, pidfd: int) -> None:
-        conn, pid = self.children.pop(pidfd)
-        _, wait_status, usage = os.wait4(pid, 0)
-        self.selector.unregister(pidfd)
-        os.close(pidfd)
-        with contextlib.suppress(KeyError):
-            self.selector.unregister(conn)
-        code = os.waitstatus_to_exitcode(wait_status)
-        cpu_seconds = usage.ru_utime + usage.ru_stime
-        status = code if code >= 0 else 128 - code  # killed by a signal: 128 + its number
-        with contextlib.suppress(OSError):
-            conn.sendall(FINISHED + struct.pack("<idq", status, cpu_seconds, usage.ru_maxrss))
-        conn.close()
-
-    def preload_next(self) -> None:
-        """Import the next module of PRELOAD_LATER; one that fails is left to the scripts
-        (each imports it itself and meets the error where it can say so)."""
-        module = self.later.pop(0)
-        try:
-            preload(module)
-        except Exception:  # noqa: BLE001 - any failure: the server goes on without it
-            print(f"warm: preloading {module} failed:", file=sys.stderr)
-            traceback.print_exc()
-        gc.freeze()  # see serve()
-
-    def run(self) -> None:
-        idle_since = time.monotonic()
-        while True:
-            timeout = None
-            if self.later:
-                timeout = 0.0  # nothing to answer now: preload the next module
-            elif not self.children:
-                timeout = max(0.0, idle_since + IDLE_SECONDS - time.monotonic())
-            events = self.selector.select(timeout)
-            if not events and self.later:
-                self.preload_next()
-                idle_since = time.monotonic()
-                continue
-            if not events and not self.children:
-                break
-            for key, _ in events:
-                kind, pidfd = key.data
-                if kind == "accept":
-                    self.accept()
-                elif kind == "client":
-                    self.client_gone(key.fileobj, pidfd)
-                else:
-                    self.child_done(pidfd)
-                    idle_since = time.monotonic()
-        # Idle: stop taking work (a client connecting now gets no STARTED and starts anew).
-        with contextlib.suppress(FileNotFoundError):
-            if os.stat(self.path).st_ino == self.inode:
-                self.path.unlink()
-        self.listener.close()
-
-
-def serve(path: Path) -> None:
-    for module in PRELOAD:
-        preload(module)
-    # The preloaded libraries hold about a million objects: without this every garbage
-    # collection in a child walks them all (0.1-0.2 s each) and copies their pages.
-    gc.freeze()
-    Server(path).run()
-
-
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--serve"]:
-        status = 0
-        try:
-            serve(Path(argv[1]))
-        except BaseException:
-            traceback.print_exc()
-            status = 1
-        sys.stderr.flush()
-        os._exit(status)  # skip interpreter teardown: the frozen objects are never freed
     if not argv:
         sys.exit("usage: python -m torch_burn_parity.tooling.warm MODULE|SCRIPT.py [ARG ...]")
     if is_script(argv[0]) and not os.path.isfile(argv[0]):
