@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -157,6 +158,33 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except OSError:
         return False
+
+
+def test_the_client_imports_only_what_every_call_needs():
+    """Every job starts a client: what only starting a server or running cold needs, and
+    the server itself, stay out of its imports until then (30 ms of CPU per client, where
+    they made it 40)."""
+    code = "import sys, torch_burn_parity.tooling.warm; print(' '.join(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    imported = set(done.stdout.split())
+    assert "torch_burn_parity.tooling.warm" in imported, done.stderr
+    later = {"json", "subprocess", "tempfile", "pathlib", "traceback", "runpy", "fcntl",
+             "torch_burn_parity.tooling.warm_server", "numpy", "torch"}  # fmt: skip
+    assert not later & imported
+
+
+def test_a_malformed_request_is_dropped_and_the_server_serves_on(tmp_path, env):
+    run([script(tmp_path, "pass")], env, tmp_path)  # a server up
+    server = server_pids(env)
+    path = next(Path(env["XDG_RUNTIME_DIR"]).rglob("*.sock"))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
+        sock.connect(str(path))
+        sock.send(b"not a job")
+        assert sock.recv(64) == b"", "the server answered a request it could not read"
+    done = run([script(tmp_path, "print('ran')")], env, tmp_path)
+    assert done.returncode == 0 and done.stdout == "ran\n"
+    assert "warm: job.py exit 0" in done.stderr and "cold" not in done.stderr
+    assert server_pids(env) == server, "the server did not survive the malformed request"
 
 
 def test_parity_warm_0_runs_cold_without_a_server(tmp_path, env):
