@@ -19,7 +19,7 @@ from torch_burn_parity.config.data_problems import experiment_data
 from torch_burn_parity.datasets.registry import dataset_stem
 from torch_burn_parity.models.port import register_ports
 from torch_burn_parity.models.model_specs import spec_of_config
-from torch_burn_parity.tooling.code import module_files, script_files, write_code_digest
+from torch_burn_parity.tooling.code import script_files, write_code_digest
 from torch_burn_parity.tooling.exit_timers import cancel_pending_timers
 from torch_burn_parity.tooling.slurm_cores import cap_cores
 from torch_burn_parity.tooling.stale_lock import clear_stale_locks
@@ -57,13 +57,6 @@ EXPERIMENTS = list(config["experiments"])
 PORTS = register_ports(config["experiments"])
 FRAMEWORKS = ["torch", "burn"]
 DTYPES = ["f32", "f64"]
-
-
-def code(*modules):
-    """The files of these modules of the package and of everything they import: a rule's
-    inputs, so that an edit reruns exactly the jobs whose code reads it (tooling/code.py).
-    """
-    return module_files(*modules)
 
 
 # Each rule that runs Python runs one thin script of workflow/scripts/ (its inputs list it
