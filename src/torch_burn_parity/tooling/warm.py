@@ -9,13 +9,14 @@ the imports: a server process
 imports PyTorch, pandas and matplotlib once (3-5 s; it answers once PyTorch is in) and forks
 a fresh child for every script it is asked to run (about 0.05 s). The child reads the script
 and the project's modules from their files, so an edited script takes effect at once; only
-the third-party libraries listed in PRELOAD and PRELOAD_LATER are shared, as they would be
-read from the same environment.
+the third-party libraries listed in warm_server.py's PRELOAD and PRELOAD_LATER are shared,
+as they would be read from the same environment.
 
-The server belongs to one user, one Python environment (its executable and installed
-packages) and one version of this file: the socket's name hashes them. The first client
-starts it; it exits after PARITY_WARM_IDLE_SECONDS (default 60) without work. A job whose
-client goes away (a killed Snakemake, a failed group) has its child killed with it.
+The server (warm_server.py) belongs to one user, one Python environment (its executable and
+installed packages) and one version of this file and its own: the socket's name hashes
+them. The first client starts it; it exits after PARITY_WARM_IDLE_SECONDS (default 60)
+without work. A job whose client goes away (a killed Snakemake, a failed group) has its
+child killed with it.
 
 PARITY_WARM=0 runs the script cold, in this process, as does a server that cannot be
 started. Under SLURM (SLURM_JOB_ID set) the default is cold: a server started by one job
