@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from torch_burn_parity.tooling.code import code_digest, write_code_digest
+from torch_burn_parity.tooling.code import code_digest
 
 
 def project(tmp_path: Path) -> list[str]:
@@ -34,11 +34,3 @@ def test_an_edit_or_another_file_changes_it_and_a_touch_does_not(tmp_path):
     assert edited != before
     (tmp_path / "src/c.py").write_text("")
     assert code_digest([*files, "src/c.py"], tmp_path) != edited
-
-
-def test_written_whole_through_a_rename(tmp_path):
-    files = project(tmp_path)
-    out = tmp_path / "results/code/x.sha256"
-    write_code_digest(files, out, tmp_path)
-    assert out.read_text() == code_digest(files, tmp_path)
-    assert [p.name for p in out.parent.iterdir()] == ["x.sha256"]

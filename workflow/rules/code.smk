@@ -15,5 +15,4 @@ rule code_digest:
         "results/logs/code/{script}.log",
     localrule: True
     run:
-        write_code_digest(input, output[0])
-        Path(log[0]).write_text(f"{output[0]}: {len(input)} files\n")
+        write_code_digest(input, output[0], log[0])

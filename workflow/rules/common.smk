@@ -19,7 +19,8 @@ from torch_burn_parity.config.data_problems import experiment_data
 from torch_burn_parity.datasets.registry import dataset_stem
 from torch_burn_parity.models.port import register_ports
 from torch_burn_parity.models.model_specs import spec_of_config
-from torch_burn_parity.tooling.code import script_files, write_code_digest
+from torch_burn_parity.io.parity_io import write_atomic
+from torch_burn_parity.tooling.code import code_digest, script_files
 from torch_burn_parity.tooling.exit_timers import cancel_pending_timers
 from torch_burn_parity.tooling.slurm_cores import cap_cores
 from torch_burn_parity.tooling.stale_lock import clear_stale_locks
@@ -60,7 +61,7 @@ DTYPES = ["f32", "f64"]
 
 
 # Each rule that runs Python runs one thin script of workflow/scripts/ (its inputs list it
-# and the package's files it imports: script_code below), most of them as
+# and the digest of the package's files it imports: script_code below), most of them as
 # `python -m torch_burn_parity.tooling.warm workflow/scripts/X.py args`, which does what
 # `python workflow/scripts/X.py args` does in a process forked from a warm interpreter that
 # has already imported PyTorch, pandas and matplotlib (see tooling/warm.py): 0.05 s to
@@ -123,6 +124,12 @@ def write_json(path, data, log):
     Path(tmp).write_text(json.dumps(data, indent=2) + "\n")
     os.replace(tmp, path)
     Path(log).write_text(f"wrote {path}\n")
+
+
+def write_code_digest(files, path, log):
+    """The sha256 of each of `files` (tooling/code.py's code_digest), written whole."""
+    write_atomic(path, code_digest(files).encode())
+    Path(log).write_text(f"{path}: {len(files)} files\n")
 
 
 # Names as the schema allows them (an alternation of every experiment's name would be

@@ -133,12 +133,3 @@ def code_digest(files: list[str], root: Path = SRC.parent) -> str:
         digest = hashlib.sha256((root / name).read_bytes()).hexdigest()
         lines.append(f"{digest}  {name}\n")
     return "".join(lines)
-
-
-def write_code_digest(files: list[str], out: str | os.PathLike, root: Path = SRC.parent) -> None:
-    """code_digest of `files` written to `out` through a temporary file and a rename."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(code_digest(files, root))
-    os.replace(tmp, out)
