@@ -86,6 +86,34 @@ def test_script_gives_the_same_bytes_in_another_process(tmp_path):
     assert ((out / "gaps.png").read_bytes(), (out / "losses.png").read_bytes()) == in_process
 
 
+def laid_out_figure():
+    """A figure as the plots draw them: constrained layout, a log axis, a title, and a
+    legend outside the axes that the layout must make room for."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
+    ax.plot(np.arange(1, STEPS + 1), GROWING + 1e-20, label="a gap with a long legend label")
+    ax.set_yscale("log")
+    ax.set_title("a title, and\na second line")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def test_save_writes_the_bytes_savefig_writes_and_draws_once(tmp_path, monkeypatch):
+    import io
+
+    from matplotlib.figure import Figure
+
+    expected = io.BytesIO()
+    laid_out_figure().savefig(expected, format="png", dpi=110, metadata=plots.PNG_METADATA)
+    draws = []
+    draw = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda fig, renderer: draws.append(draw(fig, renderer)))
+    plots.save(laid_out_figure(), tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").read_bytes() == expected.getvalue()
+    assert len(draws) == 1
+
+
 def test_plots_differ_when_the_data_differ(tmp_path):
     rounding = render(steps_frame(ROUNDING), tmp_path / "a")
     growing = render(steps_frame(GROWING), tmp_path / "b")
