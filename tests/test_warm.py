@@ -122,6 +122,63 @@ def test_the_server_is_reused_and_an_edited_script_takes_effect(tmp_path, env):
     assert server_pids(env) == first and len(first) == 1
 
 
+def project_copy(tmp_path: Path, env) -> Path:
+    """A copy of the package, first on PYTHONPATH (so a server of its own, which preloads it
+    from there): the one test that edits the project's files edits this copy."""
+    import torch_burn_parity
+
+    src = tmp_path / "src"
+    shutil.copytree(Path(torch_burn_parity.__file__).parent, src / "torch_burn_parity",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")])
+    return src / "torch_burn_parity"
+
+
+def wait_for_the_project(tmp_path: Path, env) -> None:
+    """Until a child finds the package's modules already imported by its server."""
+    probe = script(tmp_path, "import sys; print('torch_burn_parity.io.parity_io' in sys.modules)",
+                   "probe.py")  # fmt: skip
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        done = run([probe], env, tmp_path)
+        assert done.returncode == 0 and "cold" not in done.stderr, done.stderr
+        if done.stdout == "True\n":
+            return
+        time.sleep(0.2)
+    raise AssertionError("the server never preloaded the project's modules")
+
+
+def test_an_edited_project_module_takes_effect_though_the_server_preloaded_it(tmp_path, env):
+    package = project_copy(tmp_path, env)
+    module = package / "io" / "parity_io.py"
+    module.write_text(module.read_text() + "\nWARM_TEST_VALUE = 'first'\n")
+    wait_for_the_project(tmp_path, env)
+    job = script(
+        tmp_path,
+        """
+        from torch_burn_parity.io import parity_io
+        print(parity_io.WARM_TEST_VALUE, parity_io.__file__)
+    """,
+    )
+    first = run([job], env, tmp_path)
+    assert first.stdout == f"first {module}\n", first.stderr
+    module.write_text(module.read_text().replace("'first'", "'second'"))
+    second = run([job], env, tmp_path)
+    assert second.stdout == f"second {module}\n", second.stderr
+    assert len(server_pids(env)) == 1
+
+
+def test_a_copy_of_the_package_beside_the_script_is_the_one_it_imports(tmp_path, env):
+    """As `python SCRIPT` would: the script's folder comes first on its path."""
+    wait_for_the_project(tmp_path, env)
+    other = tmp_path / "other"
+    (other / "torch_burn_parity").mkdir(parents=True)
+    (other / "torch_burn_parity" / "__init__.py").write_text("WHERE = 'beside the script'\n")
+    job = script(other, "import torch_burn_parity as p; print(getattr(p, 'WHERE', p.__file__))")
+    done = run([job], env, tmp_path)
+    assert done.stdout == "beside the script\n", done.stderr
+
+
 def test_failures_exit_non_zero_with_their_message(tmp_path, env):
     raised = run([script(tmp_path, "raise ValueError('boom')", "raises.py")], env, tmp_path)
     assert raised.returncode == 1 and "ValueError: boom" in raised.stderr

@@ -6,11 +6,13 @@
 does what `python -m MODULE ARG ...` (or `python SCRIPT.py ARG ...`) does — same arguments,
 working directory, environment, stdin/stdout/stderr and exit status — without paying for
 the imports: a server process
-imports PyTorch, pandas and matplotlib once (3-5 s; it answers once PyTorch is in) and forks
-a fresh child for every script it is asked to run (about 0.05 s). The child reads the script
-and the project's modules from their files, so an edited script takes effect at once; only
-the third-party libraries listed in warm_server.py's PRELOAD and PRELOAD_LATER are shared,
-as they would be read from the same environment.
+imports PyTorch, pandas and matplotlib once (3-5 s; it answers once PyTorch is in), then the
+project's own modules, and forks a fresh child for every script it is asked to run (about
+0.05 s). The child reads the script from its file. It keeps the project's preloaded modules
+only while every file of the package is as the server found it (warm_server.py); after an
+edit it imports them anew, so an edited module takes effect at once. The third-party
+libraries listed in warm_server.py's PRELOAD and PRELOAD_LATER are shared, as they would be
+read from the same environment.
 
 The server (warm_server.py) belongs to one user, one Python environment (its executable and
 installed packages) and one version of this file and its own: the socket's name hashes
