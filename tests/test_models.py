@@ -189,6 +189,36 @@ def test_train_torch_refuses_a_dataset_of_another_model(tmp_path, write_config):
     assert not out.exists()
 
 
+def test_train_torch_runs_both_dtypes_in_one_process_as_in_one_process_each(
+    tmp_path, write_config, monkeypatch
+):
+    data = tmp_path / "cnn1d.safetensors"
+    write_atomic(data, make_data.dataset_bytes("cnn1d"))
+    spec = str(conftest.spec_of(write_config(small_config(3, e=SGD)), "e"))
+    common = ["--spec", spec, "--data", str(data)]
+    (tmp_path / "one").mkdir(), (tmp_path / "both").mkdir()
+    for dtype in ("f32", "f64"):
+        train_torch.main([*common, "--dtype", dtype, "--out", str(tmp_path / f"one/{dtype}.json")])
+    # Each run draws its random numbers (a port's module might) from the same state.
+    train = train_torch.train
+    drawn = []
+    monkeypatch.setattr(train_torch, "train", lambda *a: drawn.append(torch.rand(1)) or train(*a))
+    both = [str(tmp_path / f"both/{dtype}.json") for dtype in ("f32", "f64")]
+    train_torch.main([*common, "--dtype", "f32", "f64", "--out", *both])
+    assert torch.equal(drawn[0], drawn[1])
+    for dtype in ("f32", "f64"):
+        for ext in ("json", "safetensors"):
+            name = f"{dtype}.{ext}"
+            assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "both" / name).read_bytes()
+
+
+def test_train_torch_wants_one_out_file_per_dtype(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        train_torch.main(["--spec", "s.json", "--dtype", "f32", "f64", "--data", "d",
+                          "--out", str(tmp_path / "run.json")])  # fmt: skip
+    assert "2 --dtype value(s) but 1 --out file(s)" in capsys.readouterr().err
+
+
 # --- the dataset files ----------------------------------------------------------------------
 
 

@@ -19,12 +19,12 @@ rule train_torch:
         ),
     log:
         "results/logs/train/{experiment}/torch.log",
+    # Both runs in one process: one start-up, and the second finds PyTorch's kernels warm.
     shell:
-        "for dtype in f32 f64; do"
-        " python -m torch_burn_parity.tooling.warm workflow/scripts/train_torch.py"
-        " --spec {input.spec} --dtype $dtype --data {input.data}"
-        " --out results/runs/{wildcards.experiment}/torch-$dtype.json;"
-        " done > {log} 2>&1"
+        "python -m torch_burn_parity.tooling.warm workflow/scripts/train_torch.py"
+        " --spec {input.spec} --dtype f32 f64 --data {input.data}"
+        " --out results/runs/{wildcards.experiment}/torch-f32.json"
+        " results/runs/{wildcards.experiment}/torch-f64.json > {log} 2>&1"
 
 
 rule train_burn:

@@ -1,7 +1,8 @@
-"""Train one experiment's model with PyTorch for one dtype; write a run file.
+"""Train one experiment's model with PyTorch for each dtype asked; write a run file each.
 
     python -m torch_burn_parity.training.train_torch --spec results/specs/adam.json \\
-        --dtype f64 --data results/data/cnn1d.safetensors --out results/runs/adam/torch-f64.json
+        --dtype f32 f64 --data results/data/cnn1d.safetensors \\
+        --out results/runs/adam/torch-f32.json results/runs/adam/torch-f64.json
 
 The spec is one experiment resolved (config/resolve.py), taken as it is.
 
@@ -341,9 +342,11 @@ def train(
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", required=True, type=Path, help="a resolved experiment")
-    parser.add_argument("--dtype", required=True, choices=DTYPES)
+    parser.add_argument(
+        "--dtype", required=True, nargs="+", choices=DTYPES, help="one run per dtype, in turn"
+    )
     parser.add_argument("--data", required=True, type=Path)
-    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--out", required=True, nargs="+", type=Path, help="one per --dtype")
     parser.add_argument(
         "--bare",
         action="store_true",
@@ -351,6 +354,8 @@ def main(argv: list[str] | None = None) -> None:
         " the training alone",
     )
     args = parser.parse_args(argv)
+    if len(args.out) != len(args.dtype):
+        parser.error(f"{len(args.dtype)} --dtype value(s) but {len(args.out)} --out file(s)")
     try:
         spec = read_spec(args.spec)
         arrays, sha256 = read_dataset(args.data)
@@ -366,24 +371,32 @@ def main(argv: list[str] | None = None) -> None:
         os.execve(sys.executable, [sys.executable, *again, *(argv or sys.argv[1:])], env)
     torch.set_num_threads(spec.threads)
     torch.use_deterministic_algorithms(True)
-    started = time.perf_counter()
-    try:
-        block = train(spec, arrays, args.dtype, args.out, args.bare)
-    except ModelError as exc:  # refused before any step
-        sys.exit(f"train_torch: {exc}")
-    block["meta"]["input_sha256"] = sha256
-    block["meta"]["config_sha256"] = hashlib.sha256(args.spec.read_bytes()).hexdigest()
-    block["meta"]["git"] = git_state()
-    write_run(args.out, {spec.name: block})
-    final = block["final"]
-    correct = ""
-    if final["correct"] is not None:  # a classifier's
-        correct = f", correct {final['correct']}/{len(final['predictions'])}"
-    print(
-        f"torch {spec.name} {args.dtype}: {spec.steps} steps in "
-        f"{time.perf_counter() - started:.2f}s, final loss {final['loss']:.8f}{correct}"
-        f" -> {args.out}"
-    )
+    # Each run starts from the random state a process of its own would start from: the
+    # trainings here draw no random numbers, but a port's module might.
+    random_state = torch.get_rng_state()
+    config_sha256 = hashlib.sha256(args.spec.read_bytes()).hexdigest()
+    git = git_state()
+    for dtype, out in zip(args.dtype, args.out, strict=True):
+        torch.set_rng_state(random_state)
+        started = time.perf_counter()
+        try:
+            block = train(spec, arrays, dtype, out, args.bare)
+        except ModelError as exc:  # refused before any step
+            sys.exit(f"train_torch: {exc}")
+        block["meta"]["input_sha256"] = sha256
+        block["meta"]["config_sha256"] = config_sha256
+        block["meta"]["git"] = git
+        write_run(out, {spec.name: block})
+        final = block["final"]
+        correct = ""
+        if final["correct"] is not None:  # a classifier's
+            correct = f", correct {final['correct']}/{len(final['predictions'])}"
+        print(
+            f"torch {spec.name} {dtype}: {spec.steps} steps in "
+            f"{time.perf_counter() - started:.2f}s, final loss {final['loss']:.8f}{correct}"
+            f" -> {out}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
