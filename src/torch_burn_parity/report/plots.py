@@ -49,10 +49,13 @@ MARKERS = 10  # markers per series; each series starts at another step (see mark
 FLOOR_COLOUR = "0.55"
 # Fixed metadata so the same data give the same PNG bytes.
 PNG_METADATA = {"Software": None}
+# zlib's fastest level: 16 ms instead of 22 ms to encode a plot, for files 1-9 % larger.
+PNG_OPTIONS = {"compress_level": 1}
 
 
 def save(fig, path: Path, dpi: int = 110) -> None:
-    """Write `fig` as a PNG: the bytes `fig.savefig(path, dpi=dpi)` writes, drawn once.
+    """Write `fig` as a PNG: the bytes `fig.savefig(path, dpi=dpi)` writes (with
+    PNG_OPTIONS), drawn once.
 
     savefig draws a figure that has a layout engine twice, once without rendering to lay it
     out and once to render it; the canvas's print_png lays it out inside its one draw (the
@@ -61,7 +64,7 @@ def save(fig, path: Path, dpi: int = 110) -> None:
     """
     buffer = io.BytesIO()
     fig.set_dpi(dpi)
-    fig.canvas.print_png(buffer, metadata=PNG_METADATA)
+    fig.canvas.print_png(buffer, metadata=PNG_METADATA, pil_kwargs=dict(PNG_OPTIONS))
     plt.close(fig)
     write_atomic(path, buffer.getvalue())
 
