@@ -179,6 +179,26 @@ def test_a_copy_of_the_package_beside_the_script_is_the_one_it_imports(tmp_path,
     assert done.stdout == "beside the script\n", done.stderr
 
 
+def test_a_child_keeps_the_preloaded_package_only_while_its_files_are_as_noted(
+    tmp_path, monkeypatch
+):
+    from torch_burn_parity.tooling import warm_server
+
+    job = [str(tmp_path / "job.py")]
+    noted = tmp_path / "noted.py"
+    noted.write_text("x = 1\n")
+    files = {**warm_server.project_files, str(noted): warm_server.file_state(str(noted))}
+    monkeypatch.setattr(warm_server, "project_files", files)
+    assert not warm_server.project_changed(job)
+    noted.write_text("x = 22\n")
+    assert warm_server.project_changed(job)
+    noted.unlink()
+    assert warm_server.project_changed(job)
+    # Nothing noted: the server imported a copy of the package other than its own.
+    monkeypatch.setattr(warm_server, "project_files", {})
+    assert warm_server.project_changed(job)
+
+
 def test_failures_exit_non_zero_with_their_message(tmp_path, env):
     raised = run([script(tmp_path, "raise ValueError('boom')", "raises.py")], env, tmp_path)
     assert raised.returncode == 1 and "ValueError: boom" in raised.stderr

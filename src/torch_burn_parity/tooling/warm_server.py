@@ -22,7 +22,37 @@ import time
 import traceback
 from pathlib import Path
 
-from torch_burn_parity.tooling.warm import FINISHED, STARTED, is_script, run_cold
+
+def package_files(folder: str) -> dict[str, tuple[int, int, int] | None]:
+    """Every file of the package in `folder` (modules and data) with its state."""
+    found = {}
+    for parent, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            path = os.path.join(parent, name)
+            found[path] = file_state(path)
+    return found
+
+
+def file_state(path: str) -> tuple[int, int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_mtime_ns, found.st_size, found.st_ino
+
+
+# The project's own modules, imported last: 0.04-0.06 s of a job's CPU when each child
+# imports them. A child must run the code on disk, so the server notes every file of the
+# package (mtime, size and inode; Python's own bytecode cache checks mtime and size) as it
+# starts, before it imports any, and a child that finds one of them changed or gone forgets
+# the whole package before its script runs: the script then imports it anew, as it would
+# cold.
+PROJECT = "torch_burn_parity"
+PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+project_files = package_files(PROJECT_DIR)
+
+from torch_burn_parity.tooling.warm import FINISHED, STARTED, is_script, run_cold  # noqa: E402
 
 # What the server imports before it takes work: what the trainings need, the first jobs to
 # wait for it (torch._inductor: what torch.use_deterministic_algorithms and an optimizer's
@@ -32,14 +62,6 @@ from torch_burn_parity.tooling.warm import FINISHED, STARTED, is_script, run_col
 PRELOAD = ("numpy", "torch", "torch._inductor")
 PRELOAD_LATER = ("pandas", "tabulate", "yaml", "markdown", "matplotlib.pyplot", "a plot",
                  "the project's modules")  # fmt: skip
-# The project's own modules, imported last: 0.04-0.06 s of a job's CPU when each child
-# imports them. A child must run the code on disk, so the server notes every file of the
-# package (mtime, size and inode; Python's own bytecode cache checks mtime and size) before
-# importing it, and a child that finds any of them changed or gone forgets the whole package
-# before its script runs: the script then imports it anew, as it would cold.
-PROJECT = "torch_burn_parity"
-PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-project_files: dict[str, tuple[int, int, int]] = {}
 IDLE_SECONDS = float(os.environ.get("PARITY_WARM_IDLE_SECONDS", 60))
 
 
@@ -77,26 +99,17 @@ def draw_a_plot() -> None:
     plt.close(fig)
 
 
-def file_state(path: str) -> tuple[int, int, int] | None:
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return found.st_mtime_ns, found.st_size, found.st_ino
-
-
 def import_project() -> None:
-    """Import every module of the package; one that fails is left to the scripts. The
-    files are noted first, so that one edited during the imports counts as changed."""
+    """Import every module of the package; one that fails is left to the scripts. A package
+    found elsewhere than beside this file is not the one whose files were noted: nothing
+    more of it is imported, and every child imports it anew."""
     import importlib
     import pkgutil
 
-    for folder, dirs, files in os.walk(PROJECT_DIR):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-        for name in files:
-            path = os.path.join(folder, name)
-            project_files[path] = file_state(path)
     package = importlib.import_module(PROJECT)
+    if os.path.realpath(os.path.dirname(package.__file__)) != os.path.realpath(PROJECT_DIR):
+        project_files.clear()  # every child forgets what the server imported of it
+        return
     for found in pkgutil.walk_packages(package.__path__, f"{PROJECT}.", onerror=lambda _: None):
         with contextlib.suppress(Exception):
             importlib.import_module(found.name)
@@ -107,7 +120,7 @@ def project_changed(argv: list[str]) -> bool:
     file of it changed or went, or another copy of it comes first on the script's path (in
     the script's folder, or for `python -m` in the working directory)."""
     if not project_files:
-        return False
+        return True  # the server imported another copy than the one noted (import_project)
     first = os.path.dirname(os.path.abspath(argv[0])) if is_script(argv[0]) else os.getcwd()
     other = os.path.join(first, PROJECT)
     if os.path.isdir(other) and not os.path.samefile(other, PROJECT_DIR):
