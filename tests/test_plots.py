@@ -105,7 +105,7 @@ def test_save_writes_the_bytes_savefig_writes_and_draws_once(tmp_path, monkeypat
     from matplotlib.figure import Figure
 
     expected = io.BytesIO()
-    laid_out_figure().savefig(expected, format="png", dpi=110, metadata=plots.PNG_METADATA,
+    laid_out_figure().savefig(expected, format="png", dpi=plots.DPI, metadata=plots.PNG_METADATA,
                               pil_kwargs=dict(plots.PNG_OPTIONS))  # fmt: skip
     draws = []
     draw = Figure.draw

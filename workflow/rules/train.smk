@@ -19,7 +19,7 @@ rule train_torch:
         ),
     log:
         "results/logs/train/{experiment}/torch.log",
-    # Both runs in one process: one start-up, and the second finds PyTorch's kernels warm.
+    # Both runs in one process: one warm client, one fork (train_torch.py --dtype f32 f64).
     shell:
         "python -m torch_burn_parity.tooling.warm workflow/scripts/train_torch.py"
         " --spec {input.spec} --dtype f32 f64 --data {input.data}"

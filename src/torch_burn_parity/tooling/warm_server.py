@@ -58,7 +58,8 @@ from torch_burn_parity.tooling.warm import FINISHED, STARTED, is_script, run_col
 # wait for it (torch._inductor: what torch.use_deterministic_algorithms and an optimizer's
 # first step import, 1.7 s). PRELOAD_LATER it imports once listening, one module at a time
 # whenever it has no request to answer (pandas, matplotlib and a first plot: about 1.2 s
-# that no training waits for); a script forked before that imports them itself.
+# that no training waits for; then the project's own modules, see PROJECT above); a script
+# forked before that imports them itself.
 PRELOAD = ("numpy", "torch", "torch._inductor")
 PRELOAD_LATER = ("pandas", "tabulate", "yaml", "markdown", "matplotlib.pyplot", "a plot",
                  "the project's modules")  # fmt: skip
